@@ -1,0 +1,52 @@
+"""Parse once, run the selected rules in one traversal, return their findings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper
+
+from linter.finding import Finding
+from linter.rules import all_rules
+from linter.rules.base import Rule, RuleContext
+from linter.settings import Settings
+
+
+class SourceError(Exception):
+    """A file kvlint cannot lint (parse error, bad encoding, ...); message is user-facing."""
+
+    def __init__(self, path: str, message: str, row: int | None = None) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message
+        self.row = row
+
+
+def selected_rules(codes: Iterable[str] | None = None) -> list[type[Rule]]:
+    wanted = None if codes is None else set(codes)
+    return [rule for rule in all_rules() if wanted is None or rule.code in wanted]
+
+
+def lint_module(
+    module: cst.Module, path: str, settings: Settings, rules: Iterable[type[Rule]]
+) -> list[Finding]:
+    context = RuleContext(path=path, settings=settings)
+    visitors = [rule(context) for rule in rules]
+    if not visitors:
+        return []
+    MetadataWrapper(module, unsafe_skip_copy=True).visit_batched(visitors)
+    findings = [finding for visitor in visitors for finding in visitor.findings]
+    return sorted(findings, key=lambda f: f.sort_key)
+
+
+def lint_source(
+    source: str, path: str = "<string>", settings: Settings | None = None,
+    codes: Iterable[str] | None = None,
+) -> list[Finding]:
+    """Lint one file's text. Raises SourceError when the text is not valid Python."""
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        raise SourceError(path, f"syntax error: {exc.message}", exc.raw_line) from None
+    return lint_module(module, path, settings or Settings(), selected_rules(codes))

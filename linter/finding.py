@@ -1,0 +1,60 @@
+"""What a rule reports: a finding, the other side of its K/V pair, and an optional fix.
+
+Rows and columns are 1-based, as in ruff's JSON output, so reporters never convert.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Applicability = Literal["safe", "unsafe"]
+
+
+@dataclass(frozen=True, order=True)
+class Span:
+    row: int
+    column: int
+    end_row: int
+    end_column: int
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text in ``span`` with ``content`` (an empty span inserts)."""
+
+    span: Span
+    content: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    message: str
+    edits: tuple[Edit, ...]
+    # "safe" fixes are applied by --fix; "unsafe" ones only with --unsafe-fixes.
+    applicability: Applicability = "safe"
+
+
+@dataclass(frozen=True)
+class Related:
+    """The other line of a K/V pair (usually the V side), shown next to the finding."""
+
+    span: Span
+    message: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    message: str
+    path: str
+    span: Span
+    suggestion: str
+    related: tuple[Related, ...] = ()
+    fix: Fix | None = None
+    # The line whose ``# noqa`` suppresses this finding (the K line unless a rule says otherwise).
+    noqa_row: int | None = field(default=None)
+
+    @property
+    def sort_key(self) -> tuple:
+        return (self.path, self.span.row, self.span.column, self.code)

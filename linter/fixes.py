@@ -1,0 +1,59 @@
+"""Apply fixes to source text: non-overlapping edits, last first, result must parse."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import libcst as cst
+
+from linter.finding import Edit, Finding
+
+
+def _offsets(source: str) -> list[int]:
+    starts = [0]
+    for line in source.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    return starts
+
+
+def _offset(starts: list[int], row: int, column: int) -> int:
+    return starts[row - 1] + column - 1
+
+
+def apply_fixes(source: str, findings: Iterable[Finding], unsafe: bool = False) -> str:
+    """Return ``source`` with every applicable fix applied.
+
+    A fix whose edits overlap an earlier accepted fix is skipped (the next run picks it up),
+    and if the result does not parse the source is returned unchanged.
+    """
+    starts = _offsets(source)
+    chosen: list[tuple[int, int, str]] = []
+    taken: list[tuple[int, int]] = []
+    for finding in findings:
+        fix = finding.fix
+        if fix is None or (fix.applicability != "safe" and not unsafe):
+            continue
+        ranges = [_edit_range(starts, edit) for edit in fix.edits]
+        if any(_overlaps(a, b) for a in ranges for b in taken):
+            continue
+        taken.extend(ranges)
+        chosen.extend((lo, hi, edit.content) for (lo, hi), edit in zip(ranges, fix.edits))
+    fixed = source
+    for lo, hi, content in sorted(chosen, reverse=True):
+        fixed = fixed[:lo] + content + fixed[hi:]
+    if fixed == source:
+        return source
+    try:
+        cst.parse_module(fixed)
+    except cst.ParserSyntaxError:
+        return source
+    return fixed
+
+
+def _edit_range(starts: list[int], edit: Edit) -> tuple[int, int]:
+    span = edit.span
+    return _offset(starts, span.row, span.column), _offset(starts, span.end_row, span.end_column)
+
+
+def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[1] and b[0] < a[1] or a == b

@@ -1,0 +1,31 @@
+"""Rule registry: every ``kvNNN_*.py`` module in this package defines exactly one Rule."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import cache
+
+from linter.rules.base import Rule
+
+
+@cache
+def all_rules() -> tuple[type[Rule], ...]:
+    found: list[type[Rule]] = []
+    for info in pkgutil.iter_modules(__path__):
+        if not info.name.startswith("kv"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        rules = [
+            obj for obj in vars(module).values()
+            if isinstance(obj, type) and issubclass(obj, Rule) and obj is not Rule
+            and obj.__module__ == module.__name__
+        ]
+        if len(rules) != 1:
+            raise RuntimeError(f"{module.__name__} must define exactly one Rule, found {len(rules)}")
+        found.append(rules[0])
+    return tuple(sorted(found, key=lambda r: r.code))
+
+
+def rules_by_code() -> dict[str, type[Rule]]:
+    return {rule.code: rule for rule in all_rules()}

@@ -1,0 +1,103 @@
+"""The shape every rule has: docs for ``kvlint rule CODE``, its own examples, and detection.
+
+A rule is a libcst ``BatchableCSTVisitor`` so the engine runs all rules in one traversal
+(``MetadataWrapper.visit_batched``). Like Fixit 2, each rule carries VALID and INVALID code
+examples and the test suite runs every rule against its own examples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+from linter.finding import Finding, Fix, Related, Span
+from linter.settings import Settings
+
+
+@dataclass(frozen=True)
+class Example:
+    code: str
+    # For INVALID examples: the 1-based line the finding must be reported on.
+    line: int | None = None
+    # For INVALID examples with a fix: the source after applying it.
+    expected_fix: str | None = None
+
+
+@dataclass(frozen=True)
+class RuleContext:
+    path: str
+    settings: Settings
+
+
+class Rule(cst.BatchableCSTVisitor):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    code: ClassVar[str]  # "KV101"
+    name: ClassVar[str]  # "key-only-reshape"
+    summary: ClassVar[str]  # one line for `kvlint rules`
+    # ruff-style documentation, printed by `kvlint rule CODE` and rendered into docs/rules/.
+    what: ClassVar[str]
+    why: ClassVar[str]
+    bad: ClassVar[str]
+    good: ClassVar[str]
+    fix_text: ClassVar[str]
+
+    VALID: ClassVar[Sequence[Example]] = ()
+    INVALID: ClassVar[Sequence[Example]] = ()
+
+    def __init__(self, context: RuleContext) -> None:
+        super().__init__()
+        self.context = context
+        self.findings: list[Finding] = []
+
+    @property
+    def extra_pairs(self) -> tuple[tuple[str, str], ...]:
+        return self.context.settings.extra_pairs
+
+    @property
+    def extra_callables(self) -> tuple[str, ...]:
+        return self.context.settings.extra_attention_callables
+
+    def span(self, node: cst.CSTNode) -> Span:
+        rng = self.get_metadata(PositionProvider, node)
+        # libcst columns are 0-based; ours are 1-based like ruff's.
+        return Span(rng.start.line, rng.start.column + 1, rng.end.line, rng.end.column + 1)
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        *,
+        suggestion: str,
+        related: Sequence[tuple[cst.CSTNode, str]] = (),
+        fix: Fix | None = None,
+    ) -> None:
+        span = self.span(node)
+        self.findings.append(
+            Finding(
+                code=self.code,
+                message=message,
+                path=self.context.path,
+                span=span,
+                suggestion=suggestion,
+                related=tuple(Related(self.span(n), text) for n, text in related),
+                fix=fix,
+                noqa_row=span.row,
+            )
+        )
+
+    @classmethod
+    def doc_text(cls) -> str:
+        """Plain-text documentation, identical for `kvlint rule` and docs/rules/CODE.md."""
+        return (
+            f"# {cls.code} {cls.name}\n\n{cls.summary}\n\n"
+            f"## What it does\n{cls.what}\n\n"
+            f"## Why is this bad?\n{cls.why}\n\n"
+            f"## Example\n```python\n{cls.bad.rstrip()}\n```\n\n"
+            f"## Use instead\n```python\n{cls.good.rstrip()}\n```\n\n"
+            f"## Fix\n{cls.fix_text}\n"
+        )

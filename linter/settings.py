@@ -1,0 +1,24 @@
+"""The resolved configuration one lint run uses (config.py builds it from pyproject + CLI)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: frozenset[str] = frozenset()  # empty: every rule
+    ignore: frozenset[str] = frozenset()
+    per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()  # (glob, codes)
+    exclude: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+    extra_pairs: tuple[tuple[str, str], ...] = ()  # (k_name, v_name)
+    extra_attention_callables: tuple[str, ...] = ()
+    fingerprint_extra: tuple[str, ...] = field(default=())
+
+    def fingerprint(self) -> str:
+        """Stable text that changes whenever a setting that can change findings changes."""
+        return repr((
+            sorted(self.select), sorted(self.ignore), self.per_file_ignores,
+            self.extra_pairs, self.extra_attention_callables, self.fingerprint_extra,
+        ))
