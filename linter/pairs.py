@@ -132,3 +132,94 @@ def swap_kv_text(text: str, extra_pairs: Iterable[tuple[str, str]] = ()) -> str:
         return value_counterpart(word, extra_pairs) or word
 
     return re.sub(r"[A-Za-z_][A-Za-z0-9_]*", repl, text)
+
+
+# Name parts that mark a K/V-side name as bookkeeping rather than a tensor of keys or values:
+# ``key_padding_mask``, ``k_len``, ``v_idx``, ``key_size``, ``k_scale``.
+_NON_TENSOR_PARTS = frozenset({
+    "mask", "len", "lens", "length", "lengths", "size", "sizes", "shape", "dim", "dims",
+    "idx", "ids", "index", "indices", "pos", "name", "names", "dtype", "device", "scale",
+    "scales", "stride", "strides", "offset", "offsets", "fn", "func", "type", "str",
+})
+
+
+def is_kv_tensor_name(name: str, extra_pairs: Iterable[tuple[str, str]] = ()) -> bool:
+    """True when ``name`` (or the last component of a dotted name) can be a K or V tensor."""
+    tail = name.rsplit(".", 1)[-1]
+    if kv_side(tail, extra_pairs) is None:
+        return False
+    return not any(part.lower() in _NON_TENSOR_PARTS for part in tail.split("_"))
+
+
+def counterpart_of_dotted(name: str, extra_pairs: Iterable[tuple[str, str]] = ()) -> str | None:
+    """``self.k_cache`` -> ``self.v_cache``: the V-side partner of a (dotted) K-side name."""
+    head, _, tail = name.rpartition(".")
+    partner = value_counterpart(tail, extra_pairs)
+    if partner is None:
+        return None
+    return f"{head}.{partner}" if head else partner
+
+
+# Attention-call argument layouts. Every callable in ATTENTION_CALLABLES takes query, key,
+# value first; keyword spellings differ. The head dim is the last axis in every layout, so the
+# rank is all a rule needs to tell a head-dim slice from a token/head slice.
+_KEY_KEYWORDS = frozenset({"key", "k", "key_cache"})
+_VALUE_KEYWORDS = frozenset({"value", "v", "value_cache"})
+_LAYOUT_RANKS = {"BSH": 3, "SBH": 3, "TND": 3, "BSND": 4, "BNSD": 4}
+_FIXED_RANKS = {
+    "scaled_dot_product_attention": 4,
+    "flash_attn_func": 4,
+    "flash_attn_with_kvcache": 4,
+    "memory_efficient_attention": 4,
+    "flex_attention": 4,
+    "flash_attn_varlen_func": 3,
+    "multi_head_attention_forward": 3,
+    "_npu_flash_attention": 3,
+}
+# Position of input_layout when passed positionally, and the kernel's default layout.
+_LAYOUT_POSITION = {"npu_fusion_attention": 4}
+_DEFAULT_LAYOUT = {
+    "npu_fused_infer_attention_score": "BSH",
+    "npu_fused_infer_attention_score_v2": "BSH",
+    "npu_prompt_flash_attention": "BSH",
+    "npu_incre_flash_attention": "BSH",
+}
+
+
+def attention_kv_args(
+    call: cst.Call,
+) -> tuple[cst.BaseExpression | None, cst.BaseExpression | None, int | None]:
+    """(key argument, value argument, tensor rank or None) of an attention call."""
+    positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+    keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
+    key = positional[1] if len(positional) > 1 else None
+    value = positional[2] if len(positional) > 2 else None
+    for word, expr in keywords.items():
+        if word in _KEY_KEYWORDS:
+            key = expr
+        elif word in _VALUE_KEYWORDS:
+            value = expr
+    return key, value, _attention_rank(callee_tail(call), positional, keywords)
+
+
+def _attention_rank(
+    tail: str | None, positional: list[cst.BaseExpression], keywords: dict[str, cst.BaseExpression]
+) -> int | None:
+    if tail in _FIXED_RANKS:
+        return _FIXED_RANKS[tail]
+    layout_node = keywords.get("input_layout")
+    position = _LAYOUT_POSITION.get(tail or "")
+    if layout_node is None and position is not None and len(positional) > position:
+        layout_node = positional[position]
+    if layout_node is None:
+        return _LAYOUT_RANKS.get(_DEFAULT_LAYOUT.get(tail or "", ""))
+    if isinstance(layout_node, cst.SimpleString):
+        return _LAYOUT_RANKS.get(layout_node.evaluated_value.upper())
+    return None
+
+
+def is_kv_projection(attr: str) -> bool:
+    """``k_proj``/``v_proj``, ``wk``/``wv``, ``to_k``/``to_v``: K/V projections mark attention code."""
+    return attr in {"wk", "wv", "to_k", "to_v"} or (
+        kv_side(attr) is not None and ("proj" in attr or attr.endswith(("linear", "dense")))
+    )

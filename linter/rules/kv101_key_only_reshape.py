@@ -1,0 +1,300 @@
+"""KV101 key-only-reshape: K cut along tokens or heads, its paired V left whole."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import libcst as cst
+
+from linter.finding import Edit, Fix, Span
+from linter.pairs import (
+    attention_kv_args,
+    counterpart_of_dotted,
+    dotted_name,
+    is_attention_call,
+    is_kv_tensor_name,
+    kv_side,
+    source_of,
+    swap_kv_text,
+)
+from linter.reshapes import PIECEWISE, RESHAPE_CALLS, TOKEN_HEAD, Reshape, reshape_of, strip_shape_keeping
+from linter.rules.base import Example, Rule
+from linter.scopes import Binding, CallSite, Scope, ScopeTracking
+
+# A V binding built with any of these may already carry the matching token/head change.
+_RESIZING_CALLS = RESHAPE_CALLS | {"cat", "concat", "concatenate", "stack", "pad", "gather", "roll", "repeat_kv"}
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MAX_HOPS = 4
+
+
+@dataclass(frozen=True)
+class _Origin:
+    reshape: Reshape
+    # Where the K reshape was assigned (None when it is written inline in the call).
+    binding: Binding | None
+    via_loop: bool = False
+
+
+class KeyOnlyReshape(ScopeTracking, Rule):
+    code = "KV101"
+    name = "key-only-reshape"
+    summary = "Key sliced, narrowed, chunked, gathered or repeated along tokens/heads; value left unchanged"
+    what = (
+        "Finds a key tensor cut or gathered along a token or head axis (slice, `narrow`, `chunk`, "
+        "`split`, `index_select`, an integer/boolean index, `repeat_interleave`, `expand`) whose "
+        "result is then used as the key next to its paired value, while that value gets no token "
+        "or head operation anywhere in the same function. Operations on the last axis (the head "
+        "dim: RoPE or MLA nope/rope splits) are not reported, nor are names that are loop keys, "
+        "counters, masks or lengths, nor code that shows no sign of attention."
+    )
+    why = (
+        "Attention pairs the i-th key with the i-th value. When only K loses tokens (a ring "
+        "chunk, a sliding window, a trimmed prefix) or heads, K and V describe different "
+        "sequences: packed NPU kernels such as `npu_fusion_attention` fail with opaque shape "
+        "errors, and broadcasting kernels silently attend to the wrong values."
+    )
+    bad = """\
+def ring_step(q, k, v, start, end):
+    k_chunk = k[start:end]
+    return flash_attn_func(q, k_chunk, v)
+"""
+    good = """\
+def ring_step(q, k, v, start, end):
+    k_chunk = k[start:end]
+    v_chunk = v[start:end]
+    return flash_attn_func(q, k_chunk, v_chunk)
+"""
+    fix_text = (
+        "Apply the same operation to the value. When the value is a plain name that is not "
+        "rebound in between, `--fix` mirrors the key's operation onto it: it inserts "
+        "`v_chunk = v[a:b]` after the key line and passes `v_chunk`, or rewrites an inline "
+        "`v` to `v[:n]`. Otherwise the finding carries the mirrored line as a suggestion."
+    )
+
+    VALID = [
+        # Both sides chunked the same way.
+        Example("def f(q, k, v, a, b):\n    k_chunk = k[a:b]\n    v_chunk = v[a:b]\n"
+                "    return flash_attn_func(q, k_chunk, v_chunk)\n"),
+        # Head-dim slice (RoPE part) on K only.
+        Example("def f(q, k, v, rope_dim):\n    k_rot = k[..., :rope_dim]\n"
+                "    return F.scaled_dot_product_attention(q, k_rot, v)\n"),
+        # Last axis of a 4-D SDPA input is the head dim.
+        Example("def f(q, k, v, d):\n    return F.scaled_dot_product_attention(q, k[:, :, :, :d], v)\n"),
+        # dim=-1 chunk is a head-dim split.
+        Example("def attn(q, k, v):\n    k_nope, k_pe = k.split([128, 64], dim=-1)\n"
+                "    return flash_attn_func(q, k_nope, v)\n"),
+        # Dict keys are not tensors.
+        Example("def attention_report(d):\n    for key, value in d.items():\n"
+                "        print(key[:8], value)\n        log(key[:8], value)\n"),
+        # A counter named k.
+        Example("def attention_prefix(xs, v, n):\n    for k in range(n):\n"
+                "        use(xs[:k], v)\n"),
+        # Masks named after the key are not keys.
+        Example("def attention(q, k, v, key_padding_mask, n):\n"
+                "    key_padding_mask = key_padding_mask[:, :n]\n"
+                "    return F.scaled_dot_product_attention(q, k, v, key_padding_mask)\n"),
+        # Slicing only for logging and asserts.
+        Example("def attention(q, k, v, n):\n    assert k[:n].sum() > 0\n"
+                "    logger.debug(f'{k[:n]}')\n    return F.scaled_dot_product_attention(q, k, v)\n"),
+        # Same tensor as K and V (MLA latent cache).
+        Example("def mla(q, kv, n):\n    return flash_attn_func(q, kv[:n], kv[:n])\n"),
+        # No attention context: a generic helper.
+        Example("def take(k, v, n):\n    k = k[:n]\n    return combine(k, v)\n"),
+        # K trimmed to V's length is a cure, not a cause.
+        Example("def attention(q, k, v):\n    k = k[:, : v.shape[1]]\n"
+                "    return F.scaled_dot_product_attention(q, k, v)\n"),
+        # Metadata read.
+        Example("def attention(q, k, v):\n    b, s = k.shape[:2]\n"
+                "    return F.scaled_dot_product_attention(q, k, v)\n"),
+    ]
+    INVALID = [
+        Example("def f(q, k, v, t):\n    k = k[:t]\n    return flash_attn_func(q, k, v)\n", line=2,
+                expected_fix="def f(q, k, v, t):\n    k = k[:t]\n    v = v[:t]\n"
+                             "    return flash_attn_func(q, k, v)\n"),
+        Example("def f(q, k, v, a, b):\n    k_chunk = k[a:b]\n    return flash_attn_func(q, k_chunk, v)\n",
+                line=2,
+                expected_fix="def f(q, k, v, a, b):\n    k_chunk = k[a:b]\n    v_chunk = v[a:b]\n"
+                             "    return flash_attn_func(q, k_chunk, v_chunk)\n"),
+        Example("def f(q, key, value, s, n):\n    key = torch.narrow(key, 0, s, n)\n"
+                "    return npu_fusion_attention(q, key, value, 8, 'BSND')\n", line=2),
+        Example("def f(q, k, v, n, i):\n    k_parts = k.chunk(n)\n"
+                "    return flash_attn_func(q, k_parts[i], v)\n", line=2,
+                expected_fix="def f(q, k, v, n, i):\n    k_parts = k.chunk(n)\n    v_parts = v.chunk(n)\n"
+                             "    return flash_attn_func(q, k_parts[i], v_parts[i])\n"),
+        Example("def f(q, k, v, n):\n    return torch_npu.npu_fusion_attention(q, k[:n], v, 8, 'TND')\n",
+                line=2,
+                expected_fix="def f(q, k, v, n):\n"
+                             "    return torch_npu.npu_fusion_attention(q, k[:n], v[:n], 8, 'TND')\n"),
+        Example("def f(q, k, v, L):\n    return F.scaled_dot_product_attention(q, k[:, :, :L], v)\n",
+                line=2),
+        # Attention-named scope, any call taking both.
+        Example("class Attention:\n    def forward(self, q, k, v, idx):\n        k = k[idx]\n"
+                "        return self.core(q, k, v)\n", line=3),
+        # Shape-keeping steps in between do not hide the slice.
+        Example("def f(q, k, v, t):\n    k = k[:, :t]\n    k = k.transpose(1, 2)\n"
+                "    return F.scaled_dot_product_attention(q, k, v.transpose(1, 2))\n", line=2),
+    ]
+
+    def check_scope(self, scope: Scope) -> None:
+        attention_scope = scope.is_attention_code(self.extra_callables)
+        reported: set[int] = set()
+        for site in scope.calls:
+            if site.quiet:
+                continue
+            if is_attention_call(site.node, self.extra_callables):
+                key, value, rank = attention_kv_args(site.node)
+                pairs = [(key, value)] if key is not None and value is not None else []
+            elif attention_scope:
+                rank = None
+                args = [arg.value for arg in site.node.args if not arg.star]
+                pairs = [(a, b) for a in args for b in args if a is not b]
+            else:
+                continue
+            for key, value in pairs:
+                origin = self._origin(scope, key, site.order)
+                if origin is None or id(origin.reshape.node) in reported:
+                    continue
+                if self._is_unmatched(scope, origin, value, rank):
+                    reported.add(id(origin.reshape.node))
+                    self._report(scope, origin, site, key, value)
+
+    def _origin(self, scope: Scope, expr: cst.BaseExpression, order: int, hops: int = 0) -> _Origin | None:
+        """The K reshape that ``expr`` (an argument at walk order ``order``) comes from."""
+        expr = strip_shape_keeping(expr)
+        if hops > _MAX_HOPS:
+            return None
+        if isinstance(expr, cst.Subscript):
+            pieces = self._pieces(scope, expr.value, order)
+            if pieces is not None:
+                return pieces
+        reshape = reshape_of(expr)
+        if reshape is not None:
+            return None if reshape.kind in PIECEWISE else _Origin(reshape, None)
+        if not isinstance(expr, cst.Name):
+            return None
+        binding = scope.binding_before(expr.value, order)
+        if binding is None or binding.value is None:
+            return None
+        if binding.kind == "loop":
+            loop = reshape_of(strip_shape_keeping(binding.value))
+            if loop is not None and loop.kind in PIECEWISE:
+                return _Origin(loop, None, via_loop=True)
+            return None
+        found = self._origin(scope, binding.value, binding.order, hops + 1)
+        if found is not None and found.binding is None and not found.via_loop:
+            return _Origin(found.reshape, binding)
+        return found
+
+    def _pieces(self, scope: Scope, container: cst.BaseExpression, order: int) -> _Origin | None:
+        """``k.chunk(n)[i]`` or ``k_parts[i]`` with ``k_parts = k.chunk(n)``."""
+        container = strip_shape_keeping(container)
+        binding = None
+        if isinstance(container, cst.Name):
+            binding = scope.binding_before(container.value, order)
+            if binding is None or binding.kind != "assign" or binding.value is None:
+                return None
+            container = strip_shape_keeping(binding.value)
+        reshape = reshape_of(container)
+        if reshape is None or reshape.kind not in PIECEWISE:
+            return None
+        return _Origin(reshape, binding)
+
+    def _is_unmatched(self, scope: Scope, origin: _Origin, value: cst.BaseExpression, rank: int | None) -> bool:
+        reshape = origin.reshape
+        if reshape.base in scope.non_tensors or not is_kv_tensor_name(reshape.base, self.extra_pairs):
+            return False
+        if kv_side(reshape.base.rsplit(".", 1)[-1], self.extra_pairs) != "k":
+            return False
+        if reshape.role(rank) != TOKEN_HEAD:
+            return False
+        partner = counterpart_of_dotted(reshape.base, self.extra_pairs)
+        if dotted_name(strip_shape_keeping(value)) != partner:
+            return False
+        # ``k[:, :v.shape[1]]`` trims K to V: the bound already knows about V.
+        if any(kv_side(word, self.extra_pairs) == "v" for word in _IDENTIFIER.findall(reshape.bounds_text())):
+            return False
+        return not _value_touched(scope, partner)
+
+    def _report(self, scope: Scope, origin: _Origin, site: CallSite, key: cst.BaseExpression,
+                value: cst.BaseExpression) -> None:
+        reshape = origin.reshape
+        partner = counterpart_of_dotted(reshape.base, self.extra_pairs)
+        op_text = source_of(reshape.node)
+        mirrored = _mirror(op_text, {reshape.base.rsplit(".", 1)[-1]}, self.extra_pairs)
+        where = f"`{site.tail}`" if site.tail else "the call"
+        message = (
+            f"key `{reshape.base}` is reshaped along a token/head axis (`{op_text}`) and used as the "
+            f"key in {where}, but its value `{partner}` gets no matching operation"
+        )
+        fix = self._fix(scope, origin, site, key, value)
+        if fix is not None:
+            suggestion = fix.message
+        elif mirrored is not None:
+            suggestion = f"apply the same operation to the value: `{mirrored}`"
+        else:
+            suggestion = f"apply the same token/head operation to `{partner}`"
+        self.report(
+            reshape.node, message, suggestion=suggestion,
+            related=[(value, f"V side: `{source_of(value)}` passed here without the key's operation")],
+            fix=fix,
+        )
+
+    def _fix(self, scope: Scope, origin: _Origin, site: CallSite, key: cst.BaseExpression,
+             value: cst.BaseExpression) -> Fix | None:
+        if not isinstance(value, cst.Name) or origin.via_loop:
+            return None
+        base_tail = origin.reshape.base.rsplit(".", 1)[-1]
+        if origin.binding is None:
+            # Inline: ``attn(q, k[:n], v)`` -> ``attn(q, k[:n], v[:n])``.
+            if key is not origin.reshape.node:
+                return None
+            mirrored = _mirror(source_of(key), {base_tail}, self.extra_pairs)
+            if mirrored is None:
+                return None
+            return Fix(f"pass `{mirrored}` as the value", (Edit(self.span(value), mirrored),))
+        binding = origin.binding
+        if binding.line is None or scope.rebound_between(value.value, binding.order, site.order):
+            return None
+        target = binding.name
+        statement = _mirror(source_of(binding.line.body[0]), {base_tail, target}, self.extra_pairs)
+        new_value = _mirror(source_of(strip_shape_keeping(key)), {target}, self.extra_pairs) \
+            if target != base_tail else value.value
+        if statement is None or new_value is None:
+            return None
+        if target != base_tail and scope.is_bound_or_used(new_value.split("[", 1)[0]):
+            return None
+        line = self.span(binding.line)
+        indent = " " * (line.column - 1)
+        edits = [Edit(Span(line.end_row + 1, 1, line.end_row + 1, 1), f"{indent}{statement}\n")]
+        if new_value != value.value:
+            edits.append(Edit(self.span(value), new_value))
+        return Fix(f"mirror the key's operation on the value: `{statement}`", tuple(edits))
+
+
+def _mirror(text: str, allowed: set[str], extra_pairs) -> str | None:
+    """``text`` with K names swapped to V, or None if a name outside ``allowed`` would change."""
+    swapped = swap_kv_text(text, extra_pairs)
+    before, after = _IDENTIFIER.findall(text), _IDENTIFIER.findall(swapped)
+    if any(a != b and a not in allowed for a, b in zip(before, after)):
+        return None
+    return swapped
+
+
+def _value_touched(scope: Scope, name: str) -> bool:
+    """Does ``name`` get any token/head-capable operation in this scope?"""
+    for access in scope.accesses:
+        if access.base == name and not access.quiet and reshape_of(access.chain[0]) is not None:
+            return True
+    for site in scope.calls:
+        reshape = reshape_of(site.node)
+        if reshape is not None and reshape.base == name and not site.quiet:
+            return True
+    for binding in scope.bindings.get(name, ()):
+        if binding.kind != "assign":
+            continue
+        if any(True for _ in scope.accesses_within(binding.value_orders)):
+            return True
+        if any(c.tail in _RESIZING_CALLS for c in scope.calls_within(binding.value_orders)):
+            return True
+    return False

@@ -1,0 +1,361 @@
+"""One-pass facts about a function (or module) scope, shared by the data-flow rules.
+
+A ``Scope`` records, in source order, every simple binding, subscript access and call of one
+function body (nested functions and classes are scopes of their own), plus which names are
+certainly not tensors. Rules ask it questions instead of walking the tree per name. The model
+is built once per scope node and cached, so every rule in a batched traversal shares it.
+
+Order is pre-order position in the walk: "before" means earlier in the source, ignoring control
+flow, which is what a linter can afford and is right for straight-line attention code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from linter.pairs import (
+    callee_tail,
+    dotted_name,
+    is_attention_call,
+    is_attention_word,
+    is_kv_projection,
+)
+
+# Calls whose arguments are only displayed or checked, never computed with.
+_QUIET_CALLS = frozenset({
+    "print", "debug", "info", "warning", "warn", "error", "exception", "critical", "log",
+    "warn_once", "info_once", "assert_close", "_check", "_check_with", "format", "repr", "str",
+})
+# Iterables whose loop targets are keys, indices or counters, not tensors.
+_NON_TENSOR_ITERABLES = frozenset({"items", "keys", "range", "enumerate"})
+# Fields that hold only whitespace, brackets and punctuation: never worth descending into.
+_SKIPPED_FIELDS = frozenset({
+    "lpar", "rpar", "comma", "semicolon", "leading_lines", "lines_after_decorators", "header",
+    "footer", "trailing_whitespace", "newline", "operator", "equal", "colon", "star",
+    "lbracket", "rbracket", "lbrace", "rbrace", "dot", "whitespace_before", "whitespace_after",
+    "decorators", "returns", "annotation",
+})
+
+
+@dataclass(frozen=True)
+class Binding:
+    name: str
+    order: int
+    # The right-hand side of ``name = value`` (or the iterable of ``for name in ...``).
+    value: cst.BaseExpression | None
+    kind: str  # "assign", "loop", "param" or "other" (augmented, unpacked, with, import, def)
+    # The statement line when the assignment is alone on it (where a fix can insert a mirror).
+    line: cst.SimpleStatementLine | None = None
+    # Walk-order range of the value: the calls and accesses inside it have orders in between.
+    value_orders: tuple[int, int] = (0, 0)
+
+
+@dataclass(frozen=True)
+class Access:
+    """A subscript chain on a named object: ``k_pool[layer][ids]`` is one access."""
+
+    node: cst.Subscript  # the outermost subscript
+    base: str
+    chain: tuple[cst.Subscript, ...]  # innermost first
+    order: int
+    store: bool
+    quiet: bool
+
+
+@dataclass(frozen=True)
+class CallSite:
+    node: cst.Call
+    tail: str | None
+    order: int
+    quiet: bool
+
+
+@dataclass
+class Scope:
+    node: cst.CSTNode
+    enclosing: tuple[str, ...]  # names of the enclosing classes and functions, outermost first
+    bindings: dict[str, list[Binding]] = field(default_factory=dict)
+    accesses: list[Access] = field(default_factory=list)
+    calls: list[CallSite] = field(default_factory=list)
+    non_tensors: set[str] = field(default_factory=set)
+    attributes: set[str] = field(default_factory=set)
+    names_used: set[str] = field(default_factory=set)
+
+    def binding_before(self, name: str, order: int) -> Binding | None:
+        found = None
+        for binding in self.bindings.get(name, ()):
+            if binding.order >= order:
+                break
+            found = binding
+        return found
+
+    def rebound_between(self, name: str, start: int, end: int) -> bool:
+        return any(start < b.order < end for b in self.bindings.get(name, ()))
+
+    def calls_within(self, orders: tuple[int, int]) -> Iterator[CallSite]:
+        return (c for c in self.calls if orders[0] < c.order < orders[1])
+
+    def accesses_within(self, orders: tuple[int, int]) -> Iterator[Access]:
+        return (a for a in self.accesses if orders[0] < a.order < orders[1])
+
+    def is_bound_or_used(self, name: str) -> bool:
+        return name in self.bindings or name in self.names_used
+
+    def attention_calls(self, extra_callables: Iterable[str] = ()) -> list[CallSite]:
+        extra = tuple(extra_callables)
+        return [c for c in self.calls if not c.quiet and is_attention_call(c.node, extra)]
+
+    def is_attention_code(self, extra_callables: Iterable[str] = ()) -> bool:
+        """Attention call, attention-named function/class, or K/V projections in this scope."""
+        return (
+            any(is_attention_word(name) for name in self.enclosing)
+            or any(is_kv_projection(attr) for attr in self.attributes)
+            or bool(self.attention_calls(extra_callables))
+        )
+
+
+# Rules of one traversal ask for the same scope in turn; a small cache lets them share it.
+_CACHE: dict[int, tuple[cst.CSTNode, Scope]] = {}
+_CACHE_SIZE = 16
+
+
+def scope_of(node: cst.FunctionDef | cst.Module, enclosing: tuple[str, ...]) -> Scope:
+    cached = _CACHE.get(id(node))
+    if cached is not None and cached[0] is node:
+        return cached[1]
+    scope = _build(node, enclosing)
+    if len(_CACHE) >= _CACHE_SIZE:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[id(node)] = (node, scope)
+    return scope
+
+
+class ScopeTracking:
+    """Mixin for rules: calls ``check_scope`` once per function and once for module code."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._enclosing: list[str] = []
+
+    def check_scope(self, scope: Scope) -> None:
+        raise NotImplementedError
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._enclosing.append(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._enclosing.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._enclosing.append(node.name.value)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.check_scope(scope_of(original_node, tuple(self._enclosing)))
+        self._enclosing.pop()
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        self.check_scope(scope_of(original_node, ()))
+
+
+def _build(node: cst.FunctionDef | cst.Module, enclosing: tuple[str, ...]) -> Scope:
+    scope = Scope(node, enclosing)
+    walker = _Walker(scope)
+    if isinstance(node, cst.FunctionDef):
+        for param in _params(node.params):
+            walker.bind(param.name.value, None, "param")
+        walker.walk(node.body)
+    else:
+        walker.walk_all(node.body)
+    return scope
+
+
+def _params(params: cst.Parameters) -> Iterator[cst.Param]:
+    yield from params.posonly_params
+    yield from params.params
+    yield from params.kwonly_params
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            yield star
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(node: cst.CSTNode) -> tuple[str, ...]:
+    kind = type(node)
+    names = _FIELDS.get(kind)
+    if names is None:
+        names = tuple(
+            f.name for f in dataclasses.fields(kind)
+            if f.name not in _SKIPPED_FIELDS and not f.name.startswith("whitespace")
+        )
+        _FIELDS[kind] = names
+    return names
+
+
+class _Walker:
+    def __init__(self, scope: Scope) -> None:
+        self.scope = scope
+        self.order = 0
+        self.line: cst.SimpleStatementLine | None = None
+
+    def bind(self, name: str, value: cst.BaseExpression | None, kind: str,
+             value_orders: tuple[int, int] = (0, 0)) -> None:
+        line = self.line if kind == "assign" else None
+        self.scope.bindings.setdefault(name, []).append(
+            Binding(name, self.order, value, kind, line, value_orders)
+        )
+
+    def walk_all(self, nodes: Iterable[cst.CSTNode], quiet: bool = False, store: bool = False) -> None:
+        for child in nodes:
+            self.walk(child, quiet, store)
+
+    def walk(self, node: cst.CSTNode, quiet: bool = False, store: bool = False) -> None:
+        self.order += 1
+        handler = _HANDLERS.get(type(node))
+        if handler is not None:
+            handler(self, node, quiet, store)
+        else:
+            self.generic(node, quiet, store)
+
+    def generic(self, node: cst.CSTNode, quiet: bool, store: bool) -> None:
+        for name in _child_fields(node):
+            value = getattr(node, name)
+            if isinstance(value, cst.CSTNode):
+                self.walk(value, quiet, store)
+            elif isinstance(value, (tuple, list)):
+                for item in value:
+                    if isinstance(item, cst.CSTNode):
+                        self.walk(item, quiet, store)
+
+    # Scope boundaries: the name is bound here, the body belongs to its own scope.
+    def nested_def(self, node: cst.FunctionDef | cst.ClassDef, quiet: bool, store: bool) -> None:
+        self.bind(node.name.value, None, "other")
+
+    def simple_line(self, node: cst.SimpleStatementLine, quiet: bool, store: bool) -> None:
+        self.line = node if len(node.body) == 1 else None
+        self.walk_all(node.body, quiet)
+        self.line = None
+
+    def assign(self, node: cst.Assign, quiet: bool, store: bool) -> None:
+        start = self.order
+        self.walk(node.value, quiet)
+        for target in node.targets:
+            self.bind_target(target.target, node.value, quiet, (start, self.order + 1))
+
+    def ann_assign(self, node: cst.AnnAssign, quiet: bool, store: bool) -> None:
+        if node.value is not None:
+            start = self.order
+            self.walk(node.value, quiet)
+            self.bind_target(node.target, node.value, quiet, (start, self.order + 1))
+
+    def aug_assign(self, node: cst.AugAssign, quiet: bool, store: bool) -> None:
+        self.walk(node.value, quiet)
+        self.bind_target(node.target, None, quiet)
+
+    def bind_target(self, target: cst.BaseExpression, value: cst.BaseExpression | None,
+                    quiet: bool, value_orders: tuple[int, int] = (0, 0)) -> None:
+        if isinstance(target, cst.Name):
+            self.bind(target.value, value, "assign" if value is not None else "other", value_orders)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self.bind_target(element.value, None, quiet)
+        elif isinstance(target, cst.StarredElement):
+            self.bind_target(target.value, None, quiet)
+        else:
+            self.walk(target, quiet, store=True)
+
+    def loop(self, node: cst.For | cst.CompFor, quiet: bool, store: bool) -> None:
+        self.walk(node.iter, quiet)
+        tail = callee_tail(node.iter) if isinstance(node.iter, cst.Call) else None
+        if tail in _NON_TENSOR_ITERABLES:
+            self.scope.non_tensors.update(_target_names(node.target))
+        if isinstance(node.target, cst.Name):
+            self.bind(node.target.value, node.iter, "loop")
+        else:
+            self.bind_target(node.target, None, quiet)
+        if isinstance(node, cst.For):
+            self.walk(node.body, quiet)
+            if node.orelse is not None:
+                self.walk(node.orelse, quiet)
+        else:
+            self.walk_all(node.ifs, quiet)
+            if node.inner_for_in is not None:
+                self.walk(node.inner_for_in, quiet)
+
+    def with_item(self, node: cst.WithItem, quiet: bool, store: bool) -> None:
+        self.walk(node.item, quiet)
+        if node.asname is not None:
+            self.bind_target(node.asname.name, None, quiet)
+
+    def assert_(self, node: cst.Assert, quiet: bool, store: bool) -> None:
+        self.generic(node, True, False)
+
+    def formatted(self, node: cst.FormattedString, quiet: bool, store: bool) -> None:
+        self.generic(node, True, False)
+
+    def call(self, node: cst.Call, quiet: bool, store: bool) -> None:
+        tail = callee_tail(node)
+        self.scope.calls.append(CallSite(node, tail, self.order, quiet))
+        self.walk(node.func, quiet)
+        quiet = quiet or tail in _QUIET_CALLS or (tail or "").startswith("assert")
+        for arg in node.args:
+            self.walk(arg.value, quiet)
+
+    def subscript(self, node: cst.Subscript, quiet: bool, store: bool) -> None:
+        chain = [node]
+        inner = node.value
+        while isinstance(inner, cst.Subscript):
+            chain.append(inner)
+            inner = inner.value
+        base = dotted_name(inner)
+        if base is not None:
+            self.scope.accesses.append(
+                Access(node, base, tuple(reversed(chain)), self.order, store, quiet)
+            )
+        self.walk(inner, quiet)
+        for sub in chain:
+            for element in sub.slice:
+                self.walk(element.slice, quiet)
+
+    def attribute(self, node: cst.Attribute, quiet: bool, store: bool) -> None:
+        self.scope.attributes.add(node.attr.value)
+        self.walk(node.value, quiet)
+
+    def name(self, node: cst.Name, quiet: bool, store: bool) -> None:
+        self.scope.names_used.add(node.value)
+
+    def lambda_(self, node: cst.Lambda, quiet: bool, store: bool) -> None:
+        self.walk(node.body, quiet)
+
+
+def _target_names(target: cst.BaseExpression) -> Iterator[str]:
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _target_names(element.value)
+
+
+_HANDLERS = {
+    cst.FunctionDef: _Walker.nested_def,
+    cst.ClassDef: _Walker.nested_def,
+    cst.SimpleStatementLine: _Walker.simple_line,
+    cst.Assign: _Walker.assign,
+    cst.AnnAssign: _Walker.ann_assign,
+    cst.AugAssign: _Walker.aug_assign,
+    cst.For: _Walker.loop,
+    cst.CompFor: _Walker.loop,
+    cst.WithItem: _Walker.with_item,
+    cst.Assert: _Walker.assert_,
+    cst.FormattedString: _Walker.formatted,
+    cst.Call: _Walker.call,
+    cst.Subscript: _Walker.subscript,
+    cst.Attribute: _Walker.attribute,
+    cst.Name: _Walker.name,
+    cst.Lambda: _Walker.lambda_,
+}
