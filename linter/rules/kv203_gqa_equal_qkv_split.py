@@ -1,0 +1,345 @@
+"""KV203: a fused QKV output cut into three equal parts where K and V have their own head count."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from linter.pairs import dotted_name, kv_side, normalized, source_of
+from linter.rules.base import Example, Rule
+from linter.sizes import is_kv_head_count_name
+
+_SPLITS = frozenset({"chunk", "tensor_split", "split"})
+_SHAPE_METHODS = frozenset({"view", "reshape", "unflatten"})
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _argument(call_args: list[cst.Arg], index: int, keyword: str) -> cst.BaseExpression | None:
+    positional = [a.value for a in call_args if a.keyword is None]
+    for arg in call_args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    return positional[index] if index < len(positional) else None
+
+
+def _int(node: cst.BaseExpression | None) -> int | None:
+    if isinstance(node, cst.Integer):
+        return int(node.evaluated_value)
+    if (
+        isinstance(node, cst.UnaryOperation)
+        and isinstance(node.operator, cst.Minus)
+        and isinstance(node.expression, cst.Integer)
+    ):
+        return -int(node.expression.evaluated_value)
+    return None
+
+
+def _has_stacked_axis(expr: cst.BaseExpression) -> bool:
+    """``x.view(b, s, 3, h, d)`` (anywhere in a method chain) gives Q, K and V their own axis."""
+    while True:
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+            continue
+        if not isinstance(expr, cst.Call):
+            return False
+        func = expr.func
+        if dotted_name(func) in ("torch.stack", "stack"):
+            return True
+        if isinstance(func, cst.Attribute):
+            if func.attr.value in _SHAPE_METHODS and any(_stacked_arg(a.value) for a in expr.args):
+                return True
+            expr = func.value
+        else:
+            return False
+
+
+def _stacked_arg(value: cst.BaseExpression) -> bool:
+    if isinstance(value, (cst.Tuple, cst.List)):
+        return any(_int(e.value) == 3 for e in value.elements)
+    return _int(value) == 3
+
+
+def _receiver_root(expr: cst.BaseExpression) -> str | None:
+    while True:
+        if isinstance(expr, cst.Name):
+            return expr.value
+        if isinstance(expr, cst.Attribute):
+            return expr.attr.value
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Call):
+            expr = expr.func.value if isinstance(expr.func, cst.Attribute) and not _is_layer_call(expr) else expr.func
+        else:
+            return None
+
+
+def _is_layer_call(call: cst.Call) -> bool:
+    # self.qkv_proj(x): the attribute *is* the fused projection, not a method of the receiver.
+    func = call.func
+    return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
+
+
+def _unpacked_names(target: cst.BaseExpression | None) -> list[str] | None:
+    if not isinstance(target, (cst.Tuple, cst.List)):
+        return None
+    names = []
+    for element in target.elements:
+        value = element.value
+        if isinstance(value, cst.Name):
+            names.append(value.value)
+        elif isinstance(value, cst.Attribute):
+            names.append(value.attr.value)
+        else:
+            return None
+    return names
+
+
+def _is_qkv(receiver_root: str | None, targets: list[str] | None) -> bool:
+    if receiver_root is not None:
+        low = receiver_root.lower()
+        if "qkv" in low or "query_key_value" in low:
+            return True
+    return (
+        targets is not None
+        and len(targets) == 3
+        and kv_side(targets[1]) == "k"
+        and kv_side(targets[2]) == "v"
+    )
+
+
+def _mentions_kv_heads(expr: cst.BaseExpression) -> bool:
+    return any(is_kv_head_count_name(word) for word in _IDENTIFIER.findall(source_of(expr)))
+
+
+@dataclass
+class _Candidate:
+    call: cst.Call
+    receiver: str
+
+
+@dataclass
+class _Owner:
+    """A class (or the module): where a KV head count is declared and splits are collected."""
+
+    kv_heads: cst.Name | None = None
+    candidates: list[_Candidate] = field(default_factory=list)
+
+
+@dataclass
+class _Function:
+    candidates: list[_Candidate] = field(default_factory=list)
+    stacked: dict[str, bool] = field(default_factory=dict)
+    # A branch or assert on the KV head count means the author handles GQA explicitly here.
+    guarded: bool = False
+
+
+class GqaEqualQkvSplit(Rule):
+    code = "KV203"
+    name = "gqa-equal-qkv-split"
+    summary = "Fused QKV output split into three equal parts although K/V have their own head count"
+    what = (
+        "Finds a fused QKV projection output cut into three equal parts "
+        "(`qkv.chunk(3, dim=-1)`, `torch.chunk(qkv, 3, -1)`, `qkv.tensor_split(3, -1)`, "
+        "`q, k, v = qkv.split(self.hidden_size, dim=-1)`, `qkv.split([h, h, h], -1)`) inside a "
+        "class (or, outside classes, a module) that has a separate KV head count such as "
+        "`num_key_value_heads`, `num_kv_heads`, `n_kv_heads` or `num_query_groups`."
+    )
+    why = (
+        "With grouped-query or multi-query attention the fused output is "
+        "`(num_heads + 2 * num_kv_heads) * head_dim` wide: Q is wider than K and V. Equal "
+        "thirds put the tail of Q into K and part of K into V. When the widths happen to "
+        "divide by three nothing fails; the model just attends with the wrong tensors."
+    )
+    bad = """\
+class Attention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_key_value_heads = config.num_key_value_heads
+
+    def forward(self, x):
+        q, k, v = self.qkv_proj(x).chunk(3, dim=-1)
+"""
+    good = """\
+class Attention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_key_value_heads = config.num_key_value_heads
+
+    def forward(self, x):
+        q, k, v = self.qkv_proj(x).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
+"""
+    fix_text = (
+        "No automatic fix: the Q and KV widths are not spelled in the split. Split by sizes, "
+        "`qkv.split([num_heads * head_dim, num_kv_heads * head_dim, num_kv_heads * head_dim], "
+        "dim=-1)`, or, if the module is only ever plain multi-head attention, assert "
+        "`num_kv_heads == num_heads` next to the split."
+    )
+
+    VALID = (
+        Example(good),
+        # Plain multi-head attention: no KV head count anywhere.
+        Example("""\
+class Attention(nn.Module):
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+"""),
+        # Q, K and V stacked on their own axis first.
+        Example("""\
+class Attention(nn.Module):
+    num_kv_heads = 8
+
+    def forward(self, x, b, s):
+        qkv = self.qkv(x).view(b, s, 3, self.num_heads, self.head_dim)
+        q, k, v = qkv.chunk(3, dim=2)
+"""),
+        Example("""\
+class Attention(nn.Module):
+    def __init__(self, num_kv_heads):
+        self.num_kv_heads = num_kv_heads
+
+    def forward(self, kv):
+        k, v = kv.chunk(2, dim=-1)
+"""),
+        Example("""\
+class Attention(nn.Module):
+    def forward(self, qkv):
+        if self.num_kv_heads == self.num_heads:
+            q, k, v = qkv.chunk(3, dim=-1)
+        else:
+            q, k, v = qkv.split([self.q_size, self.kv_size, self.kv_size], dim=-1)
+"""),
+    )
+    INVALID = (
+        Example(bad, line=7),
+        Example("""\
+class Attention(nn.Module):
+    def __init__(self, hidden_size, n_kv_heads):
+        self.hidden_size = hidden_size
+        self.n_kv_heads = n_kv_heads
+
+    def forward(self, x):
+        qkv = self.wqkv(x)
+        query, key, value = qkv.split(self.hidden_size, dim=-1)
+""", line=8),
+        Example("""\
+def attention(qkv, num_kv_heads):
+    q, k, v = torch.tensor_split(qkv, 3, -1)
+    return q, k, v
+""", line=2),
+    )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._owners: list[_Owner] = []
+        self._functions: list[_Function] = []
+        self._targets: list[cst.BaseExpression | None] = []
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._owners.append(_Owner())
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        self._settle(self._owners.pop())
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._owners.append(_Owner())
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._settle(self._owners.pop())
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions.append(_Function())
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        function = self._functions.pop()
+        if not function.guarded:
+            self._owners[-1].candidates.extend(function.candidates)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        owner = self._owners[-1]
+        if owner.kv_heads is None and is_kv_head_count_name(node.value):
+            owner.kv_heads = node
+
+    def visit_If(self, node: cst.If) -> None:
+        self._guard(node.test)
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self._guard(node.test)
+
+    def _guard(self, test: cst.BaseExpression) -> None:
+        if self._functions and _mentions_kv_heads(test):
+            self._functions[-1].guarded = True
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        target = node.targets[0].target if len(node.targets) == 1 else None
+        self._targets.append(target)
+        if self._functions and isinstance(target, cst.Name):
+            self._functions[-1].stacked[target.value] = _has_stacked_axis(node.value)
+
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        self._targets.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        tail = func.attr.value if isinstance(func, cst.Attribute) else None
+        if tail not in _SPLITS:
+            return
+        args = list(node.args)
+        if dotted_name(func) in ("torch.chunk", "torch.tensor_split", "torch.split"):
+            if not args or args[0].keyword is not None:
+                return
+            receiver, args = args[0].value, args[1:]
+        else:
+            receiver = func.value  # type: ignore[union-attr]
+        if any(a.star for a in args):
+            return
+        first = _argument(args, 0, "split_size_or_sections" if tail == "split" else (
+            "chunks" if tail == "chunk" else "indices_or_sections"))
+        dim = _int(_argument(args, 1, "dim"))
+        # Without a feature dim (dim 0, or one we cannot read) this is not a QKV split.
+        if first is None or dim is None or dim == 0:
+            return
+        target = self._targets[-1] if self._targets else None
+        targets = _unpacked_names(target)
+        if not self._equal_thirds(tail, first, targets):
+            return
+        root = _receiver_root(receiver)
+        if not _is_qkv(root, targets) or _has_stacked_axis(receiver):
+            return
+        function = self._functions[-1] if self._functions else None
+        if function is not None and root is not None and function.stacked.get(root):
+            return
+        candidate = _Candidate(node, root or source_of(receiver))
+        if function is None:
+            self._owners[-1].candidates.append(candidate)
+        else:
+            function.candidates.append(candidate)
+
+    @staticmethod
+    def _equal_thirds(tail: str, first: cst.BaseExpression, targets: list[str] | None) -> bool:
+        if tail != "split":
+            return _int(first) == 3
+        if isinstance(first, (cst.List, cst.Tuple)):
+            sizes = {normalized(e.value) for e in first.elements}
+            return len(first.elements) == 3 and len(sizes) == 1
+        # One int size for every part: three parts only when unpacked into three names.
+        return targets is not None and len(targets) == 3
+
+    def _settle(self, owner: _Owner) -> None:
+        if owner.kv_heads is None:
+            return
+        heads = owner.kv_heads.value
+        for candidate in owner.candidates:
+            text = source_of(candidate.call)
+            self.report(
+                candidate.call,
+                f"fused QKV output `{candidate.receiver}` is split into three equal parts by "
+                f"`{text}`, but this code has a separate KV head count `{heads}`: when it is "
+                "smaller than the query head count, equal thirds cut through Q, K and V",
+                suggestion=(
+                    f"split by sizes: `.split([num_heads * head_dim, {heads} * head_dim, "
+                    f"{heads} * head_dim], dim=-1)`"
+                ),
+                related=[(owner.kv_heads, f"KV head count `{heads}` used here")],
+            )

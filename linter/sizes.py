@@ -1,0 +1,272 @@
+"""What a size or shape expression says about attention heads.
+
+``num_key_value_heads * head_dim`` and ``num_heads * head_dim`` differ in the head *count*;
+``num_heads * qk_head_dim`` and ``num_heads * v_head_dim`` differ only in the head *dim*, which
+K and V may legitimately do (MLA). Rules compare expressions factor by factor, drop the head-dim
+factors, and speak only when what is left provably names different head counts: a Q-side count
+or full width (``num_heads``, ``hidden_size``) against a KV-side one (``num_kv_heads``,
+``kv_dim``, MQA's literal ``1``), or two different integers. Anything unclassifiable (a call, a
+sequence length, a name we do not know) keeps the rules silent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+import libcst as cst
+
+from linter.pairs import normalized
+
+
+class Role(Enum):
+    HEAD_DIM = "head dim"
+    Q_HEADS = "query head count"
+    KV_HEADS = "KV head count"
+    Q_WIDTH = "query width"
+    KV_WIDTH = "KV width"
+    UNKNOWN = "unknown"
+
+
+# Checked in this order: widths first because ``all_head_size`` contains ``head_size``.
+_KV_WIDTH = re.compile(
+    r"^(inner_kv_dim|kv_(dim|size|hidden_size|hidden_dim|proj_size|width|out_dim|out_features|inner_dim))$"
+)
+_Q_WIDTH = re.compile(
+    r"^(hidden_size|hidden_dim|embed_dim|embedding_dim|emb_dim|d_model|n_embd|n_embed|dim|model_dim"
+    r"|all_head_size|inner_dim|q_size|q_dim|query_dim|width|n_state|hidden|attention_dim)$"
+)
+_HEAD_DIM = re.compile(
+    r"head_dim|head_size|headdim|dim_head|dim_per_head|size_per_head|d_head|head_channels"
+    r"|kv_channels|rope|nope|rotary|^d_?[kv]$"
+)
+_HEADS = re.compile(r"(^|_)(n|num|total_num|num_local|num_attention|local_num)?_?heads?(_|$)|^n_?heads?|heads?_")
+# Megatron's num_query_groups and ChatGLM's multi_query_group_num count KV heads;
+# HF's num_key_value_groups is the repeat factor num_heads // num_kv_heads, not a count.
+_KV_GROUPS = re.compile(r"query_groups?|multi_query_group")
+_KV_TOKEN = re.compile(r"(^|_)(kv|k|key_value|kvh)(_|$)|key_value|^n?kv")
+
+
+def name_role(name: str) -> Role:
+    """Classify an identifier (the last component of a dotted name)."""
+    low = name.lower()
+    if _KV_WIDTH.match(low):
+        return Role.KV_WIDTH
+    if _Q_WIDTH.match(low):
+        return Role.Q_WIDTH
+    if _HEAD_DIM.search(low):
+        return Role.HEAD_DIM
+    if _KV_GROUPS.search(low):
+        return Role.KV_HEADS
+    if "group" in low or "per_kv" in low or "rep" in low.split("_"):
+        return Role.UNKNOWN
+    if _HEADS.search(low) and low != "head":
+        return Role.KV_HEADS if _KV_TOKEN.search(low) else Role.Q_HEADS
+    return Role.UNKNOWN
+
+
+def is_kv_head_count_name(name: str) -> bool:
+    # Cheap pre-test first: this runs on every identifier of a class.
+    return ("head" in name or "group" in name) and name_role(name) is Role.KV_HEADS
+
+
+# Resolves ``x`` / ``self.x`` to the single expression it was assigned, or None.
+Resolver = Callable[[cst.BaseExpression], "cst.BaseExpression | None"]
+
+
+@dataclass(frozen=True)
+class Factor:
+    key: str  # identifier tail, integer value, or whitespace-free source text
+    role: Role
+    value: int | None = None  # for integer literals
+
+
+def _tail(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value == "getattr"
+        and len(node.args) >= 2
+        and isinstance(node.args[1].value, cst.SimpleString)
+    ):
+        # getattr(config, "num_key_value_heads", default) names what it reads.
+        return node.args[1].value.evaluated_value if isinstance(node.args[1].value.evaluated_value, str) else None
+    return None
+
+
+def _int_value(node: cst.BaseExpression) -> int | None:
+    if isinstance(node, cst.Integer):
+        return int(node.evaluated_value)
+    if (
+        isinstance(node, cst.UnaryOperation)
+        and isinstance(node.operator, cst.Minus)
+        and isinstance(node.expression, cst.Integer)
+    ):
+        return -int(node.expression.evaluated_value)
+    return None
+
+
+_HEADS_ROLES = (Role.Q_HEADS, Role.KV_HEADS)
+
+
+def factors(
+    expr: cst.BaseExpression, resolve: Resolver | None = None, _depth: int = 0
+) -> list[Factor]:
+    """The multiplicative factors of ``expr``, each classified."""
+    value = _int_value(expr)
+    if value is not None:
+        return [Factor(str(value), Role.UNKNOWN, value)]
+    if isinstance(expr, cst.BinaryOperation):
+        op = expr.operator
+        if isinstance(op, cst.Multiply):
+            return factors(expr.left, resolve, _depth) + factors(expr.right, resolve, _depth)
+        text = normalized(expr)
+        if isinstance(op, (cst.FloorDivide, cst.Divide)):
+            # hidden_size // num_heads is a head dim.
+            divisor = factors(expr.right, resolve, _depth)
+            if len(divisor) == 1 and divisor[0].role in _HEADS_ROLES:
+                return [Factor(text, Role.HEAD_DIM)]
+        if isinstance(op, (cst.Add, cst.Subtract)):
+            # (qk_nope_head_dim + qk_rope_head_dim) is a head dim.
+            terms = factors(expr.left, resolve, _depth) + factors(expr.right, resolve, _depth)
+            if terms and all(t.role is Role.HEAD_DIM for t in terms):
+                return [Factor(text, Role.HEAD_DIM)]
+        return [Factor(text, Role.UNKNOWN)]
+    tail = _tail(expr)
+    if tail is None:
+        return [Factor(normalized(expr), Role.UNKNOWN)]
+    role = name_role(tail)
+    if role in (Role.HEAD_DIM, *_HEADS_ROLES) or resolve is None or _depth >= 4:
+        return [Factor(tail, role)]
+    target = resolve(expr)
+    if target is None:
+        return [Factor(tail, role)]
+    expanded = factors(target, resolve, _depth + 1)
+    if role is not Role.UNKNOWN and any(f.role is Role.UNKNOWN and f.value is None for f in expanded):
+        # A named width is more telling than an expansion we cannot read.
+        return [Factor(tail, role)]
+    return expanded
+
+
+def _only(found: list[Factor], surplus: Counter[str]) -> list[Factor]:
+    """The factors of one side that the other side lacks."""
+    left = Counter(surplus)
+    picked = []
+    for f in found:
+        if left[f.key] > 0:
+            left[f.key] -= 1
+            picked.append(f)
+    return picked
+
+
+def _kind(diff: Sequence[Factor]) -> str | int | None:
+    """What one side's extra factors name: "q" (query heads or full width), "kv", or an int."""
+    if not diff:
+        return None
+    if all(f.value is not None for f in diff):
+        product = 1
+        for f in diff:
+            product *= f.value  # type: ignore[operator]
+        return product
+    if len(diff) != 1:
+        return None
+    role = diff[0].role
+    if role in (Role.Q_HEADS, Role.Q_WIDTH):
+        return "q"
+    if role in (Role.KV_HEADS, Role.KV_WIDTH):
+        return "kv"
+    return None
+
+
+def _differ(a: str | int, b: str | int) -> bool:
+    if isinstance(a, int) and isinstance(b, int):
+        return a != b
+    if isinstance(a, int) or isinstance(b, int):
+        # MQA's single head is a KV-side count; any other bare integer is unclassifiable.
+        number, word = (a, b) if isinstance(a, int) else (b, a)
+        return number == 1 and word == "q"
+    return a != b
+
+
+@dataclass(frozen=True)
+class HeadsMismatch:
+    """Two sizes that provably name different head counts, with what each side names."""
+
+    left: str | int
+    right: str | int
+
+
+def heads_mismatch(
+    left: cst.BaseExpression,
+    right: cst.BaseExpression,
+    *,
+    resolve: Resolver | None = None,
+    implicit_one: bool = False,
+) -> HeadsMismatch | None:
+    """Compare two sizes up to head-dim factors.
+
+    ``implicit_one``: a size made only of head dims (``head_dim``) counts as one head, as in an
+    MQA projection ``Linear(hidden, head_dim)``; off for view positions, where the last axis is
+    the head dim itself.
+    """
+    if normalized(left) == normalized(right):
+        return None
+    lf = [f for f in factors(left, resolve) if f.role is not Role.HEAD_DIM]
+    rf = [f for f in factors(right, resolve) if f.role is not Role.HEAD_DIM]
+    lc, rc = Counter(f.key for f in lf), Counter(f.key for f in rf)
+    if lc == rc:
+        return None
+    lk = 1 if implicit_one and not lf else _kind(_only(lf, lc - rc))
+    rk = 1 if implicit_one and not rf else _kind(_only(rf, rc - lc))
+    if lk is None or rk is None or not _differ(lk, rk):
+        return None
+    return HeadsMismatch(lk, rk)
+
+
+def describe(kind: str | int) -> str:
+    """Words for a side of a mismatch: "query heads", "KV heads", "one head", "8 heads"."""
+    if kind == "q":
+        return "query heads"
+    if kind == "kv":
+        return "KV heads"
+    if kind == 1:
+        return "one head"
+    return f"{kind} heads"
+
+
+class Aliases:
+    """Single assignments of local names and ``self`` attributes, for resolving sizes.
+
+    A name assigned more than once maps to None: which value applies depends on control flow.
+    """
+
+    def __init__(self, attrs: dict[str, cst.BaseExpression | None] | None = None) -> None:
+        self.locals: dict[str, cst.BaseExpression | None] = {}
+        self.attrs = attrs if attrs is not None else {}
+
+    def record(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            table, key = self.locals, target.value
+        elif (
+            isinstance(target, cst.Attribute)
+            and isinstance(target.value, cst.Name)
+            and target.value.value == "self"
+        ):
+            table, key = self.attrs, target.attr.value
+        else:
+            return
+        table[key] = value if key not in table else None
+
+    def resolve(self, node: cst.BaseExpression) -> cst.BaseExpression | None:
+        if isinstance(node, cst.Name):
+            return self.locals.get(node.value)
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+            return self.attrs.get(node.attr.value)
+        return None
