@@ -1,0 +1,286 @@
+"""Pure checks over shapes, dtypes, devices and host integer lists.
+
+Each check returns None when its rule holds, or a Violation that says what must hold.
+No check ever reads a tensor's values: only ``.shape``, ``.dtype`` and ``.device``.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral
+from operator import countOf
+from typing import Any, NamedTuple
+
+KV_SLICED = "K was sliced without V (or V without K): ring chunking, window trimming, paging"
+HEAD_CONFIG = "K/V projections built with different head counts (e.g. v_proj sized with the query heads)"
+LENGTHS_STALE = "sequence lengths computed for a different batch, or K/V trimmed after the lengths were built"
+CACHE_POOLS = "K and V caches allocated or indexed differently (two pools, two slot tensors)"
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+MISSING = _Missing()  # a required argument the call did not pass
+
+
+class Violation(NamedTuple):
+    check: str
+    requirement: str
+    cause: str
+    tensors: tuple  # (name, value) pairs shown in reports by shape/dtype/device only
+
+
+def describe(name: str, value: Any) -> str:
+    shape = getattr(value, "shape", None)
+    if shape is None:
+        return f"{name}={type(value).__name__}"
+    return f"{name} {tuple(shape)}"
+
+
+_TENSOR_TYPES: set = set()
+
+
+def is_tensor_like(value: Any) -> bool:
+    """Has shape, dtype and device; the answer is remembered per type, as this runs on every call."""
+    kind = type(value)
+    if kind in _TENSOR_TYPES:
+        return True
+    if hasattr(value, "shape") and hasattr(value, "dtype") and hasattr(value, "device"):
+        _TENSOR_TYPES.add(kind)
+        return True
+    return False
+
+
+def arguments_are_tensors(named: tuple) -> Violation | None:
+    for _, value in named:
+        if type(value) not in _TENSOR_TYPES and not is_tensor_like(value):
+            break
+    else:
+        return None
+    bad = [(n, v) for n, v in named if not is_tensor_like(v)]
+    got = ", ".join(f"{n} missing" if v is MISSING else f"{n}={type(v).__name__}" for n, v in bad)
+    return Violation("arguments_are_tensors", f"{got}: these arguments must be tensors", "a wrong argument order or a missing tensor", ())
+
+
+def rank_matches_layout(name: str, tensor: Any, layout: str, rank: int) -> Violation | None:
+    if len(tensor.shape) == rank:
+        return None
+    return Violation(
+        "rank_matches_layout",
+        f"{describe(name, tensor)} must be {rank}-D for layout {layout}",
+        "the tensor was not reshaped to the declared input_layout",
+        ((name, tensor),),
+    )
+
+
+def one_device_of_type(named: tuple, device_type: str | None) -> Violation | None:
+    """One device for all; of the kernel's device type unless ``device_type`` is None."""
+    first = named[0][1].device
+    if device_type is not None and first.type != device_type:
+        first = None
+    for _, tensor in named:
+        if tensor.device != first:
+            devices = ", ".join(f"{n} on {t.device}" for n, t in named)
+            return Violation(
+                "one_device_of_type",
+                f"all of them must be on one {device_type or 'single'} device: {devices}",
+                "a tensor left on the host or on another card (missing .to(device))",
+                named,
+            )
+    return None
+
+
+def one_dtype(named: tuple) -> Violation | None:
+    first = named[0][1].dtype
+    for _, tensor in named:
+        if tensor.dtype != first:
+            dtypes = ", ".join(f"{n} {t.dtype}" for n, t in named)
+            return Violation("one_dtype", f"all of them must share one dtype: {dtypes}", "one side cast (or quantised) without the other", named)
+    return None
+
+
+def k_v_token_counts_match(key_name: str, key: Any, key_tokens: tuple, value_name: str, value: Any, value_tokens: tuple) -> Violation | None:
+    if key_tokens == value_tokens:
+        return None
+    return Violation(
+        "k_v_token_counts_match",
+        f"{describe(key_name, key)} and {describe(value_name, value)} must describe the same tokens: {key_tokens} != {value_tokens}",
+        KV_SLICED,
+        ((key_name, key), (value_name, value)),
+    )
+
+
+def k_v_head_counts_match(key_name: str, key: Any, key_heads: int, value_name: str, value: Any, value_heads: int) -> Violation | None:
+    if key_heads == value_heads:
+        return None
+    return Violation(
+        "k_v_head_counts_match",
+        f"{describe(key_name, key)} and {describe(value_name, value)} must have the same KV heads: {key_heads} != {value_heads}",
+        HEAD_CONFIG,
+        ((key_name, key), (value_name, value)),
+    )
+
+
+def q_k_head_dims_match(query: Any, q_dim: int, key_name: str, key: Any, k_dim: int) -> Violation | None:
+    if q_dim == k_dim:
+        return None
+    return Violation(
+        "q_k_head_dims_match",
+        f"{describe('query', query)} and {describe(key_name, key)} must have equal head dims: {q_dim} != {k_dim}",
+        "Q and K projected to different head sizes, or a rotary/nope split applied to one side only",
+        (("query", query), (key_name, key)),
+    )
+
+
+def divides(check: str, what: str, whole: int, part: int, named: tuple, cause: str) -> Violation | None:
+    """``part`` must be positive and divide ``whole`` (hidden size by heads, Q heads by KV heads)."""
+    if type(part) is int and type(whole) is int and part > 0 and whole % part == 0:
+        return None
+    return Violation(check, f"{what}: {part} must be positive and divide {whole}", cause, named)
+
+
+def kv_heads_divide_q_heads(q_heads: int, kv_heads: int, query: Any, key_name: str, key: Any) -> Violation | None:
+    if type(kv_heads) is int and kv_heads > 0 and type(q_heads) is int and q_heads % kv_heads == 0:
+        return None
+    return divides(
+        "kv_heads_divide_q_heads",
+        f"KV heads of {describe(key_name, key)} must divide the query heads of {describe('query', query)}",
+        q_heads,
+        kv_heads,
+        (("query", query), (key_name, key)),
+        HEAD_CONFIG,
+    )
+
+
+def head_count_matches(arg: str, declared: Any, actual: int, tensor_name: str, tensor: Any) -> Violation | None:
+    if declared == actual:
+        return None
+    return Violation(
+        "head_count_matches",
+        f"{arg}={declared!r} must equal the head axis of {describe(tensor_name, tensor)} ({actual})",
+        "a head count taken from the model config that does not match this tensor (TP split, GQA, MLA)",
+        ((tensor_name, tensor),),
+    )
+
+
+def axis_matches(check: str, what: Any, left: Any, right: Any, named: tuple, cause: str) -> Violation | None:
+    """``what`` is a description, or a function building one (called only when the check fails)."""
+    if left == right:
+        return None
+    return Violation(check, f"{what() if callable(what) else what}: {left} != {right}", cause, named)
+
+
+def host_ints(value: Any) -> list | tuple | None:
+    """Return a host list/tuple of integers, or None if the values live elsewhere (never read)."""
+    if type(value) is not list and type(value) is not tuple:
+        return None
+    if countOf(map(type, value), int) == len(value):
+        return value
+    if all(isinstance(v, Integral) and not is_tensor_like(v) for v in value):
+        return value
+    return None
+
+
+def cumulative_lengths_valid(arg: str, lengths: list | tuple, total: int, tensor_name: str, tensor: Any) -> Violation | None:
+    """Cumulative ends: start >= 0, never decrease, end at the packed token count; trailing zeros are EOD padding."""
+    end = len(lengths)
+    while end and lengths[end - 1] == 0:
+        end -= 1
+    body = lengths if end == len(lengths) else lengths[:end]
+    if not body:
+        if total == 0:
+            return None
+        problem = "are all zero"
+    elif body[0] < 0:
+        problem = f"start at {body[0]} < 0"
+    elif sorted(body) != (body if type(body) is list else list(body)):
+        problem = "decrease"
+    elif body[-1] != total:
+        problem = f"end at {body[-1]}"
+    else:
+        return None
+    return Violation(
+        "cumulative_lengths_valid",
+        f"{arg} {_short(lengths)} {problem}; they must be cumulative, non-decreasing, start >= 0 and end at "
+        f"{describe(tensor_name, tensor)}'s token count {total} (trailing zeros allowed)",
+        LENGTHS_STALE,
+        ((tensor_name, tensor),),
+    )
+
+
+def batch_counts(lengths: list | tuple) -> int:
+    """Number of sequences in a cumulative list, not counting trailing EOD zeros."""
+    end = len(lengths)
+    while end and lengths[end - 1] == 0:
+        end -= 1
+    return end
+
+
+def same_batch(q_arg: str, q_lengths: list | tuple, kv_arg: str, kv_lengths: list | tuple) -> Violation | None:
+    q_batch, kv_batch = batch_counts(q_lengths), batch_counts(kv_lengths)
+    if q_batch == kv_batch:
+        return None
+    return Violation(
+        "same_batch",
+        f"{q_arg} ({q_batch} sequences) and {kv_arg} ({kv_batch} sequences) must describe the same batch",
+        LENGTHS_STALE,
+        (),
+    )
+
+
+def per_sequence_lengths_fit(arg: str, lengths: list | tuple, capacity: int, batch: int | None, where: str) -> Violation | None:
+    """Per-sequence lengths: one per sequence (or one for all), each in [0, capacity]."""
+    if batch is not None and len(lengths) not in (batch, 1):
+        problem = f"has {len(lengths)} entries for a batch of {batch}"
+    elif lengths and min(lengths) < 0:
+        problem = f"has a negative entry {min(lengths)}"
+    elif lengths and max(lengths) > capacity:
+        problem = f"has {max(lengths)} > {capacity}"
+    else:
+        return None
+    return Violation(
+        "per_sequence_lengths_fit",
+        f"{arg} {_short(lengths)} {problem}; each length must be >= 0 and fit {where} ({capacity})",
+        LENGTHS_STALE,
+        (),
+    )
+
+
+def length_tensor_shape(arg: str, tensor: Any, entries: tuple | None) -> Violation | None:
+    """A device-resident length tensor: only its shape and dtype can be checked without a sync."""
+    shape = tensor.shape
+    integral = not tensor.dtype.is_floating_point and not tensor.dtype.is_complex
+    if len(shape) == 1 and integral and (entries is None or shape[0] in entries):
+        return None
+    want = "a 1-D integer tensor" + (f" with {' or '.join(map(str, entries))} entries" if entries else "")
+    return Violation("length_tensor_shape", f"{describe(arg, tensor)} {tensor.dtype} must be {want}", LENGTHS_STALE, ((arg, tensor),))
+
+
+def slot_count_matches(slot_name: str, slots: Any, tokens: int, key: Any) -> Violation | None:
+    count = len(slots) if not is_tensor_like(slots) else (slots.shape[0] if len(slots.shape) == 1 else None)
+    if count == tokens:
+        return None
+    return Violation(
+        "slot_count_matches",
+        f"{describe(slot_name, slots)} must hold one slot per token of {describe('key', key)} ({tokens})",
+        "slots computed for a different set of tokens than the K/V being written",
+        ((slot_name, slots), ("key", key)),
+    )
+
+
+def caches_match(key_cache: Any, value_cache: Any, axes: tuple) -> Violation | None:
+    """Both caches: same number of blocks, block size and KV heads (the given axes)."""
+    k_shape, v_shape = key_cache.shape, value_cache.shape
+    if len(k_shape) == len(v_shape) and all(k_shape[a] == v_shape[a] for a in axes):
+        return None
+    return Violation(
+        "caches_match",
+        f"{describe('key_cache', key_cache)} and {describe('value_cache', value_cache)} must agree on blocks, block size and KV heads",
+        CACHE_POOLS,
+        (("key_cache", key_cache), ("value_cache", value_cache)),
+    )
+
+
+def _short(values: list | tuple) -> str:
+    return str(list(values)) if len(values) <= 8 else f"[{', '.join(map(str, values[:4]))}, ..., {', '.join(map(str, values[-2:]))}] ({len(values)} entries)"

@@ -1,0 +1,89 @@
+"""One row per guarded op: where it lives, and which of its arguments each validator role reads.
+
+Roles name the op's own schema arguments; argument positions and defaults are read from the
+dispatcher schema once, when the op is wrapped, so a call only indexes a tuple.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+from runtime_guard import validators
+from runtime_guard.checks import MISSING
+
+
+class Fixed(NamedTuple):
+    """A role the op has no argument for."""
+
+    value: Any
+
+
+class OpRow(NamedTuple):
+    name: str
+    namespace: str  # torch.ops.<namespace>; every op is also an attribute of torch_npu
+    roles: tuple
+    validate: Callable
+    layout: str  # the role holding the layout string, or a fixed description
+
+
+ATTENTION_LAYOUT = "input_layout"
+
+ROWS = (
+    OpRow("npu_fusion_attention", "npu", ("input_layout", "query", "key", "value", "head_num", Fixed(None), "actual_seq_qlen", "actual_seq_kvlen", Fixed(None), Fixed(0)), validators.attention, ATTENTION_LAYOUT),
+    OpRow("npu_fused_infer_attention_score", "npu", ("input_layout", "query", "key", "value", "num_heads", "num_key_value_heads", "actual_seq_lengths", "actual_seq_lengths_kv", "block_table", "block_size"), validators.attention, ATTENTION_LAYOUT),
+    OpRow("npu_fused_infer_attention_score_v2", "npu", ("input_layout", "query", "key", "value", "num_query_heads", "num_key_value_heads", "actual_seq_qlen", "actual_seq_kvlen", "block_table", "block_size"), validators.attention, ATTENTION_LAYOUT),
+    OpRow("npu_prompt_flash_attention", "npu", ("input_layout", "query", "key", "value", "num_heads", "num_key_value_heads", "actual_seq_lengths", "actual_seq_lengths_kv", Fixed(None), Fixed(0)), validators.attention, ATTENTION_LAYOUT),
+    # Incremental (decode) attention: its actual_seq_lengths are the K/V lengths.
+    OpRow("npu_incre_flash_attention", "npu", ("input_layout", "query", "key", "value", "num_heads", "num_key_value_heads", Fixed(None), "actual_seq_lengths", "block_table", "block_size"), validators.attention, ATTENTION_LAYOUT),
+    OpRow("_npu_flash_attention", "atb", ("query", "key", "value", "seq_len", "num_heads", "num_kv_heads"), validators.atb_flash_attention, "packed (T, N, D)"),
+    OpRow("_npu_paged_attention", "atb", ("query", "key_cache", "value_cache", "num_heads", "num_kv_heads", "block_table", "context_lens"), validators.atb_paged_attention, "paged (blocks, block_size, N, D)"),
+    OpRow("_npu_reshape_and_cache", "atb", ("key", "value", "key_cache", "value_cache", "slot_indices", Fixed("slot_indices")), validators.cache_write, "paged (blocks, block_size, N, D)"),
+    OpRow("npu_scatter_pa_kv_cache", "npu", ("key", "value", "key_cache", "value_cache", "slot_mapping", Fixed("slot_mapping")), validators.cache_write, "paged (blocks, block_size, N, D)"),
+)
+
+ROWS_BY_NAME = {row.name: row for row in ROWS}
+
+
+
+class Binder:
+    """Picks each role's value out of (args, kwargs) by the positions the schema gives."""
+
+    __slots__ = ("slots", "layout_index")
+
+    def __init__(self, row: OpRow, params: list) -> None:
+        by_name = {name: (index, kwarg_only, default) for index, (name, kwarg_only, default) in enumerate(params)}
+        slots = []
+        for role in row.roles:
+            if isinstance(role, Fixed):
+                slots.append((-1, "", role.value))
+                continue
+            if role not in by_name:
+                slots.append((-1, "", None))  # an older op version without this argument
+                continue
+            index, kwarg_only, default = by_name[role]
+            slots.append((-1 if kwarg_only else index, role, default))
+        self.slots = tuple(slots)
+        self.layout_index = row.roles.index(row.layout) if row.layout in row.roles else -1
+
+    def bind(self, args: tuple, kwargs: dict) -> list:
+        n = len(args)
+        return [args[i] if -1 < i < n else kwargs.get(name, default) for i, name, default in self.slots]
+
+
+def schema_params(op: Any) -> list:
+    """(name, keyword-only, default) of a packet's .default overload or of one overload."""
+    schema = getattr(op, "_schema", None) or op.default._schema
+    return [(a.name, a.kwarg_only, a.default_value if a.has_default_value() else MISSING) for a in schema.arguments]
+
+
+def signature_params(function: Callable) -> list:
+    """(name, keyword-only, default) of a Python function, for guard()-decorated wrappers."""
+    import inspect
+
+    params = []
+    for p in inspect.signature(function).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        default = MISSING if p.default is p.empty else p.default
+        params.append((p.name, p.kind is p.KEYWORD_ONLY, default))
+    return params

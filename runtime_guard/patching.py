@@ -1,0 +1,290 @@
+"""Wrapping torch_npu's op packets in torch_npu.* and torch.ops.npu/atb.*, and undoing it exactly.
+
+torch_npu.X and torch.ops.<ns>.X are the same OpOverloadPacket stored in two namespaces; both get
+the same wrapper. Each namespace object's class is swapped for a subclass that wraps a watched
+name whenever something assigns it later: that keeps the guard in place when torch_npu replaces
+its lazy ATB wrappers with torch.ops.atb.* and when torch.ops resolves an op on first access.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+import warnings
+from typing import Any
+
+from runtime_guard import ops
+from runtime_guard.reporting import KVConsistencyError, KVGuardInternalWarning, Reporter, format_summary
+
+
+class _State:
+    mode: str | None = None  # read without the lock on every guarded call
+    installed = False
+    reporter: Reporter | None = None
+
+
+STATE = _State()
+LOCK = threading.RLock()
+
+_watched: dict = {}  # (id(owner), name) -> OpRow
+_restore: dict = {}  # (id(owner), name) -> (owner, raw value to put back)
+_owners: dict = {}  # id(owner) -> (owner, original class)
+_wrappers: dict = {}  # id(raw packet or overload) -> GuardedOp
+_warned_early: set = set()
+
+
+def _is_compiling() -> bool:
+    global _is_compiling
+    import torch
+
+    _is_compiling = torch.compiler.is_compiling  # resolved once; this runs on every guarded call
+    return _is_compiling()
+
+
+def reporter() -> Reporter:
+    with LOCK:
+        if STATE.reporter is None:
+            STATE.reporter = Reporter(os.environ.get("KVGUARD_LOG") or None)
+            atexit.register(_print_summary_at_exit)
+        return STATE.reporter
+
+
+def _print_summary_at_exit() -> None:
+    rows = STATE.reporter.summary_rows() if STATE.reporter else []
+    if rows and STATE.mode == "warn":
+        print(format_summary(rows), file=sys.stderr)
+
+
+def _inspect(op: GuardedOp, args: tuple, kwargs: dict) -> None:
+    mode = op._mode or STATE.mode
+    if mode is None or _is_compiling():
+        return
+    reporter = STATE.reporter or globals()["reporter"]()
+    try:
+        values = op._binder.bind(args, kwargs)
+        found = op._row.validate(*values)
+        if found is None:
+            return
+        layout_index = op._binder.layout_index
+        layout = values[layout_index] if layout_index >= 0 else op._row.layout
+        reporter.violation(mode, op._label, str(layout), found)
+    except KVConsistencyError:
+        raise
+    except Exception as exc:  # a guard bug must not become the user's bug
+        if _under_fake_tensors(args, kwargs):
+            return  # symbolic shapes during tracing: leave the judgement to the real run
+        reporter.internal(mode, op._label, exc)
+
+
+def _under_fake_tensors(args: tuple, kwargs: dict) -> bool:
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return any(isinstance(value, FakeTensor) for value in (*args, *kwargs.values()))
+
+
+class GuardedOp:
+    """Stands where a packet (or one of its overloads) stood; checks, then calls the original."""
+
+    __slots__ = ("_kvguard_original", "_row", "_binder", "_label", "_overloads", "_mode")
+
+    def __init__(self, original: Any, row: ops.OpRow, label: str, params: list | None = None, mode: str | None = None) -> None:
+        self._kvguard_original = original
+        self._row = row
+        self._binder = ops.Binder(row, ops.schema_params(original) if params is None else params)
+        self._label = label
+        self._overloads: dict = {}
+        self._mode = mode  # set for guard()-decorated functions that always check
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if STATE.mode is not None or self._mode is not None:
+            _inspect(self, args, kwargs)
+        return self._kvguard_original(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        # .default, .out and every other overload are checked too; anything else passes through.
+        attr = getattr(self._kvguard_original, name)
+        if not _is_overload(attr):
+            return attr
+        wrapper = self._overloads.get(name)
+        if wrapper is None:
+            wrapper = self._overloads[name] = GuardedOp(attr, self._row, f"{self._label}.{name}")
+            _wrappers[id(attr)] = wrapper
+        return wrapper
+
+    def __repr__(self) -> str:
+        return f"<kvlint guard around {self._kvguard_original!r}>"
+
+
+def _is_overload(value: Any) -> bool:
+    from torch._ops import OpOverload
+
+    return isinstance(value, OpOverload)
+
+
+def _is_packet(value: Any) -> bool:
+    from torch._ops import OpOverloadPacket
+
+    return isinstance(value, OpOverloadPacket)
+
+
+def unwrap(value: Any) -> Any:
+    return value._kvguard_original if isinstance(value, GuardedOp) else value
+
+
+def _wrap(raw: Any, row: ops.OpRow) -> GuardedOp:
+    wrapper = _wrappers.get(id(raw))
+    if wrapper is None or wrapper._kvguard_original is not raw:
+        _pin_dispatcher_objects(raw)
+        wrapper = _wrappers[id(raw)] = GuardedOp(raw, row, f"torch_npu.{row.name}")
+    return wrapper
+
+
+class _Pinned(Exception):
+    pass
+
+
+def _pin_dispatcher_objects(packet: Any) -> None:
+    """Make the dispatcher cache the raw OpOverloads before torch.ops.<ns>.X points at a wrapper.
+
+    Python-level dispatch (FakeTensor, torch.compile, tensor subclasses) receives the op object
+    that the C++ dispatcher looked up once by attribute path torch.ops.<ns>.<name>.<overload> and
+    cached for good. Dispatching each overload once under a mode that stops at the first Python
+    hook fills that cache with the raw objects; no kernel runs.
+    """
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class StopAtPython(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+            raise _Pinned
+
+    for name in packet.overloads():
+        overload = getattr(packet, name)
+        args, kwargs = _placeholder_arguments(overload._schema)
+        try:
+            with StopAtPython():
+                overload(*args, **kwargs)
+        except _Pinned:
+            continue
+        except Exception as exc:
+            warnings.warn(f"kvlint runtime guard: could not pin {overload} for Python dispatch ({exc}); under FakeTensor or torch.compile that op may be seen as the guard's wrapper", KVGuardInternalWarning, stacklevel=2)
+
+
+def _placeholder_arguments(schema: Any) -> tuple:
+    import torch
+
+    def placeholder(type_text: str) -> Any:
+        if type_text.startswith("Tensor"):
+            return torch.empty(0)
+        if "[]" in type_text:
+            return []
+        return {"int": 0, "SymInt": 0, "float": 0.0, "str": "", "bool": False}.get(type_text)
+
+    args, kwargs = [], {}
+    for arg in schema.arguments:
+        if arg.has_default_value():
+            continue
+        if arg.kwarg_only:
+            kwargs[arg.name] = placeholder(str(arg.type))
+        else:
+            args.append(placeholder(str(arg.type)))
+    return args, kwargs
+
+
+_watching_classes: dict = {}
+
+
+def _watching_class(base: type) -> type:
+    """A subclass of a namespace's class that wraps watched names on assignment (and on first resolve)."""
+    cls = _watching_classes.get(base)
+    if cls is not None:
+        return cls
+
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        key = (id(self), name)
+        row = _watched.get(key)
+        if row is not None:
+            raw = unwrap(value)
+            _restore[key] = (self, raw)
+            if STATE.installed and _is_packet(raw):
+                base.__setattr__(self, name, raw)  # _wrap pins the raw overloads through this name
+                value = _wrap(raw, row)
+        base.__setattr__(self, name, value)
+
+    namespace: dict = {"__setattr__": __setattr__, "__module__": __name__}
+    if hasattr(base, "__getattr__"):
+        # torch.ops.<ns>.__getattr__ resolves an op, stores it with setattr (wrapped above) and
+        # returns the raw packet; hand back what was stored instead.
+        def __getattr__(self: Any, name: str) -> Any:
+            raw = base.__getattr__(self, name)
+            return self.__dict__.get(name, raw)
+
+        namespace["__getattr__"] = __getattr__
+    cls = _watching_classes[base] = type(f"KVGuarded{base.__name__}", (base,), namespace)
+    return cls
+
+
+def _watch(owner: Any, name: str, row: ops.OpRow) -> None:
+    if id(owner) not in _owners:
+        _owners[id(owner)] = (owner, type(owner))
+        owner.__class__ = _watching_class(type(owner))
+    _watched[(id(owner), name)] = row
+    current = owner.__dict__.get(name)
+    if current is not None:
+        setattr(owner, name, current)  # re-assign through the watcher: wraps a packet, records the original
+
+
+def patch_torch_npu(torch_npu: Any) -> None:
+    """Wrap every guarded op in torch_npu and torch.ops.*; safe to call again."""
+    import torch
+
+    with LOCK:
+        if not STATE.installed:
+            return
+        for row in ops.ROWS:
+            namespace = getattr(torch.ops, row.namespace)
+            _watch(namespace, row.name, row)
+            try:
+                getattr(namespace, row.name)  # resolve now, so both names share one wrapper
+            except (AttributeError, RuntimeError):
+                pass  # not registered (yet): the watcher wraps it when it appears
+            _watch(torch_npu, row.name, row)
+        _warn_early_bindings(torch_npu)
+
+
+def unpatch() -> None:
+    """Put back the raw objects (the latest ones torch_npu assigned) and the namespaces' classes."""
+    with LOCK:
+        for (owner_id, name), (owner, raw) in _restore.items():
+            if isinstance(owner.__dict__.get(name), GuardedOp):
+                _owners[owner_id][1].__setattr__(owner, name, raw)
+        for owner, original_class in _owners.values():
+            owner.__class__ = original_class
+        _owners.clear()
+        _watched.clear()
+        _restore.clear()
+
+
+def _warn_early_bindings(torch_npu: Any) -> None:
+    """Names bound before the guard (``from torch_npu import X``) keep calling the raw op."""
+    originals = {id(raw): f"torch_npu.{name}" for (_, name), (_, raw) in _restore.items() if raw is not None}
+    for module_name, module in list(sys.modules.items()):
+        if module is None or module is torch_npu or module_name.partition(".")[0] in ("torch", "torch_npu", "runtime_guard"):
+            continue
+        try:
+            items = list(vars(module).items())
+        except TypeError:
+            continue
+        for name, value in items:
+            op = originals.get(id(value))
+            if op is None or (id(module), name) in _warned_early:
+                continue
+            _warned_early.add((id(module), name))
+            warnings.warn_explicit(
+                f"kvlint runtime guard: {module_name}.{name} was bound to {op} before the guard was installed; "
+                f"calls through that name are not checked (call {op}(...) instead, or install the guard first)",
+                RuntimeWarning,
+                getattr(module, "__file__", None) or module_name,
+                0,
+            )

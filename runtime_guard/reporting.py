@@ -1,0 +1,151 @@
+"""What happens to a violation: raise, warn once per call site, JSONL record, exit summary."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+import warnings
+from typing import Any, NamedTuple
+
+from runtime_guard.checks import Violation, is_tensor_like
+
+
+class KVConsistencyError(ValueError):
+    """An attention or KV-cache call whose tensors cannot describe one consistent K/V pair."""
+
+    def __init__(self, message: str, op: str = "", check: str = "", call_site: str = "") -> None:
+        super().__init__(message)
+        self.op, self.check, self.call_site = op, check, call_site
+
+
+class KVGuardInternalError(RuntimeError):
+    """The guard itself failed while inspecting a call (a kvlint bug, not a problem in the call)."""
+
+
+class KVConsistencyWarning(UserWarning):
+    pass
+
+
+class KVGuardInternalWarning(RuntimeWarning):
+    pass
+
+
+class CallSite(NamedTuple):
+    file: str
+    line: int
+    function: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line} in {self.function}"
+
+
+def _is_library_module(name: str) -> bool:
+    return any(name == root or name.startswith(root + ".") for root in ("runtime_guard", "torch", "torch_npu"))
+
+
+def user_call_site() -> CallSite:
+    """The innermost frame outside the guard, torch and torch_npu: the line the user wrote."""
+    frame = sys._getframe(1)
+    while frame is not None and _is_library_module(frame.f_globals.get("__name__", "")):
+        frame = frame.f_back
+    if frame is None:
+        return CallSite("<unknown>", 0, "<unknown>")
+    return CallSite(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+
+
+def tensor_facts(name: str, value: Any) -> dict:
+    if not is_tensor_like(value):
+        return {"name": name, "type": type(value).__name__}
+    return {"name": name, "shape": list(value.shape), "dtype": str(value.dtype), "device": str(value.device)}
+
+
+def format_message(op: str, layout: str, violation: Violation, site: CallSite) -> str:
+    lines = [
+        f"KV consistency violation in {op} (layout {layout}) at {site}:",
+        f"  {violation.requirement}",
+        f"  likely cause: {violation.cause}",
+    ]
+    if violation.tensors:
+        facts = (tensor_facts(n, v) for n, v in violation.tensors)
+        lines.append("  tensors: " + "; ".join(f"{f['name']} {tuple(f['shape'])} {f['dtype']} {f['device']}" if "shape" in f else f"{f['name']}: {f['type']}" for f in facts))
+    lines.append(f"  [check {violation.check}; KVGUARD=warn logs instead of raising]")
+    return "\n".join(lines)
+
+
+class Tally(NamedTuple):
+    count: int
+    first_site: CallSite
+
+
+class Reporter:
+    """Shared by every wrapped op; only the violation path takes its lock."""
+
+    def __init__(self, log_path: str | None) -> None:
+        self.log_path = log_path
+        self._lock = threading.Lock()
+        self._seen: set = set()
+        self.tallies: dict = {}
+
+    def violation(self, mode: str, op: str, layout: str, violation: Violation) -> None:
+        site = user_call_site()
+        message = format_message(op, layout, violation, site)
+        key = (op, violation.check, site.file, site.line)
+        with self._lock:
+            tally = self.tallies.get(key[:2])
+            self.tallies[key[:2]] = Tally(tally.count + 1, tally.first_site) if tally else Tally(1, site)
+            first_here = key not in self._seen
+            self._seen.add(key)
+        if mode == "raise":
+            self._log(mode, op, layout, violation, site)
+            raise KVConsistencyError(message, op, violation.check, str(site))
+        if first_here:
+            self._log(mode, op, layout, violation, site)
+            warnings.warn_explicit(message, KVConsistencyWarning, site.file, site.line)
+
+    def internal(self, mode: str, op: str, exc: BaseException) -> None:
+        site = user_call_site()
+        text = f"kvlint runtime guard failed while checking {op} at {site}: {type(exc).__name__}: {exc} (the call itself was not judged; please report this)"
+        if mode == "raise":
+            raise KVGuardInternalError(text) from exc
+        key = (op, "internal", type(exc).__name__)
+        with self._lock:
+            first = key not in self._seen
+            self._seen.add(key)
+        if first:
+            warnings.warn_explicit(text, KVGuardInternalWarning, site.file, site.line)
+
+    def _log(self, mode: str, op: str, layout: str, violation: Violation, site: CallSite) -> None:
+        if not self.log_path:
+            return
+        record = {
+            "time": time.time(),
+            "mode": mode,
+            "op": op,
+            "layout": layout,
+            "check": violation.check,
+            "requirement": violation.requirement,
+            "cause": violation.cause,
+            "tensors": [tensor_facts(n, v) for n, v in violation.tensors],
+            "call_site": site._asdict(),
+            "rank": os.environ.get("RANK"),
+            "local_rank": os.environ.get("LOCAL_RANK"),
+            "pid": os.getpid(),
+        }
+        line = json.dumps(record) + "\n"
+        with self._lock, open(self.log_path, "a", encoding="utf-8") as log:
+            log.write(line)
+
+    def summary_rows(self) -> list:
+        with self._lock:
+            return sorted((op, check, t.count, str(t.first_site)) for (op, check), t in self.tallies.items())
+
+
+def format_summary(rows: list) -> str:
+    if not rows:
+        return "kvlint runtime guard: no K/V consistency violations"
+    lines = [f"kvlint runtime guard: {sum(r[2] for r in rows)} K/V consistency violation(s)", "  count  op / check / first call site"]
+    lines += [f"  {count:5d}  {op} / {check} / {site}" for op, check, count, site in rows]
+    return "\n".join(lines)

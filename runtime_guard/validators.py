@@ -1,0 +1,217 @@
+"""Per-op-family validators: compose the checks in the order a reader would verify a call.
+
+Each validator takes the op's bound arguments in the order its ops row declares and returns the
+first Violation found, or None.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime_guard import checks as c
+from runtime_guard.layouts import input_layout
+
+DEVICE_TYPE = "npu"
+
+
+def attention(layout_arg: Any, q: Any, k: Any, v: Any, heads: Any, kv_heads: Any, q_lens: Any, kv_lens: Any, block_table: Any, block_size: Any, device_type: str | None = DEVICE_TYPE) -> c.Violation | None:
+    """npu_fusion_attention, npu_fused_infer_attention_score(_v2), prompt/incre flash attention, guard()."""
+    qkv = (("query", q), ("key", k), ("value", v))
+    if found := c.arguments_are_tensors(qkv):
+        return found
+    if found := c.one_device_of_type(qkv, device_type):
+        return found
+    if found := c.one_dtype(qkv):
+        return found
+    layout = input_layout(layout_arg) if type(layout_arg) is str else None
+    if layout is None:
+        return None  # the kernel rejects layouts it does not know with its own message
+    if block_table is not None:
+        return _paged_attention(layout, q, k, v, heads, kv_heads, q_lens, kv_lens, block_table, block_size)
+    q_shape, k_shape, v_shape = q.shape, k.shape, v.shape
+    rank = layout.rank
+    if len(q_shape) != rank or len(k_shape) != rank or len(v_shape) != rank:
+        return next(found for name, tensor in qkv if (found := c.rank_matches_layout(name, tensor, layout.name, rank)))
+    tokens = layout.tokens
+    q_tokens, k_tokens, v_tokens = tokens(q_shape), tokens(k_shape), tokens(v_shape)
+    if found := c.k_v_token_counts_match("key", k, k_tokens, "value", v, v_tokens):
+        return found
+    if layout.head_axis is None:
+        if found := _hidden_heads(layout.name, q, k, v, heads):
+            return found
+    if layout.head_axis is not None:
+        h = layout.head_axis
+        q_heads, k_heads, v_heads = q_shape[h], k_shape[h], v_shape[h]
+        q_dim, k_dim = q_shape[layout.dim_axis], k_shape[layout.dim_axis]
+    else:
+        q_heads, k_heads, q_dim, k_dim = _hidden_split(q_shape[2], k_shape[2], heads)
+        v_heads = k_heads
+    if found := c.k_v_head_counts_match("key", k, k_heads, "value", v, v_heads):
+        return found
+    if found := c.q_k_head_dims_match(q, q_dim, "key", k, k_dim):
+        return found
+    if heads is not None and (found := c.head_count_matches("head count", heads, q_heads, "query", q)):
+        return found
+    if found := c.kv_heads_divide_q_heads(q_heads, k_heads, q, "key", k):
+        return found
+    if kv_heads and (found := c.head_count_matches("num_key_value_heads", kv_heads, k_heads, "key", k)):
+        return found
+    if layout.packed:
+        return _packed_lengths(q, k, q_tokens[0], k_tokens[0], q_lens, kv_lens)
+    if found := c.axis_matches("q_kv_batches_match", lambda: f"{c.describe('query', q)} and {c.describe('key', k)} must have the same batch", q_tokens[0], k_tokens[0], (("query", q), ("key", k)), c.LENGTHS_STALE):
+        return found
+    if found := _per_sequence("actual_seq_lengths", q_lens, q_tokens[1], q_tokens[0], "query's sequence axis"):
+        return found
+    return _per_sequence("actual_seq_lengths_kv", kv_lens, k_tokens[1], k_tokens[0], "key's sequence axis")
+
+
+def _hidden_heads(layout: str, q: Any, k: Any, v: Any, heads: Any) -> c.Violation | None:
+    """BSH/SBH fold heads into H = N * D: Q's head count must split it, and K/V must split by Q's head dim."""
+    named = (("query", q),)
+    if type(heads) is not int:
+        return c.Violation("head_count_matches", f"layout {layout} needs an integer head count to split {c.describe('query', q)}, got {heads!r}", "a missing or wrongly typed head count", named)
+    if found := c.divides("head_count_matches", f"the head count must split the hidden size of {c.describe('query', q)}", q.shape[2], heads, named, "a head count from the model config that does not match this tensor"):
+        return found
+    q_dim = q.shape[2] // heads
+    if found := c.divides("q_k_head_dims_match", f"Q's head dim must split the hidden size of {c.describe('key', k)}", k.shape[2], q_dim, (("query", q), ("key", k)), "Q and K projected to different head sizes"):
+        return found
+    kv_heads = k.shape[2] // q_dim
+    return c.divides("k_v_head_counts_match", f"K's {kv_heads} heads must split the hidden size of {c.describe('value', v)}", v.shape[2], kv_heads, (("key", k), ("value", v)), c.HEAD_CONFIG)
+
+
+def _hidden_split(q_hidden: int, k_hidden: int, heads: int) -> tuple:
+    q_dim = q_hidden // heads
+    return heads, k_hidden // q_dim, q_dim, q_dim
+
+
+def _packed_lengths(q: Any, k: Any, q_total: int, k_total: int, q_lens: Any, kv_lens: Any) -> c.Violation | None:
+    q_host, kv_host = c.host_ints(q_lens), c.host_ints(kv_lens)
+    if q_host is not None and (found := c.cumulative_lengths_valid("actual_seq_qlen", q_host, q_total, "query", q)):
+        return found
+    if kv_host is not None and (found := c.cumulative_lengths_valid("actual_seq_kvlen", kv_host, k_total, "key", k)):
+        return found
+    if q_host is not None and kv_host is not None:
+        return c.same_batch("actual_seq_qlen", q_host, "actual_seq_kvlen", kv_host)
+    for name, lengths in (("actual_seq_qlen", q_lens), ("actual_seq_kvlen", kv_lens)):
+        if c.is_tensor_like(lengths) and (found := c.length_tensor_shape(name, lengths, None)):
+            return found
+    return None
+
+
+def _per_sequence(arg: str, lengths: Any, capacity: int, batch: int | None, where: str) -> c.Violation | None:
+    if lengths is None:
+        return None
+    host = c.host_ints(lengths)
+    if host is not None:
+        return c.per_sequence_lengths_fit(arg, host, capacity, batch, where)
+    if c.is_tensor_like(lengths):
+        return c.length_tensor_shape(arg, lengths, None if batch is None else (batch, 1))
+    return None
+
+
+def _paged_attention(layout: Any, q: Any, k: Any, v: Any, heads: Any, kv_heads: Any, q_lens: Any, kv_lens: Any, block_table: Any, block_size: Any) -> c.Violation | None:
+    """Paged K/V: (blocks, block_size, H) or (blocks, KV heads, block_size, D) caches indexed by block_table."""
+    if found := c.arguments_are_tensors((("block_table", block_table),)):
+        return found
+    if found := c.rank_matches_layout("query", q, layout.name, layout.rank):
+        return found
+    k_shape, v_shape = k.shape, v.shape
+    if len(k_shape) not in (3, 4):
+        return c.rank_matches_layout("key", k, "paged (blocks, block_size, H) or (blocks, N, block_size, D)", 3)
+    block_axis = 1 if len(k_shape) == 3 else 2
+    same_axes = (0, 1) if len(k_shape) == 3 else (0, 1, 2)
+    if found := c.caches_match(k, v, same_axes):
+        return found
+    if block_size and (found := c.axis_matches("block_size_matches", lambda: f"block_size must equal the block axis of {c.describe('key', k)}", block_size, k_shape[block_axis], (("key", k),), "a block size from a different cache configuration")):
+        return found
+    q_batch = q.shape[layout.token_axes[0]] if not layout.packed else None
+    if len(block_table.shape) != 2 or (q_batch is not None and block_table.shape[0] != q_batch):
+        return c.Violation("block_table_shape", f"{c.describe('block_table', block_table)} must be 2-D with one row per sequence of {c.describe('query', q)}", "a block table built for a different batch", (("block_table", block_table), ("query", q)))
+    if len(k_shape) == 4 and layout.head_axis is not None:
+        q_heads, k_heads = q.shape[layout.head_axis], k_shape[1]
+        if found := c.q_k_head_dims_match(q, q.shape[layout.dim_axis], "key", k, k_shape[3]):
+            return found
+        if heads is not None and (found := c.head_count_matches("head count", heads, q_heads, "query", q)):
+            return found
+        if found := c.kv_heads_divide_q_heads(q_heads, k_heads, q, "key", k):
+            return found
+        if kv_heads and (found := c.head_count_matches("num_key_value_heads", kv_heads, k_heads, "key", k)):
+            return found
+    capacity = block_table.shape[1] * k_shape[block_axis]
+    return _per_sequence("actual_seq_lengths_kv", kv_lens, capacity, block_table.shape[0], "block_table rows x block size")
+
+
+def atb_flash_attention(q: Any, k: Any, v: Any, seq_len: Any, heads: Any, kv_heads: Any) -> c.Violation | None:
+    """_npu_flash_attention: packed (T, N, D) or (T, H) tokens with per-sequence seq_len."""
+    qkv = (("query", q), ("key", k), ("value", v))
+    if found := c.arguments_are_tensors(qkv) or c.one_device_of_type(qkv, DEVICE_TYPE) or c.one_dtype(qkv):
+        return found
+    rank = len(q.shape)
+    for name, tensor in qkv:
+        if found := c.rank_matches_layout(name, tensor, "(T, N, D) or (T, H)", rank if rank in (2, 3) else 3):
+            return found
+    if found := c.k_v_token_counts_match("key", k, (k.shape[0],), "value", v, (v.shape[0],)):
+        return found
+    if rank == 3:
+        if found := c.k_v_head_counts_match("key", k, k.shape[1], "value", v, v.shape[1]):
+            return found
+        if found := c.q_k_head_dims_match(q, q.shape[2], "key", k, k.shape[2]):
+            return found
+        if found := c.head_count_matches("num_heads", heads, q.shape[1], "query", q) or c.head_count_matches("num_kv_heads", kv_heads, k.shape[1], "key", k):
+            return found
+    if found := c.kv_heads_divide_q_heads(heads, kv_heads, q, "key", k):
+        return found
+    if found := c.axis_matches("k_v_token_counts_match", lambda: f"{c.describe('query', q)} and {c.describe('key', k)} must hold the same packed tokens", q.shape[0], k.shape[0], (("query", q), ("key", k)), c.KV_SLICED):
+        return found
+    host = c.host_ints(seq_len)
+    if host is not None:
+        if found := c.per_sequence_lengths_fit("seq_len", host, q.shape[0], None, "the packed token count"):
+            return found
+        return c.axis_matches("per_sequence_lengths_fit", lambda: f"seq_len must sum to the token count of {c.describe('query', q)}", sum(host), q.shape[0], (("query", q),), c.LENGTHS_STALE)
+    if c.is_tensor_like(seq_len):
+        return c.length_tensor_shape("seq_len", seq_len, None)
+    return None
+
+
+def atb_paged_attention(q: Any, key_cache: Any, value_cache: Any, heads: Any, kv_heads: Any, block_table: Any, context_lens: Any) -> c.Violation | None:
+    """_npu_paged_attention: decode queries (B, N, D) against (blocks, block_size, KV heads, D) caches."""
+    named = (("query", q), ("key_cache", key_cache), ("value_cache", value_cache))
+    if found := c.arguments_are_tensors(named + (("block_table", block_table),)) or c.one_device_of_type(named, DEVICE_TYPE) or c.one_dtype(named):
+        return found
+    if found := c.rank_matches_layout("query", q, "(B, N, D)", 3) or c.rank_matches_layout("key_cache", key_cache, "(blocks, block_size, N, D)", 4) or c.rank_matches_layout("value_cache", value_cache, "(blocks, block_size, N, D)", 4):
+        return found
+    if found := c.caches_match(key_cache, value_cache, (0, 1, 2)):
+        return found
+    if found := c.q_k_head_dims_match(q, q.shape[2], "key_cache", key_cache, key_cache.shape[3]):
+        return found
+    if found := c.head_count_matches("num_heads", heads, q.shape[1], "query", q) or c.head_count_matches("num_kv_heads", kv_heads, key_cache.shape[2], "key_cache", key_cache):
+        return found
+    if found := c.kv_heads_divide_q_heads(q.shape[1], key_cache.shape[2], q, "key_cache", key_cache):
+        return found
+    batch = q.shape[0]
+    if len(block_table.shape) != 2 or block_table.shape[0] != batch:
+        return c.Violation("block_table_shape", f"{c.describe('block_table', block_table)} must be 2-D with one row per query of {c.describe('query', q)}", "a block table built for a different batch", (("block_table", block_table), ("query", q)))
+    return _per_sequence("context_lens", context_lens, block_table.shape[1] * key_cache.shape[1], batch, "block_table rows x block size")
+
+
+def cache_write(k: Any, v: Any, key_cache: Any, value_cache: Any, slots: Any, slot_name: str) -> c.Violation | None:
+    """_npu_reshape_and_cache / npu_scatter_pa_kv_cache: write (T, N, D) tokens into block caches at slots."""
+    named = (("key", k), ("value", v), ("key_cache", key_cache), ("value_cache", value_cache))
+    if found := c.arguments_are_tensors(named + ((slot_name, slots),)) or c.one_device_of_type(named, DEVICE_TYPE) or c.one_dtype(named):
+        return found
+    if found := c.rank_matches_layout("key", k, "(T, N, D)", 3) or c.rank_matches_layout("value", v, "(T, N, D)", 3):
+        return found
+    if found := c.k_v_token_counts_match("key", k, (k.shape[0],), "value", v, (v.shape[0],)) or c.k_v_head_counts_match("key", k, k.shape[1], "value", v, v.shape[1]):
+        return found
+    if len(key_cache.shape) == 4 and len(value_cache.shape) == 4:
+        if found := c.caches_match(key_cache, value_cache, (0, 1, 2)):
+            return found
+        if found := c.head_count_matches("KV heads of key", k.shape[1], key_cache.shape[2], "key_cache", key_cache):
+            return found
+        if found := c.axis_matches("q_k_head_dims_match", lambda: f"head dim of {c.describe('key', k)} must equal that of {c.describe('key_cache', key_cache)}", k.shape[2], key_cache.shape[3], (("key", k), ("key_cache", key_cache)), "a cache allocated for another model"):
+            return found
+        if found := c.axis_matches("q_k_head_dims_match", lambda: f"head dim of {c.describe('value', v)} must equal that of {c.describe('value_cache', value_cache)}", v.shape[2], value_cache.shape[3], (("value", v), ("value_cache", value_cache)), "a cache allocated for another model"):
+            return found
+    elif found := c.axis_matches("caches_match", lambda: f"{c.describe('key_cache', key_cache)} and {c.describe('value_cache', value_cache)} must have the same blocks", key_cache.shape[0], value_cache.shape[0], (("key_cache", key_cache), ("value_cache", value_cache)), c.CACHE_POOLS):
+        return found
+    return c.slot_count_matches(slot_name, slots, k.shape[0], k)
