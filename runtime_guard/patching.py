@@ -87,7 +87,7 @@ def _under_fake_tensors(args: tuple, kwargs: dict) -> bool:
 class GuardedOp:
     """Stands where a packet (or one of its overloads) stood; checks, then calls the original."""
 
-    __slots__ = ("_kvguard_original", "_row", "_binder", "_label", "_overloads", "_mode")
+    # No __slots__: torch.compile guards on a called object's __dict__.
 
     def __init__(self, original: Any, row: ops.OpRow, label: str, params: list | None = None, mode: str | None = None) -> None:
         self._kvguard_original = original

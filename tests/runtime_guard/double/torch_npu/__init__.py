@@ -10,6 +10,7 @@ torch.ops.atb.*, as torch_npu does.
 from __future__ import annotations
 
 import sys
+import types
 from typing import Any, NamedTuple
 
 import torch
@@ -17,6 +18,14 @@ from torch.utils._pytree import tree_map
 
 if torch._C._get_privateuse1_backend_name() != "npu":
     torch.utils.rename_privateuse1_backend("npu")
+    # torch_npu registers torch.npu; dynamo looks it up for the renamed backend.
+    _device_module = types.ModuleType("torch.npu")
+    _device_module.is_available = lambda: False
+    _device_module.device_count = lambda: 0
+    _device_module.current_device = lambda: 0
+    _device_module._is_in_bad_fork = lambda: False
+    _device_module.manual_seed_all = lambda seed: None
+    torch._register_device_module("npu", _device_module)
 
 
 class Call(NamedTuple):

@@ -1,0 +1,193 @@
+"""Where the wrappers live, how they come off, and what they never break."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import types
+import warnings
+
+import pytest
+import torch
+import torch_npu
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import runtime_guard
+from runtime_guard import KVConsistencyError, KVGuardInternalError, KVGuardInternalWarning, ops, patching
+from tests.runtime_guard.calls import AttentionCase, narrowed
+from tests.runtime_guard.conftest import npu
+
+GUARDED = [(row.name, row.namespace) for row in ops.ROWS]
+
+
+def current_objects() -> dict:
+    torch_npu._load_atb()
+    return {(name, where): (getattr(torch_npu, name) if where == "torch_npu" else getattr(getattr(torch.ops, ns), name)) for name, ns in GUARDED for where in ("torch_npu", ns)}
+
+
+def test_uninstall_restores_the_exact_original_objects(fresh_reporter):
+    torch_npu.load_atb_now()
+    before, module_class, ns_class = current_objects(), type(torch_npu), type(torch.ops.npu)
+    runtime_guard.install("raise")
+    assert all(isinstance(obj, patching.GuardedOp) for obj in current_objects().values())
+    runtime_guard.uninstall()
+    after = current_objects()
+    assert all(after[key] is before[key] for key in before)
+    assert type(torch_npu) is module_class and type(torch.ops.npu) is ns_class
+
+
+def test_install_twice_wraps_once_and_uninstall_twice_is_harmless(fresh_reporter):
+    raw = torch_npu.npu_fusion_attention
+    runtime_guard.install("raise")
+    first = torch_npu.npu_fusion_attention
+    runtime_guard.install("warn")
+    assert torch_npu.npu_fusion_attention is first and first._kvguard_original is raw
+    assert runtime_guard.mode() == "warn"
+    runtime_guard.uninstall()
+    runtime_guard.uninstall()
+    assert torch_npu.npu_fusion_attention is raw and runtime_guard.mode() is None
+
+
+def test_guarded_block_restores_the_previous_state(fresh_reporter):
+    raw = torch_npu.npu_fusion_attention
+    with runtime_guard.guarded("raise"):
+        assert isinstance(torch_npu.npu_fusion_attention, patching.GuardedOp)
+    assert torch_npu.npu_fusion_attention is raw
+
+
+def test_a_wrapper_kept_after_uninstall_passes_calls_through_unchecked(fresh_reporter):
+    runtime_guard.install("raise")
+    kept = torch_npu.npu_prompt_flash_attention
+    runtime_guard.uninstall()
+    case = AttentionCase("npu_prompt_flash_attention", "BSND")
+    case.heads = 8
+    args, kwargs = case.arguments()
+    kept(*args, **kwargs)
+    assert torch_npu.calls[-1].args[0] is case.q
+
+
+def test_python_dispatch_sees_the_raw_op_overload(guard):
+    seen = []
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return func(*args, **(kwargs or {}))
+
+    case = AttentionCase("npu_fusion_attention", "TND")
+    with Record():
+        case.call()
+    raw = patching.unwrap(torch.ops.npu.npu_fusion_attention).default
+    assert raw in seen and all(isinstance(f, torch._ops.OpOverload) for f in seen)
+
+
+def test_lazy_atb_wrapper_overwritten_after_install_stays_guarded(guard):
+    name = "_npu_reshape_and_cache"
+    torch_npu.__dict__[name] = torch_npu._lazy_atb(name)  # back to the lazy state, bypassing the watcher
+    with pytest.raises(KVConsistencyError):
+        getattr(torch_npu, name)(npu(5, 2, 8), npu(4, 2, 8), npu(6, 4, 2, 8), npu(6, 4, 2, 8), npu(5, dtype=torch.int32))
+    assert isinstance(getattr(torch_npu, name), patching.GuardedOp)
+    assert getattr(torch_npu, name) is torch.ops.atb._npu_reshape_and_cache
+
+
+def test_torch_npu_assigning_a_raw_packet_later_gets_it_wrapped(guard):
+    raw = patching.unwrap(torch.ops.atb._npu_paged_attention)
+    torch_npu._npu_paged_attention = raw
+    assert isinstance(torch_npu._npu_paged_attention, patching.GuardedOp)
+    assert torch_npu._npu_paged_attention._kvguard_original is raw
+
+
+def test_early_bound_original_is_reported_once(fresh_reporter):
+    user = types.ModuleType("user_model")
+    user.npu_fusion_attention = torch_npu.npu_fusion_attention
+    sys.modules["user_model"] = user
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            runtime_guard.install("raise")
+            runtime_guard.uninstall()
+            runtime_guard.install("raise")
+        early = [w for w in caught if "user_model.npu_fusion_attention" in str(w.message)]
+        assert len(early) == 1 and "not checked" in str(early[0].message)
+    finally:
+        runtime_guard.uninstall()
+        del sys.modules["user_model"]
+
+
+def test_a_guard_bug_in_raise_mode_is_an_internal_error_not_a_violation(guard, monkeypatch):
+    def broken(*values):
+        raise ZeroDivisionError("bug")
+
+    wrapper = torch_npu.npu_fusion_attention
+    monkeypatch.setattr(wrapper, "_row", wrapper._row._replace(validate=broken))
+    with pytest.raises(KVGuardInternalError) as info:
+        AttentionCase("npu_fusion_attention", "TND").call()
+    assert not isinstance(info.value, ValueError) and "ZeroDivisionError" in str(info.value)
+
+
+def test_a_guard_bug_in_warn_mode_warns_and_lets_the_call_through(warn_guard, monkeypatch):
+    def broken(*values):
+        raise ZeroDivisionError("bug")
+
+    wrapper = torch_npu.npu_fusion_attention
+    monkeypatch.setattr(wrapper, "_row", wrapper._row._replace(validate=broken))
+    case = AttentionCase("npu_fusion_attention", "TND")
+    with pytest.warns(KVGuardInternalWarning):
+        case.call()
+    assert torch_npu.calls[-1].args[0] is case.q
+
+
+def test_garbage_arguments_in_raise_mode_get_our_clear_error(guard):
+    with pytest.raises(KVConsistencyError) as info:
+        torch_npu.npu_fusion_attention(None, npu(4, 2, 8), npu(4, 2, 8), 2, "TND")
+    assert info.value.check == "arguments_are_tensors" and "query=NoneType" in str(info.value)
+
+
+def test_garbage_arguments_in_warn_mode_reach_the_kernel_whose_error_surfaces(warn_guard):
+    with pytest.warns(runtime_guard.KVConsistencyWarning), pytest.raises(Exception) as info:
+        torch_npu.npu_fusion_attention(None, npu(4, 2, 8), npu(4, 2, 8), 2, "TND")
+    assert not isinstance(info.value, KVConsistencyError)
+
+
+def test_missing_required_argument_is_named(guard):
+    with pytest.raises(KVConsistencyError) as info:
+        torch_npu.npu_fusion_attention(npu(4, 2, 8), npu(4, 2, 8))
+    assert "value missing" in str(info.value)
+
+
+def test_concurrent_calls_survive_install_and_uninstall(fresh_reporter):
+    case = AttentionCase("npu_fusion_attention", "TND")
+    args, kwargs = case.arguments()
+    errors, done = [], []
+    start = len(torch_npu.calls)
+
+    def caller():
+        try:
+            for _ in range(40):
+                torch_npu.npu_fusion_attention(*args, **kwargs)
+                done.append(1)
+        except Exception as exc:  # any exception fails the test below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=caller) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for _ in range(20):
+        runtime_guard.install("raise")
+        runtime_guard.uninstall()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and len(done) == 160
+    assert sum(1 for call in torch_npu.calls[start:] if call.op == "npu_fusion_attention.default") == 160
+
+
+def test_torch_compile_traces_through_the_guard_and_the_graph_is_checked_when_it_runs(warn_guard):
+    def attention(q, k, v):
+        return torch.ops.npu.npu_fusion_attention(q, k, v, 2, "TND", actual_seq_qlen=[4], actual_seq_kvlen=[4])[0]
+
+    q, k, v = torch.randn(4, 2, 8), torch.randn(4, 2, 8), torch.randn(4, 2, 8)
+    compiled = torch.compile(attention, backend="eager", fullgraph=True)
+    with pytest.warns(runtime_guard.KVConsistencyWarning, match="one npu device"):
+        out = compiled(q, k, v)  # host tensors for an npu kernel: flagged at run time, not during tracing
+    assert out.shape == (4, 2, 8)
+    assert [row[1] for row in warn_guard.summary_rows()] == ["one_device_of_type"]
