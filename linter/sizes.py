@@ -40,14 +40,15 @@ _Q_WIDTH = re.compile(
     r"|all_head_size|inner_dim|q_size|q_dim|query_dim|width|n_state|hidden|attention_dim)$"
 )
 _HEAD_DIM = re.compile(
-    r"head_dim|head_size|headdim|dim_head|dim_per_head|size_per_head|d_head|head_channels"
+    r"head_dim|head_size|head_[a-z]{1,3}_(dim|size)|headdim|dim_head|dim_per_head|size_per_head|d_head|head_channels"
     r"|kv_channels|rope|nope|rotary|^d_?[kv]$"
 )
 _HEADS = re.compile(r"(^|_)(n|num|total_num|num_local|num_attention|local_num)?_?heads?(_|$)|^n_?heads?|heads?_")
 # Megatron's num_query_groups and ChatGLM's multi_query_group_num count KV heads;
 # HF's num_key_value_groups is the repeat factor num_heads // num_kv_heads, not a count.
 _KV_GROUPS = re.compile(r"query_groups?|multi_query_group")
-_KV_TOKEN = re.compile(r"(^|_)(kv|k|key_value|kvh)(_|$)|key_value|^n?kv")
+# Linear-attention layers count K and V heads separately (num_k_heads, num_v_heads): both KV-side.
+_KV_TOKEN = re.compile(r"(^|_)(kv|k|v|key_value|kvh)(_|$)|key_value|^n?kv")
 
 
 def name_role(name: str) -> Role:

@@ -109,8 +109,15 @@ def _is_qkv(receiver_root: str | None, targets: list[str] | None) -> bool:
     )
 
 
+# Flags that switch between MHA and MQA/GQA layouts (GPTBigCode's ``multi_query``).
+_LAYOUT_FLAG = re.compile(r"multi_query|mqa|gqa", re.IGNORECASE)
+
+
 def _mentions_kv_heads(expr: cst.BaseExpression) -> bool:
-    return any(is_kv_head_count_name(word) for word in _IDENTIFIER.findall(source_of(expr)))
+    return any(
+        is_kv_head_count_name(word) or _LAYOUT_FLAG.search(word)
+        for word in _IDENTIFIER.findall(source_of(expr))
+    )
 
 
 @dataclass

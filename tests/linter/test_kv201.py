@@ -1,0 +1,222 @@
+"""KV201 kv-proj-heads-mismatch: K and V projections of one class with different head counts."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from linter.engine import lint_source
+
+
+def findings(source: str):
+    return lint_source(textwrap.dedent(source), codes=["KV201"])
+
+
+def _attention(k_line: str, v_line: str, setup: str = "") -> str:
+    return (
+        "class Attention(nn.Module):\n"
+        "    def __init__(self, config, hidden, num_heads, num_kv_heads, head_dim):\n"
+        "        super().__init__()\n"
+        + "".join(f"        {line}\n" for line in setup.splitlines())
+        + f"        {k_line}\n"
+        f"        {v_line}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("k_line", "v_line"),
+    [
+        pytest.param(
+            "self.k_proj = nn.Linear(hidden, config.num_key_value_heads * head_dim)",
+            "self.v_proj = nn.Linear(hidden, config.num_attention_heads * head_dim)",
+            id="nn-linear-positional",
+        ),
+        pytest.param(
+            "self.k_proj = nn.Linear(in_features=hidden, out_features=num_kv_heads * head_dim)",
+            "self.v_proj = nn.Linear(in_features=hidden, out_features=num_heads * head_dim)",
+            id="nn-linear-keyword",
+        ),
+        pytest.param(
+            "self.k_proj = ColumnParallelLinear(input_size=hidden, output_size=num_kv_heads * head_dim)",
+            "self.v_proj = ColumnParallelLinear(hidden, hidden, bias=False)",
+            id="column-parallel-keyword-vs-positional",
+        ),
+        pytest.param(
+            "self.wk = ReplicatedLinear(hidden, self.num_kv_heads * self.head_dim)",
+            "self.wv = ReplicatedLinear(hidden, self.num_heads * self.head_dim)",
+            id="replicated-wk-wv",
+        ),
+        pytest.param(
+            "self.to_k = nn.Linear(hidden, 8 * 64)",
+            "self.to_v = nn.Linear(hidden, 32 * 64)",
+            id="to-k-to-v-integers",
+        ),
+        pytest.param(
+            "self.key = nn.Linear(hidden, num_kv_heads * head_dim)",
+            "self.value = nn.Linear(hidden, self.all_head_size)",
+            id="key-value-layers",
+        ),
+        pytest.param(
+            "self.k_proj = nn.Linear(hidden, head_dim)",
+            "self.v_proj = nn.Linear(hidden, num_heads * head_dim)",
+            id="mqa-single-head-vs-query-heads",
+        ),
+        pytest.param(
+            "self.k_proj = nn.LazyLinear(num_kv_heads * head_dim)",
+            "self.v_proj = nn.LazyLinear(num_heads * head_dim)",
+            id="lazy-linear-output-first",
+        ),
+    ],
+)
+def test_projections_with_different_head_counts_are_reported(k_line, v_line):
+    assert [f.span.row for f in findings(_attention(k_line, v_line))] == [4]
+
+
+def test_local_alias_is_resolved():
+    source = _attention(
+        "self.wk = ColumnParallelLinear(hidden, kv_out)",
+        "self.wv = ColumnParallelLinear(hidden, num_heads * head_dim)",
+        setup="kv_out = num_kv_heads * head_dim",
+    )
+    assert len(findings(source)) == 1
+
+
+def test_self_attribute_alias_is_resolved():
+    source = _attention(
+        "self.k_proj = nn.Linear(hidden, self.kv_dim)",
+        "self.v_proj = nn.Linear(hidden, num_kv_heads * head_dim)",
+        setup="self.kv_dim = self.num_heads * self.head_dim",
+    )
+    assert len(findings(source)) == 1
+
+
+def test_finding_names_both_sides_and_suggests_the_kv_size():
+    [finding] = findings(_attention(
+        "self.k_proj = nn.Linear(hidden, num_kv_heads * head_dim)",
+        "self.v_proj = nn.Linear(hidden, num_heads * head_dim)",
+    ))
+    assert "`num_kv_heads * head_dim`" in finding.message
+    assert "`num_heads * head_dim`" in finding.message
+    assert [r.span.row for r in finding.related] == [5]
+    assert "num_kv_heads * head_dim" in finding.suggestion
+    assert finding.fix is None
+
+
+def test_projections_declared_in_different_methods_of_one_class_are_paired():
+    source = """\
+    class Attention(nn.Module):
+        def build(self, hidden, num_heads, num_kv_heads, head_dim):
+            self.k_proj = nn.Linear(hidden, num_kv_heads * head_dim)
+
+        def build_value(self, hidden, num_heads, head_dim):
+            self.v_proj = nn.Linear(hidden, num_heads * head_dim)
+    """
+    assert len(findings(source)) == 1
+
+
+@pytest.mark.parametrize(
+    ("k_line", "v_line"),
+    [
+        pytest.param(
+            "self.k_proj = nn.Linear(hidden, num_kv_heads * head_dim, bias=False)",
+            "self.v_proj = nn.Linear(hidden, num_kv_heads * head_dim, bias=True)",
+            id="bias-only",
+        ),
+        pytest.param(
+            "self.k_proj = nn.Linear(self.kdim, embed_dim)",
+            "self.v_proj = nn.Linear(self.vdim, embed_dim)",
+            id="cross-attention-input-sizes",
+        ),
+        pytest.param(
+            "self.wk = nn.Linear(hidden, num_heads * qk_head_dim)",
+            "self.wv = nn.Linear(hidden, num_heads * v_head_dim)",
+            id="mla-head-dims",
+        ),
+        pytest.param(
+            "self.k_proj = nn.Linear(hidden, num_heads * (qk_nope_head_dim + qk_rope_head_dim))",
+            "self.v_proj = nn.Linear(hidden, num_heads * self.v_head_dim)",
+            id="mla-summed-head-dims",
+        ),
+        pytest.param(
+            "self.k_proj = nn.Linear(hidden, self.num_kv_heads * self.head_dim)",
+            "self.v_proj = nn.Linear(hidden, num_kv_heads * head_dim)",
+            id="self-and-bare-spelling",
+        ),
+        pytest.param(
+            "self.k_proj = nn.Linear(hidden, embed_dim)",
+            "self.v_proj = nn.Linear(hidden, num_heads * head_dim)",
+            id="full-width-is-query-heads",
+        ),
+        pytest.param(
+            "self.k_proj = nn.Linear(hidden, compute_width(config))",
+            "self.v_proj = nn.Linear(hidden, num_heads * head_dim)",
+            id="unclassifiable-size",
+        ),
+        pytest.param(
+            "self.qkv_proj = nn.Linear(hidden, (num_heads + 2 * num_kv_heads) * head_dim)",
+            "self.o_proj = nn.Linear(num_heads * head_dim, hidden)",
+            id="fused-qkv",
+        ),
+        pytest.param(
+            "self.q_proj = nn.Linear(hidden, num_heads * head_dim)",
+            "self.kv_proj = nn.Linear(hidden, 2 * num_kv_heads * head_dim)",
+            id="fused-kv",
+        ),
+        pytest.param(
+            "self.k_proj = nn.Linear(hidden, num_kv_heads * head_dim)",
+            "self.v_proj = RotatingBuffer(hidden, num_heads * head_dim)",
+            id="not-a-linear",
+        ),
+        pytest.param(
+            "self.k_proj = nn.Bilinear(hidden, hidden, num_kv_heads * head_dim)",
+            "self.v_proj = nn.Bilinear(hidden, hidden, num_heads * head_dim)",
+            id="bilinear-is-not-a-projection",
+        ),
+    ],
+)
+def test_look_alikes_are_silent(k_line, v_line):
+    assert findings(_attention(k_line, v_line)) == []
+
+
+def test_class_with_only_k_projection_is_silent():
+    assert findings(_attention(
+        "self.k_proj = nn.Linear(hidden, num_kv_heads * head_dim)",
+        "self.q_proj = nn.Linear(hidden, num_heads * head_dim)",
+    )) == []
+
+
+def test_projections_of_different_classes_are_not_paired():
+    source = """\
+    class KeyTower(nn.Module):
+        def __init__(self, hidden, num_kv_heads, head_dim):
+            self.k_proj = nn.Linear(hidden, num_kv_heads * head_dim)
+
+    class ValueTower(nn.Module):
+        def __init__(self, hidden, num_heads, head_dim):
+            self.v_proj = nn.Linear(hidden, num_heads * head_dim)
+    """
+    assert findings(source) == []
+
+
+def test_branches_for_different_layouts_pair_within_each_branch():
+    source = """\
+    class Attention(nn.Module):
+        def __init__(self, hidden, num_heads, head_dim, multi_query):
+            if multi_query:
+                self.k_proj = nn.Linear(hidden, head_dim)
+                self.v_proj = nn.Linear(hidden, head_dim)
+            else:
+                self.k_proj = nn.Linear(hidden, num_heads * head_dim)
+                self.v_proj = nn.Linear(hidden, num_heads * head_dim)
+    """
+    assert findings(source) == []
+
+
+def test_alias_reassigned_in_the_class_is_not_trusted():
+    source = _attention(
+        "self.k_proj = nn.Linear(hidden, width)",
+        "self.v_proj = nn.Linear(hidden, num_heads * head_dim)",
+        setup="width = num_kv_heads * head_dim\nif wide:\n    width = num_heads * head_dim",
+    )
+    assert findings(source) == []

@@ -1,0 +1,189 @@
+"""KV202 kv-view-heads-mismatch: K and V viewed to different head counts in one scope."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from linter.engine import lint_source
+
+
+def findings(source: str):
+    return lint_source(textwrap.dedent(source), codes=["KV202"])
+
+
+def _function(k_line: str, v_line: str, setup: str = "") -> str:
+    return (
+        "def forward(self, x, k, v, b, s):\n"
+        + "".join(f"    {line}\n" for line in setup.splitlines())
+        + f"    {k_line}\n    {v_line}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("k_line", "v_line"),
+    [
+        pytest.param(
+            "k = self.k_proj(x).view(b, s, self.num_kv_heads, self.head_dim)",
+            "v = self.v_proj(x).view(b, s, self.num_heads, self.head_dim)",
+            id="projection-output-views",
+        ),
+        pytest.param(
+            "key_states = key_states.reshape(b, s, self.num_key_value_heads, self.head_dim)",
+            "value_states = value_states.reshape(b, s, self.num_attention_heads, self.head_dim)",
+            id="key-states-reshape",
+        ),
+        pytest.param(
+            "k = k.view((b, s, 1, self.head_dim))",
+            "v = v.view((b, s, self.n_heads, self.head_dim))",
+            id="mqa-tuple-argument",
+        ),
+        pytest.param(
+            "k = k.unflatten(-1, (self.num_kv_heads, self.head_dim))",
+            "v = v.unflatten(-1, (self.num_heads, self.head_dim))",
+            id="unflatten",
+        ),
+        pytest.param(
+            "k = torch.reshape(k, (b, s, self.num_kv_heads, self.head_dim))",
+            "v = torch.reshape(v, (b, s, self.num_heads, self.head_dim))",
+            id="torch-reshape-function",
+        ),
+        pytest.param(
+            "k = k.view(b * self.num_kv_heads, -1, self.head_dim)",
+            "v = v.view(b * self.num_heads, -1, self.head_dim)",
+            id="batch-times-heads-axis",
+        ),
+        pytest.param(
+            "k = k.view(b, s, 8, 128)",
+            "v = v.view(b, s, 32, 128)",
+            id="integer-head-counts",
+        ),
+        pytest.param(
+            "k = rearrange(k, 'b s (h d) -> b h s d', h=self.num_kv_heads)",
+            "v = rearrange(v, 'b s (h d) -> b h s d', h=self.num_heads)",
+            id="einops-rearrange",
+        ),
+        pytest.param(
+            "k = k.view(b, s, h_kv, self.head_dim)",
+            "v = v.view(b, s, self.num_heads, self.head_dim)",
+            id="local-alias",
+        ),
+    ],
+)
+def test_views_with_different_head_counts_are_reported(k_line, v_line):
+    setup = "h_kv = self.num_kv_heads" if "h_kv" in k_line else ""
+    rows = [f.span.row for f in findings(_function(k_line, v_line, setup))]
+    assert rows == [2 + len(setup.splitlines())]
+
+
+def test_paged_cache_views_are_reported():
+    source = """\
+    def write(key_cache, value_cache, num_blocks, block_size, num_kv_heads, num_heads, head_size):
+        key_cache = key_cache.view(num_blocks, block_size, num_kv_heads, head_size)
+        value_cache = value_cache.view(num_blocks, block_size, num_heads, head_size)
+    """
+    assert [f.span.row for f in findings(source)] == [2]
+
+
+def test_finding_names_both_views_and_suggests_the_kv_count():
+    [finding] = findings(_function(
+        "k = k.view(b, s, self.num_kv_heads, self.head_dim)",
+        "v = v.view(b, s, self.num_heads, self.head_dim)",
+    ))
+    assert "`self.num_kv_heads`" in finding.message and "`self.num_heads`" in finding.message
+    assert [r.span.row for r in finding.related] == [3]
+    assert "self.num_kv_heads" in finding.suggestion
+    assert finding.fix is None
+
+
+def test_module_level_views_are_checked():
+    source = """\
+    k = k.view(b, s, num_kv_heads, head_dim)
+    v = v.view(b, s, num_heads, head_dim)
+    """
+    assert len(findings(source)) == 1
+
+
+@pytest.mark.parametrize(
+    ("k_line", "v_line"),
+    [
+        pytest.param(
+            "k = k.view(b, s, self.num_kv_heads, self.head_dim)",
+            "v = v.view(b, s, num_kv_heads, head_dim)",
+            id="same-attribute-spelled-two-ways",
+        ),
+        pytest.param(
+            "k = k.view(b, s, -1, self.head_dim)",
+            "v = v.view(b, s, self.num_heads, self.head_dim)",
+            id="minus-one-wildcard",
+        ),
+        pytest.param(
+            "k = kv.view(-1, self.num_heads, self.qk_head_dim)",
+            "v = kv.view(-1, self.num_heads, self.v_head_dim)",
+            id="mla-head-dims",
+        ),
+        pytest.param(
+            "k = k.view(b, s, self.num_kv_heads, self.head_dim)",
+            "v = v.view(b, s, self.num_kv_heads * self.head_dim)",
+            id="different-ranks",
+        ),
+        pytest.param(
+            "k = k.view(b, s, k.size(2), self.head_dim)",
+            "v = v.view(b, s, self.num_heads, self.head_dim)",
+            id="unclassifiable-head-axis",
+        ),
+        pytest.param(
+            "k = k.view(b, s, self.num_kv_heads, self.head_dim).transpose(1, 2)",
+            "v = v.transpose(1, 2)",
+            id="transpose-only-on-v",
+        ),
+        pytest.param(
+            "k = k.view(b, kv_len, self.num_kv_heads, self.head_dim)",
+            "v = v.view(b, q_len, self.num_kv_heads, self.head_dim)",
+            id="token-axes-are-not-head-counts",
+        ),
+        pytest.param(
+            "q = q.view(b, s, self.num_heads, self.head_dim)",
+            "k = k.view(b, s, self.num_kv_heads, self.head_dim)",
+            id="query-and-key",
+        ),
+        pytest.param(
+            "k = k.view(b, s, self.num_k_heads, self.head_k_dim)",
+            "v = v.view(b, s, self.num_v_heads, self.head_v_dim)",
+            id="linear-attention-separate-k-and-v-heads",
+        ),
+        pytest.param(
+            "k = k.view(torch.int8)",
+            "v = v.view(torch.float16)",
+            id="dtype-views",
+        ),
+        pytest.param(
+            "k = k.view(b, s, self.num_kv_heads, 2, self.head_dim // 2)",
+            "v = v.view(b, s, self.num_kv_heads, self.head_dim)",
+            id="head-dim-split-into-pairs",
+        ),
+    ],
+)
+def test_look_alikes_are_silent(k_line, v_line):
+    assert findings(_function(k_line, v_line)) == []
+
+
+def test_views_in_different_functions_are_not_paired():
+    source = """\
+    def keys(k, b, s, num_kv_heads, d):
+        return k.view(b, s, num_kv_heads, d)
+
+    def values(v, b, s, num_heads, d):
+        return v.view(b, s, num_heads, d)
+    """
+    assert findings(source) == []
+
+
+def test_a_matching_v_view_in_the_scope_silences_the_pair():
+    source = _function(
+        "k = k.view(b, s, self.num_kv_heads, self.head_dim)",
+        "v = v.view(b, s, self.num_kv_heads, self.head_dim)",
+        setup="v_full = v.view(b, s, self.num_heads, self.head_dim) if expand else None",
+    )
+    assert findings(source) == []
