@@ -359,3 +359,46 @@ _HANDLERS = {
     cst.Name: _Walker.name,
     cst.Lambda: _Walker.lambda_,
 }
+
+
+SAME = "same"
+DIFFER = "differ"
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    key: object  # the K-side site (an Access or CallSite)
+    value: object  # the V-side site nearest to it that differs
+    anchor: str  # "k" when the K site has no equal V site, "v" for a leftover V site
+
+
+def mismatches(keys: list, values: list, compare) -> list[Mismatch]:
+    """Pair K and V sites that have no equal counterpart, each with its nearest differing one.
+
+    ``compare(k, v)`` returns SAME, DIFFER, or None when the two cannot be compared (then
+    neither evidence of a match nor of a mismatch). A K site equal to any V site is matched;
+    an unmatched V site is reported only when no K finding already names it.
+    """
+    found: list[Mismatch] = []
+    named: set[int] = set()
+    verdicts = {(id(k), id(v)): compare(k, v) for k in keys for v in values}
+    for k in keys:
+        row = [(verdicts[id(k), id(v)], v) for v in values]
+        if any(verdict == SAME for verdict, _ in row):
+            continue
+        differing = [v for verdict, v in row if verdict == DIFFER]
+        if differing:
+            nearest = min(differing, key=lambda v: abs(v.order - k.order))
+            found.append(Mismatch(k, nearest, "k"))
+            named.add(id(nearest))
+    for v in values:
+        if id(v) in named:
+            continue
+        column = [(verdicts[id(k), id(v)], k) for k in keys]
+        if any(verdict == SAME for verdict, _ in column):
+            continue
+        differing = [k for verdict, k in column if verdict == DIFFER]
+        if differing:
+            nearest = min(differing, key=lambda k: abs(k.order - v.order))
+            found.append(Mismatch(nearest, v, "v"))
+    return found

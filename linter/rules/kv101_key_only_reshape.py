@@ -18,7 +18,14 @@ from linter.pairs import (
     source_of,
     swap_kv_text,
 )
-from linter.reshapes import PIECEWISE, RESHAPE_CALLS, TOKEN_HEAD, Reshape, reshape_of, strip_shape_keeping
+from linter.reshapes import (
+    PIECEWISE,
+    RESHAPE_CALLS,
+    TOKEN_HEAD,
+    Reshape,
+    reshape_of,
+    strip_shape_keeping,
+)
 from linter.rules.base import Example, Rule
 from linter.scopes import Binding, CallSite, Scope, ScopeTracking
 
@@ -72,7 +79,7 @@ def ring_step(q, k, v, start, end):
         "`v` to `v[:n]`. Otherwise the finding carries the mirrored line as a suggestion."
     )
 
-    VALID = [
+    VALID = (
         # Both sides chunked the same way.
         Example("def f(q, k, v, a, b):\n    k_chunk = k[a:b]\n    v_chunk = v[a:b]\n"
                 "    return flash_attn_func(q, k_chunk, v_chunk)\n"),
@@ -107,8 +114,8 @@ def ring_step(q, k, v, start, end):
         # Metadata read.
         Example("def attention(q, k, v):\n    b, s = k.shape[:2]\n"
                 "    return F.scaled_dot_product_attention(q, k, v)\n"),
-    ]
-    INVALID = [
+    )
+    INVALID = (
         Example("def f(q, k, v, t):\n    k = k[:t]\n    return flash_attn_func(q, k, v)\n", line=2,
                 expected_fix="def f(q, k, v, t):\n    k = k[:t]\n    v = v[:t]\n"
                              "    return flash_attn_func(q, k, v)\n"),
@@ -134,7 +141,7 @@ def ring_step(q, k, v, start, end):
         # Shape-keeping steps in between do not hide the slice.
         Example("def f(q, k, v, t):\n    k = k[:, :t]\n    k = k.transpose(1, 2)\n"
                 "    return F.scaled_dot_product_attention(q, k, v.transpose(1, 2))\n", line=2),
-    ]
+    )
 
     def check_scope(self, scope: Scope) -> None:
         attention_scope = scope.is_attention_code(self.extra_callables)
@@ -155,7 +162,7 @@ def ring_step(q, k, v, start, end):
                 origin = self._origin(scope, key, site.order)
                 if origin is None or id(origin.reshape.node) in reported:
                     continue
-                if self._is_unmatched(scope, origin, value, rank):
+                if self._is_unmatched(scope, origin, value, site.order, rank):
                     reported.add(id(origin.reshape.node))
                     self._report(scope, origin, site, key, value)
 
@@ -200,7 +207,9 @@ def ring_step(q, k, v, start, end):
             return None
         return _Origin(reshape, binding)
 
-    def _is_unmatched(self, scope: Scope, origin: _Origin, value: cst.BaseExpression, rank: int | None) -> bool:
+    def _is_unmatched(
+        self, scope: Scope, origin: _Origin, value: cst.BaseExpression, order: int, rank: int | None
+    ) -> bool:
         reshape = origin.reshape
         if reshape.base in scope.non_tensors or not is_kv_tensor_name(reshape.base, self.extra_pairs):
             return False
@@ -208,13 +217,11 @@ def ring_step(q, k, v, start, end):
             return False
         if reshape.role(rank) != TOKEN_HEAD:
             return False
-        partner = counterpart_of_dotted(reshape.base, self.extra_pairs)
-        if dotted_name(strip_shape_keeping(value)) != partner:
-            return False
         # ``k[:, :v.shape[1]]`` trims K to V: the bound already knows about V.
         if any(kv_side(word, self.extra_pairs) == "v" for word in _IDENTIFIER.findall(reshape.bounds_text())):
             return False
-        return not _value_touched(scope, partner)
+        partner = counterpart_of_dotted(reshape.base, self.extra_pairs)
+        return partner is not None and _value_source(scope, value, order) == partner
 
     def _report(self, scope: Scope, origin: _Origin, site: CallSite, key: cst.BaseExpression,
                 value: cst.BaseExpression) -> None:
@@ -225,7 +232,7 @@ def ring_step(q, k, v, start, end):
         where = f"`{site.tail}`" if site.tail else "the call"
         message = (
             f"key `{reshape.base}` is reshaped along a token/head axis (`{op_text}`) and used as the "
-            f"key in {where}, but its value `{partner}` gets no matching operation"
+            f"key in {where}, but its value `{partner}` is passed without the same operation"
         )
         fix = self._fix(scope, origin, site, key, value)
         if fix is not None:
@@ -281,15 +288,28 @@ def _mirror(text: str, allowed: set[str], extra_pairs) -> str | None:
     return swapped
 
 
-def _value_touched(scope: Scope, name: str) -> bool:
-    """Does ``name`` get any token/head-capable operation in this scope?"""
-    for access in scope.accesses:
-        if access.base == name and not access.quiet and reshape_of(access.chain[0]) is not None:
-            return True
-    for site in scope.calls:
-        reshape = reshape_of(site.node)
-        if reshape is not None and reshape.base == name and not site.quiet:
-            return True
+def _value_source(scope: Scope, expr: cst.BaseExpression, order: int) -> str | None:
+    """The name the value argument is an unresized alias of, or None if it was resized.
+
+    ``v0 = v`` then ``attn(q, k0, v0)`` resolves to ``v``; any binding along the way whose value
+    slices, gathers, concatenates or pads (``v0 = v[idx]``, ``v = torch.cat(...)``), anywhere in
+    the scope (a loop may carry it back), means the value may already match the key.
+    """
+    name = dotted_name(strip_shape_keeping(expr))
+    for _ in range(_MAX_HOPS):
+        if name is None or _resized_anywhere(scope, name):
+            return None
+        binding = scope.binding_before(name, order)
+        if binding is None or binding.kind != "assign" or binding.value is None:
+            return name
+        alias = dotted_name(strip_shape_keeping(binding.value))
+        if alias is None:
+            return name
+        name, order = alias, binding.order
+    return None
+
+
+def _resized_anywhere(scope: Scope, name: str) -> bool:
     for binding in scope.bindings.get(name, ()):
         if binding.kind != "assign":
             continue

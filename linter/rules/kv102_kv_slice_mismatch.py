@@ -1,0 +1,164 @@
+"""KV102 kv-slice-mismatch: K and V both sliced along tokens/heads, with different bounds."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from linter.pairs import (
+    counterpart_of_dotted,
+    is_kv_tensor_name,
+    kv_side,
+    source_of,
+    swap_kv_text,
+)
+from linter.reshapes import HEAD_DIM, TOKEN_HEAD, axis_role, reshape_of
+from linter.rules.base import Example, Rule
+from linter.scopes import DIFFER, SAME, Access, Scope, ScopeTracking, mismatches
+
+
+class KVSliceMismatch(ScopeTracking, Rule):
+    code = "KV102"
+    name = "kv-slice-mismatch"
+    summary = "Key and value sliced along tokens/heads with different bounds"
+    what = (
+        "Finds a key and its paired value that are both sliced on token or head axes in one "
+        "function, where no slice of the value has the same bounds as the key's (compared after "
+        "removing whitespace and renaming K names to their V partners, so `k[:k_len]` matches "
+        "`v[:v_len]`). Head-dim (last-axis) slices and slices whose axis cannot be placed are "
+        "ignored; only attention code is checked."
+    )
+    why = (
+        "A key and value cut to different lengths no longer describe the same tokens: attention "
+        "either fails on a shape mismatch or pairs keys with the wrong values. Off-by-one cache "
+        "reads (`cache_k[:b, :p + s]` vs `cache_v[:b, :p]`) are the classic form."
+    )
+    bad = """\
+def attention(q, cache_k, cache_v, b, p, s):
+    keys = cache_k[:b, :p + s]
+    values = cache_v[:b, :p]
+    return F.scaled_dot_product_attention(q, keys, values)
+"""
+    good = """\
+def attention(q, cache_k, cache_v, b, p, s):
+    keys = cache_k[:b, :p + s]
+    values = cache_v[:b, :p + s]
+    return F.scaled_dot_product_attention(q, keys, values)
+"""
+    fix_text = (
+        "Use the same bounds on both sides. kvlint does not rewrite either slice: which bound "
+        "is right is a decision for a human, so the finding only suggests the mirrored slice."
+    )
+
+    VALID = (
+        Example("def attention(q, k, v, n):\n    k = k[:n]\n    v = v[:n]\n"
+                "    return F.scaled_dot_product_attention(q, k, v)\n"),
+        # Whitespace and K->V renaming do not make bounds differ.
+        Example("def attention(q, k, v, k_len, v_len):\n    k = k[: k_len]\n    v = v[:v_len]\n"
+                "    return F.scaled_dot_product_attention(q, k, v)\n"),
+        # Head-dim slices differ by design (MLA nope/rope vs value head dim).
+        Example("def attention(q, k, v, nope, v_dim):\n    k_pe = k[..., nope:]\n    v = v[..., :v_dim]\n"
+                "    return flash_attn_func(q, k_pe, v)\n"),
+        # Stacked cache unpacking is not a K/V slice.
+        Example("def attention(q, kv_cache, layer):\n    k = kv_cache[layer][0]\n    v = kv_cache[layer][1]\n"
+                "    return flash_attn_func(q, k, v)\n"),
+        # Axis 2 of a tensor of unknown rank: could be the head dim; stay silent.
+        Example("def attention(q, k, v, a, b):\n    k = k[:, :, :a]\n    v = v[:, :, :b]\n"
+                "    return self.attn(q, k, v)\n"),
+        # No attention context.
+        Example("def trim(k, v, n):\n    return k[:n], v[:n - 1]\n"),
+        # Slicing Q alone.
+        Example("def attention(q, k, v, n):\n    q = q[:n]\n"
+                "    return F.scaled_dot_product_attention(q, k, v)\n"),
+    )
+    INVALID = (
+        Example("def attention(q, k, v, n):\n    k = k[:n]\n    v = v[:n - 1]\n"
+                "    return F.scaled_dot_product_attention(q, k, v)\n", line=2),
+        Example("class Attention:\n    def forward(self, q, b, p, s):\n"
+                "        keys = self.cache_k[:b, :p + s]\n        values = self.cache_v[:b, :p]\n"
+                "        return self.core(q, keys, values)\n", line=3),
+        Example("def attention(q, cache_k, cache_v, b, p, s):\n    keys = cache_k[:b, : p + s]\n"
+                "    values = cache_v[:b, :p]\n"
+                "    return F.scaled_dot_product_attention(q, keys, values)\n", line=2),
+        # Stores count too: the write windows of the two caches disagree.
+        Example("def attention(q, k, v, cache_k, cache_v, s, e):\n    cache_k[:, s:e] = k\n"
+                "    cache_v[:, s:e - 1] = v\n    return flash_attn_func(q, cache_k, cache_v)\n", line=2),
+    )
+
+    def check_scope(self, scope: Scope) -> None:
+        if not scope.is_attention_code(self.extra_callables):
+            return
+        keys: dict[str, list[Access]] = {}
+        values: dict[str, list[Access]] = {}
+        for access in scope.accesses:
+            if access.quiet or len(access.chain) != 1 or not _only_slices(access.node):
+                continue
+            if access.base in scope.non_tensors or not is_kv_tensor_name(access.base, self.extra_pairs):
+                continue
+            side = kv_side(access.base.rsplit(".", 1)[-1], self.extra_pairs)
+            (keys if side == "k" else values).setdefault(access.base, []).append(access)
+        for base, k_accesses in keys.items():
+            partner = counterpart_of_dotted(base, self.extra_pairs)
+            for found in mismatches(k_accesses, values.get(partner or "", []), self._compare):
+                self._report(found.key, found.value, found.anchor)
+
+    def _compare(self, k: Access, v: Access) -> str | None:
+        k_axes = _token_axes(k.node, self.extra_pairs)
+        v_axes = _token_axes(v.node, self.extra_pairs)
+        if k_axes is None or v_axes is None:
+            return None
+        if _mixes_ends(k_axes, v_axes):
+            return None
+        verdict = SAME
+        for axis in set(k_axes) | set(v_axes):
+            k_bound, k_role = k_axes.get(axis, (":", TOKEN_HEAD))
+            v_bound, v_role = v_axes.get(axis, (":", TOKEN_HEAD))
+            if HEAD_DIM in (k_role, v_role) or k_bound == v_bound:
+                continue
+            if TOKEN_HEAD != k_role or TOKEN_HEAD != v_role:
+                return None
+            verdict = DIFFER
+        return verdict
+
+    def _report(self, k: Access, v: Access, anchor: str) -> None:
+        k_text, v_text = source_of(k.node), source_of(v.node)
+        message = (
+            f"`{k.base}` and `{v.base}` are sliced along token/head axes with different bounds: "
+            f"`{k_text}` vs `{v_text}`"
+        )
+        mirrored = swap_kv_text(k_text, self.extra_pairs)
+        suggestion = f"slice both with the same bounds (e.g. `{mirrored}`), after checking which bound is right"
+        if anchor == "k":
+            self.report(k.node, message, suggestion=suggestion,
+                        related=[(v.node, f"V side: `{v_text}`")])
+        else:
+            self.report(v.node, message, suggestion=suggestion,
+                        related=[(k.node, f"K side: `{k_text}`")])
+
+
+def _only_slices(node: cst.Subscript) -> bool:
+    """Slices, ``None`` and ``...`` only: integer/tensor indexing belongs to KV101/KV103."""
+    for element in node.slice:
+        if isinstance(element.slice, cst.Slice):
+            continue
+        value = element.slice.value
+        if isinstance(value, cst.Ellipsis) or (isinstance(value, cst.Name) and value.value == "None"):
+            continue
+        return False
+    return True
+
+
+def _token_axes(node: cst.Subscript, extra_pairs) -> dict[int, tuple[str, str]] | None:
+    """axis -> (bound with K names swapped to V, role) for every non-trivial slice."""
+    reshape = reshape_of(node)
+    if reshape is None:
+        return None
+    return {
+        axis: (swap_kv_text(bound, extra_pairs), axis_role(axis, bound, not_last, None))
+        for axis, bound, not_last in reshape.axes
+    }
+
+
+def _mixes_ends(a: dict[int, tuple[str, str]], b: dict[int, tuple[str, str]]) -> bool:
+    """One side counts axes from the end (after ``...``), the other from the start."""
+    signs = {axis < 0 for axis in a if axis != 0} | {axis < 0 for axis in b if axis != 0}
+    return len(signs) > 1
