@@ -28,8 +28,14 @@ def mode_from_env(value: str | None) -> str | None:
     return None
 
 
+_bootstrapped = []
+
+
 def bootstrap() -> None:
-    """Called from the .pth start-up hook when KVGUARD is set."""
+    """Called from the .pth start-up hook when KVGUARD is set to anything but off/0."""
+    if _bootstrapped:
+        return  # site can process one site-packages twice (a venv's lib64 -> lib link)
+    _bootstrapped.append(True)
     mode = mode_from_env(os.environ.get("KVGUARD"))
     if mode is not None:
         from runtime_guard import install
