@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from functools import cache
@@ -24,6 +25,8 @@ EXPECTED = {
     "paged_kv_pool/buggy.py": [("KV103", "self.k_buffer[layer_id][k_loc] = cache_k")],
     "tnd_truncated/buggy.py": [("KV101", "key = key[:num_tokens]")],
 }
+# Examples whose findings all carry a safe fix: `kvlint check --fix` must turn buggy.py into fixed.py.
+FIXABLE = ["ring_attention", "tnd_truncated"]
 
 
 def _row_of(relative: str, text: str) -> int:
@@ -69,6 +72,15 @@ def test_fixed_examples_pass_kvlint_with_exit_zero():
     fixed = sorted(str(p.relative_to(ROOT)) for p in EXAMPLES.glob("*/fixed.py"))
     run = subprocess.run([sys.executable, "-m", "linter", "check", *fixed], cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("folder", FIXABLE)
+def test_fix_rewrites_the_buggy_example_into_the_fixed_one(folder, tmp_path):
+    target = tmp_path / "buggy.py"
+    shutil.copy(EXAMPLES / folder / "buggy.py", target)
+    run = subprocess.run([sys.executable, "-m", "linter", "check", "--fix", str(target)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert target.read_text() == (EXAMPLES / folder / "fixed.py").read_text()
 
 
 def test_run_guarded_stops_the_truncated_tnd_call_then_runs_the_fixed_one():
