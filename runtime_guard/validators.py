@@ -86,13 +86,13 @@ def _hidden_split(q_hidden: int, k_hidden: int, heads: int) -> tuple:
 
 def _packed_lengths(q: Any, k: Any, q_total: int, k_total: int, q_lens: Any, kv_lens: Any) -> c.Violation | None:
     q_host, kv_host = c.host_ints(q_lens), c.host_ints(kv_lens)
-    if q_host is not None and (found := c.cumulative_lengths_valid("actual_seq_qlen", q_host, q_total, "query", q)):
+    if q_host is not None and (found := c.cumulative_lengths_valid("query-side lengths", q_host, q_total, "query", q)):
         return found
-    if kv_host is not None and (found := c.cumulative_lengths_valid("actual_seq_kvlen", kv_host, k_total, "key", k)):
+    if kv_host is not None and (found := c.cumulative_lengths_valid("key-side lengths", kv_host, k_total, "key", k)):
         return found
     if q_host is not None and kv_host is not None:
-        return c.same_batch("actual_seq_qlen", q_host, "actual_seq_kvlen", kv_host)
-    for name, lengths in (("actual_seq_qlen", q_lens), ("actual_seq_kvlen", kv_lens)):
+        return c.same_batch("query-side lengths", q_host, "key-side lengths", kv_host)
+    for name, lengths in (("query-side lengths", q_lens), ("key-side lengths", kv_lens)):
         if c.is_tensor_like(lengths) and (found := c.length_tensor_shape(name, lengths, None)):
             return found
     return None
