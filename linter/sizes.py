@@ -98,11 +98,13 @@ def _tail(node: cst.BaseExpression) -> str | None:
         and isinstance(node.args[1].value, cst.SimpleString)
     ):
         # getattr(config, "num_key_value_heads", default) names what it reads.
-        return node.args[1].value.evaluated_value if isinstance(node.args[1].value.evaluated_value, str) else None
+        name = node.args[1].value.evaluated_value
+        return name if isinstance(name, str) else None
     return None
 
 
-def _int_value(node: cst.BaseExpression) -> int | None:
+def int_value(node: cst.BaseExpression | None) -> int | None:
+    """The value of an integer literal such as ``3`` or ``-1``, else None."""
     if isinstance(node, cst.Integer):
         return int(node.evaluated_value)
     if (
@@ -121,7 +123,7 @@ def factors(
     expr: cst.BaseExpression, resolve: Resolver | None = None, _depth: int = 0
 ) -> list[Factor]:
     """The multiplicative factors of ``expr``, each classified."""
-    value = _int_value(expr)
+    value = int_value(expr)
     if value is not None:
         return [Factor(str(value), Role.UNKNOWN, value)]
     if isinstance(expr, cst.BinaryOperation):

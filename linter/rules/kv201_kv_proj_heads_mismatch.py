@@ -189,6 +189,10 @@ class MultiQueryAttention(nn.Module):
             return
         aliases = self._aliases[-1]
         aliases.record(target, value)
+        if isinstance(value, cst.IfExp):
+            # self.v_proj = None if shared_kv else nn.Linear(...): the layer branch declares V.
+            layers = [b for b in (value.body, value.orelse) if isinstance(b, cst.Call)]
+            value = layers[0] if len(layers) == 1 else value
         if not (isinstance(target, cst.Attribute) and isinstance(value, cst.Call)):
             return
         size = _output_size(value)

@@ -9,7 +9,7 @@ import libcst as cst
 
 from linter.pairs import dotted_name, kv_side, normalized, source_of
 from linter.rules.base import Example, Rule
-from linter.sizes import is_kv_head_count_name
+from linter.sizes import int_value, is_kv_head_count_name
 
 _SPLITS = frozenset({"chunk", "tensor_split", "split"})
 _SHAPE_METHODS = frozenset({"view", "reshape", "unflatten"})
@@ -22,18 +22,6 @@ def _argument(call_args: list[cst.Arg], index: int, keyword: str) -> cst.BaseExp
         if arg.keyword is not None and arg.keyword.value == keyword:
             return arg.value
     return positional[index] if index < len(positional) else None
-
-
-def _int(node: cst.BaseExpression | None) -> int | None:
-    if isinstance(node, cst.Integer):
-        return int(node.evaluated_value)
-    if (
-        isinstance(node, cst.UnaryOperation)
-        and isinstance(node.operator, cst.Minus)
-        and isinstance(node.expression, cst.Integer)
-    ):
-        return -int(node.expression.evaluated_value)
-    return None
 
 
 def _has_stacked_axis(expr: cst.BaseExpression) -> bool:
@@ -57,8 +45,8 @@ def _has_stacked_axis(expr: cst.BaseExpression) -> bool:
 
 def _stacked_arg(value: cst.BaseExpression) -> bool:
     if isinstance(value, (cst.Tuple, cst.List)):
-        return any(_int(e.value) == 3 for e in value.elements)
-    return _int(value) == 3
+        return any(int_value(e.value) == 3 for e in value.elements)
+    return int_value(value) == 3
 
 
 def _receiver_root(expr: cst.BaseExpression) -> str | None:
@@ -242,6 +230,7 @@ def attention(qkv, num_kv_heads):
         self._owners: list[_Owner] = []
         self._functions: list[_Function] = []
         self._targets: list[cst.BaseExpression | None] = []
+        self._keywords: set[int] = set()
 
     def visit_Module(self, node: cst.Module) -> None:
         self._owners.append(_Owner())
@@ -263,9 +252,15 @@ def attention(qkv, num_kv_heads):
         if not function.guarded:
             self._owners[-1].candidates.extend(function.candidates)
 
+    def visit_Arg(self, node: cst.Arg) -> None:
+        # ``QKVParallelLinear(..., total_num_kv_heads=num_heads)`` names the callee's parameter;
+        # only the value passed says anything about this class.
+        if node.keyword is not None:
+            self._keywords.add(id(node.keyword))
+
     def visit_Name(self, node: cst.Name) -> None:
         owner = self._owners[-1]
-        if owner.kv_heads is None and is_kv_head_count_name(node.value):
+        if owner.kv_heads is None and is_kv_head_count_name(node.value) and id(node) not in self._keywords:
             owner.kv_heads = node
 
     def visit_If(self, node: cst.If) -> None:
@@ -303,7 +298,7 @@ def attention(qkv, num_kv_heads):
             return
         first = _argument(args, 0, "split_size_or_sections" if tail == "split" else (
             "chunks" if tail == "chunk" else "indices_or_sections"))
-        dim = _int(_argument(args, 1, "dim"))
+        dim = int_value(_argument(args, 1, "dim"))
         # Without a feature dim (dim 0, or one we cannot read) this is not a QKV split.
         if first is None or dim is None or dim == 0:
             return
@@ -326,7 +321,7 @@ def attention(qkv, num_kv_heads):
     @staticmethod
     def _equal_thirds(tail: str, first: cst.BaseExpression, targets: list[str] | None) -> bool:
         if tail != "split":
-            return _int(first) == 3
+            return int_value(first) == 3
         if isinstance(first, (cst.List, cst.Tuple)):
             sizes = {normalized(e.value) for e in first.elements}
             return len(first.elements) == 3 and len(sizes) == 1

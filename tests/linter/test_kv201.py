@@ -220,3 +220,11 @@ def test_alias_reassigned_in_the_class_is_not_trusted():
         setup="width = num_kv_heads * head_dim\nif wide:\n    width = num_heads * head_dim",
     )
     assert findings(source) == []
+
+
+def test_projection_declared_in_a_conditional_expression_is_checked():
+    source = _attention(
+        "self.k_proj = nn.Linear(hidden, num_kv_heads * head_dim)",
+        "self.v_proj = None if k_eq_v else nn.Linear(hidden, num_heads * head_dim)",
+    )
+    assert len(findings(source)) == 1

@@ -129,3 +129,29 @@ def test_kv_head_count_of_another_class_does_not_count():
             q, k, v = self.qkv(x).chunk(3, dim=-1)
     """
     assert findings(source) == []
+
+
+def test_kv_head_count_passed_as_a_keyword_name_only_does_not_count():
+    source = """\
+    class VisionAttention(nn.Module):
+        def __init__(self, embed_dim, num_heads, head_dim):
+            self.qkv = QKVParallelLinear(embed_dim, head_dim, total_num_heads=num_heads,
+                                         total_num_kv_heads=num_heads)
+
+        def forward(self, x):
+            q, k, v = self.qkv(x).chunk(3, dim=-1)
+    """
+    assert findings(source) == []
+
+
+def test_kv_head_count_passed_as_a_keyword_value_counts():
+    source = """\
+    class Attention(nn.Module):
+        def __init__(self, config, embed_dim, num_heads, head_dim):
+            self.qkv = QKVParallelLinear(embed_dim, head_dim, total_num_heads=num_heads,
+                                         total_num_kv_heads=config.num_kv_heads)
+
+        def forward(self, x):
+            q, k, v = self.qkv(x).chunk(3, dim=-1)
+    """
+    assert len(findings(source)) == 1
