@@ -114,6 +114,8 @@ class Scope:
         return (
             any(is_attention_word(name) for name in self.enclosing)
             or any(is_kv_projection(attr) for attr in self.attributes)
+            # ``self.attn(...)``, ``ring_flash_attn_forward(...)``: attention-named callees.
+            or any(c.tail is not None and is_attention_word(c.tail) for c in self.calls)
             or bool(self.attention_calls(extra_callables))
         )
 
@@ -372,12 +374,13 @@ class Mismatch:
     anchor: str  # "k" when the K site has no equal V site, "v" for a leftover V site
 
 
-def mismatches(keys: list, values: list, compare) -> list[Mismatch]:
+def mismatches(keys: list, values: list, compare, where=lambda site: site.order) -> list[Mismatch]:
     """Pair K and V sites that have no equal counterpart, each with its nearest differing one.
 
     ``compare(k, v)`` returns SAME, DIFFER, or None when the two cannot be compared (then
     neither evidence of a match nor of a mismatch). A K site equal to any V site is matched;
-    an unmatched V site is reported only when no K finding already names it.
+    an unmatched V site is reported only when no K finding already names it. ``where`` places
+    a site (its line, say) for choosing the nearest partner.
     """
     found: list[Mismatch] = []
     named: set[int] = set()
@@ -388,7 +391,7 @@ def mismatches(keys: list, values: list, compare) -> list[Mismatch]:
             continue
         differing = [v for verdict, v in row if verdict == DIFFER]
         if differing:
-            nearest = min(differing, key=lambda v: abs(v.order - k.order))
+            nearest = min(differing, key=lambda v: abs(where(v) - where(k)))
             found.append(Mismatch(k, nearest, "k"))
             named.add(id(nearest))
     for v in values:
@@ -399,6 +402,6 @@ def mismatches(keys: list, values: list, compare) -> list[Mismatch]:
             continue
         differing = [k for verdict, k in column if verdict == DIFFER]
         if differing:
-            nearest = min(differing, key=lambda k: abs(k.order - v.order))
+            nearest = min(differing, key=lambda k: abs(where(k) - where(v)))
             found.append(Mismatch(nearest, v, "v"))
     return found

@@ -228,7 +228,11 @@ def ring_step(q, k, v, start, end):
         reshape = origin.reshape
         partner = counterpart_of_dotted(reshape.base, self.extra_pairs)
         op_text = source_of(reshape.node)
-        mirrored = _mirror(op_text, {reshape.base.rsplit(".", 1)[-1]}, self.extra_pairs)
+        allowed = {reshape.base.rsplit(".", 1)[-1]}
+        mirrored = _mirror(op_text, allowed, self.extra_pairs)
+        if origin.binding is not None and origin.binding.line is not None:
+            allowed.add(origin.binding.name)
+            mirrored = _mirror(source_of(origin.binding.line.body[0]), allowed, self.extra_pairs)
         where = f"`{site.tail}`" if site.tail else "the call"
         message = (
             f"key `{reshape.base}` is reshaped along a token/head axis (`{op_text}`) and used as the "

@@ -98,7 +98,7 @@ def attention(q, cache_k, cache_v, b, p, s):
             (keys if side == "k" else values).setdefault(access.base, []).append(access)
         for base, k_accesses in keys.items():
             partner = counterpart_of_dotted(base, self.extra_pairs)
-            for found in mismatches(k_accesses, values.get(partner or "", []), self._compare):
+            for found in mismatches(k_accesses, values.get(partner or "", []), self._compare, self._row):
                 self._report(found.key, found.value, found.anchor)
 
     def _compare(self, k: Access, v: Access) -> str | None:
@@ -118,6 +118,9 @@ def attention(q, cache_k, cache_v, b, p, s):
                 return None
             verdict = DIFFER
         return verdict
+
+    def _row(self, site) -> int:
+        return self.span(site.node).row
 
     def _report(self, k: Access, v: Access, anchor: str) -> None:
         k_text, v_text = source_of(k.node), source_of(v.node)

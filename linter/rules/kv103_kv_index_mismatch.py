@@ -122,7 +122,7 @@ def write_kv(k_buffer, v_buffer, loc, k, v):
             def compare(k, v):
                 return SAME if swap_kv_text(text(k), self.extra_pairs) == text(v) else DIFFER
 
-            for found in mismatches(k_sites, values.get(partner, []), compare):
+            for found in mismatches(k_sites, values.get(partner, []), compare, self._row):
                 self._report(found.key, found.value, found.anchor, text)
 
     def _cache_side(self, scope: Scope, base: str | None) -> str | None:
@@ -163,6 +163,9 @@ def write_kv(k_buffer, v_buffer, loc, k, v):
     @staticmethod
     def _call_text(site: CallSite) -> str:
         return normalized(site.node)
+
+    def _row(self, site) -> int:
+        return self.span(site.node).row
 
     def _report(self, k, v, anchor: str, text) -> None:
         k_text, v_text = source_of(k.node), source_of(v.node)
