@@ -1,0 +1,187 @@
+"""The per-scope model: one pass records bindings, accesses and calls the data-flow rules query."""
+
+from __future__ import annotations
+
+from textwrap import dedent
+
+import libcst as cst
+
+from linter.scopes import DIFFER, SAME, mismatches, scope_of
+
+
+def function_scope(source: str, enclosing: tuple[str, ...] = ("f",)):
+    module = cst.parse_module(dedent(source))
+    function = next(node for node in module.body if isinstance(node, cst.FunctionDef))
+    return scope_of(function, enclosing)
+
+
+def test_parameters_and_assignments_are_bindings_in_source_order():
+    scope = function_scope(
+        """
+        def f(k, v):
+            k = k[:1]
+            k = k.float()
+        """
+    )
+    kinds = [binding.kind for binding in scope.bindings["k"]]
+    assert kinds == ["param", "assign", "assign"]
+    orders = [binding.order for binding in scope.bindings["k"]]
+    assert orders == sorted(orders)
+
+
+def test_binding_before_is_the_last_binding_ahead_of_a_point():
+    scope = function_scope(
+        """
+        def f(k):
+            k = k[:1]
+            use(k)
+            k = k.float()
+        """
+    )
+    use = next(site for site in scope.calls if site.tail == "use")
+    binding = scope.binding_before("k", use.order)
+    assert cst.Module([]).code_for_node(binding.value) == "k[:1]"
+
+
+def test_rebound_between_sees_only_bindings_inside_the_window():
+    scope = function_scope(
+        """
+        def f(v):
+            a()
+            v = v.float()
+            b()
+        """
+    )
+    a, b = (site for site in scope.calls if site.tail in {"a", "b"})
+    assert scope.rebound_between("v", a.order, b.order)
+    assert not scope.rebound_between("v", b.order, b.order + 100)
+
+
+def test_assignment_records_the_line_it_is_alone_on():
+    scope = function_scope(
+        """
+        def f(k):
+            k_chunk = k[1:2]
+            a = 1; b = k[0:1]
+        """
+    )
+    assert isinstance(scope.bindings["k_chunk"][0].line, cst.SimpleStatementLine)
+    assert scope.bindings["b"][0].line is None
+
+
+def test_value_orders_enclose_the_accesses_and_calls_of_the_value():
+    scope = function_scope(
+        """
+        def f(v, idx):
+            v = torch.cat([v[idx], v])
+        """
+    )
+    binding = scope.bindings["v"][1]
+    assert [a.base for a in scope.accesses_within(binding.value_orders)] == ["v"]
+    assert [c.tail for c in scope.calls_within(binding.value_orders)] == ["cat"]
+
+
+def test_loop_targets_over_items_range_and_enumerate_are_not_tensors():
+    scope = function_scope(
+        """
+        def f(d, xs, n):
+            for key, value in d.items():
+                pass
+            for k in range(n):
+                pass
+            for i, x in enumerate(xs):
+                pass
+            for kk in xs:
+                pass
+            names = [kv for kv in d.keys()]
+        """
+    )
+    assert scope.non_tensors == {"key", "value", "k", "i", "x", "kv"}
+
+
+def test_asserts_logging_and_fstrings_are_quiet():
+    scope = function_scope(
+        """
+        def f(k, n):
+            assert k[:n].sum() > 0
+            logger.info("k %s", k[:n])
+            msg = f"{k[:n]}"
+            out = g(k[:n])
+        """
+    )
+    assert [access.quiet for access in scope.accesses] == [True, True, True, False]
+
+
+def test_subscript_chain_is_one_access_on_its_base():
+    scope = function_scope(
+        """
+        def f(self, layer, loc):
+            self.k_buf[layer][loc] = 0
+        """
+    )
+    (access,) = scope.accesses
+    assert access.base == "self.k_buf"
+    assert access.store
+    assert len(access.chain) == 2
+
+
+def test_nested_functions_and_classes_are_scopes_of_their_own():
+    scope = function_scope(
+        """
+        def f(k):
+            def inner(k):
+                return k[:1]
+            class C:
+                x = k[:2]
+            return inner
+        """
+    )
+    assert scope.accesses == []
+    assert scope.bindings["inner"][0].kind == "other"
+
+
+def test_attention_code_by_name_call_or_projection():
+    assert function_scope("def f(q):\n    pass\n", ("LlamaAttention", "forward")).is_attention_code()
+    assert function_scope("def f(q, k, v):\n    flash_attn_func(q, k, v)\n").is_attention_code()
+    assert function_scope("def f(self, x):\n    k = self.k_proj(x)\n").is_attention_code()
+    assert function_scope("def f(self, x):\n    return self.attn(x)\n").is_attention_code()
+    assert not function_scope("def f(k, v):\n    return merge(k, v)\n").is_attention_code()
+
+
+def test_extra_attention_callables_count_as_attention_calls():
+    scope = function_scope("def f(q, k, v):\n    my_kernel(q, k, v)\n")
+    assert not scope.is_attention_code()
+    assert scope.is_attention_code(("my_kernel",))
+
+
+def test_every_rule_of_a_traversal_shares_one_model_per_scope():
+    module = cst.parse_module("def f(k):\n    return k[:1]\n")
+    function = module.body[0]
+    assert scope_of(function, ("f",)) is scope_of(function, ("f",))
+
+
+class Site:
+    def __init__(self, text: str, order: int) -> None:
+        self.text, self.order = text, order
+
+
+def _same_text(k: Site, v: Site) -> str:
+    return SAME if k.text == v.text else DIFFER
+
+
+def test_mismatches_skip_a_key_with_any_equal_value():
+    k, other, equal = Site("a", 1), Site("b", 2), Site("a", 9)
+    found = mismatches([k], [other, equal], _same_text)
+    # The key is matched; only the leftover value with no equal key is reported.
+    assert [(m.key, m.value, m.anchor) for m in found] == [(k, other, "v")]
+    assert mismatches([k], [equal], _same_text) == []
+
+
+def test_mismatches_pair_an_unmatched_key_with_the_nearest_differing_value():
+    k, near, far = Site("a", 10), Site("b", 11), Site("c", 1)
+    found = mismatches([k], [far, near], _same_text)
+    assert [(m.key, m.value, m.anchor) for m in found] == [(k, near, "k"), (k, far, "v")]
+
+
+def test_mismatches_stay_silent_when_sites_cannot_be_compared():
+    assert mismatches([Site("a", 1)], [Site("b", 2)], lambda k, v: None) == []
