@@ -38,23 +38,23 @@ def describe(name: str, value: Any) -> str:
     return f"{name} {tuple(shape)}"
 
 
-_TENSOR_TYPES: set = set()
+TENSOR_TYPES: set = set()
 
 
 def is_tensor_like(value: Any) -> bool:
     """Has shape, dtype and device; the answer is remembered per type, as this runs on every call."""
     kind = type(value)
-    if kind in _TENSOR_TYPES:
+    if kind in TENSOR_TYPES:
         return True
     if hasattr(value, "shape") and hasattr(value, "dtype") and hasattr(value, "device"):
-        _TENSOR_TYPES.add(kind)
+        TENSOR_TYPES.add(kind)
         return True
     return False
 
 
 def arguments_are_tensors(named: tuple) -> Violation | None:
     for _, value in named:
-        if type(value) not in _TENSOR_TYPES and not is_tensor_like(value):
+        if type(value) not in TENSOR_TYPES and not is_tensor_like(value):
             break
     else:
         return None

@@ -13,27 +13,25 @@ class Layout(NamedTuple):
     head_axis: int | None  # None: heads are folded into a hidden axis H = N * D
     dim_axis: int
     packed: bool  # TND/NTD: tokens of all sequences on one axis, lengths cumulative
+    tokens: Callable  # shape -> its token axes as a tuple, (batch, seq) or (tokens,)
 
-    @property
-    def tokens(self) -> Callable:
-        """shape -> its token axes as a tuple (batch, seq) or (tokens,)."""
-        return _TOKEN_GETTERS[self.token_axes]
+
+def _layout(name: str, rank: int, token_axes: tuple, head_axis: int | None, dim_axis: int, packed: bool) -> Layout:
+    tokens = itemgetter(*token_axes) if len(token_axes) > 1 else (lambda shape, axis=token_axes[0]: (shape[axis],))
+    return Layout(name, rank, token_axes, head_axis, dim_axis, packed, tokens)
 
 
 LAYOUTS = {
     layout.name: layout
     for layout in (
-        Layout("TND", 3, (0,), 1, 2, True),
-        Layout("NTD", 3, (1,), 0, 2, True),
-        Layout("BSND", 4, (0, 1), 2, 3, False),
-        Layout("BNSD", 4, (0, 2), 1, 3, False),
-        Layout("BSH", 3, (0, 1), None, 2, False),
-        Layout("SBH", 3, (1, 0), None, 2, False),
+        _layout("TND", 3, (0,), 1, 2, True),
+        _layout("NTD", 3, (1,), 0, 2, True),
+        _layout("BSND", 4, (0, 1), 2, 3, False),
+        _layout("BNSD", 4, (0, 2), 1, 3, False),
+        _layout("BSH", 3, (0, 1), None, 2, False),
+        _layout("SBH", 3, (1, 0), None, 2, False),
     )
 }
-
-
-_TOKEN_GETTERS = {axes: (itemgetter(*axes) if len(axes) > 1 else (lambda shape, a=axes[0]: (shape[a],))) for axes in ((0,), (1,), (0, 1), (0, 2), (1, 0))}
 
 
 def input_layout(declared: str) -> Layout | None:

@@ -57,25 +57,22 @@ def _print_summary_at_exit() -> None:
         print(format_summary(rows), file=sys.stderr)
 
 
-def _inspect(op: GuardedOp, args: tuple, kwargs: dict) -> None:
-    mode = op._mode or STATE.mode
-    if mode is None or _is_compiling():
-        return
-    reporter = STATE.reporter or globals()["reporter"]()
+def _report(op: GuardedOp, mode: str, values: list, found: Any) -> None:
+    """A violation: raise it, or warn/log it; a failure while wording it is a guard bug."""
     try:
-        values = op._binder.bind(args, kwargs)
-        found = op._row.validate(*values)
-        if found is None:
-            return
         layout_index = op._binder.layout_index
         layout = values[layout_index] if layout_index >= 0 else op._row.layout
-        reporter.violation(mode, op._label, str(layout), found)
+        reporter().violation(mode, op._label, str(layout), found)
     except KVConsistencyError:
         raise
-    except Exception as exc:  # a guard bug must not become the user's bug
-        if _under_fake_tensors(args, kwargs):
-            return  # symbolic shapes during tracing: leave the judgement to the real run
-        reporter.internal(mode, op._label, exc)
+    except Exception as exc:
+        reporter().internal(mode, op._label, exc)
+
+
+def _guard_failed(op: GuardedOp, mode: str, exc: Exception, args: tuple, kwargs: dict) -> None:
+    if _under_fake_tensors(args, kwargs):
+        return  # symbolic shapes during tracing: leave the judgement to the real run
+    reporter().internal(mode, op._label, exc)
 
 
 def _under_fake_tensors(args: tuple, kwargs: dict) -> bool:
@@ -98,8 +95,16 @@ class GuardedOp:
         self._mode = mode  # set for guard()-decorated functions that always check
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if STATE.mode is not None or self._mode is not None:
-            _inspect(self, args, kwargs)
+        mode = self._mode or STATE.mode
+        if mode is not None and not _is_compiling():
+            try:
+                values = self._binder.bind(args, kwargs)
+                found = self._row.validate(*values)
+            except Exception as exc:  # a guard bug must not become the user's bug
+                _guard_failed(self, mode, exc, args, kwargs)
+            else:
+                if found is not None:
+                    _report(self, mode, values, found)
         return self._kvguard_original(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:

@@ -15,14 +15,21 @@ DEVICE_TYPE = "npu"
 
 
 def attention(layout_arg: Any, q: Any, k: Any, v: Any, heads: Any, kv_heads: Any, q_lens: Any, kv_lens: Any, block_table: Any, block_size: Any, device_type: str | None = DEVICE_TYPE) -> c.Violation | None:
-    """npu_fusion_attention, npu_fused_infer_attention_score(_v2), prompt/incre flash attention, guard()."""
-    qkv = (("query", q), ("key", k), ("value", v))
-    if found := c.arguments_are_tensors(qkv):
-        return found
-    if found := c.one_device_of_type(qkv, device_type):
-        return found
-    if found := c.one_dtype(qkv):
-        return found
+    """npu_fusion_attention, npu_fused_infer_attention_score(_v2), prompt/incre flash attention, guard().
+
+    This runs on every call, so each rule is first tested inline and its check function (which
+    words the violation) is called only when the inline test fails.
+    """
+    known = c.TENSOR_TYPES
+    if type(q) not in known or type(k) not in known or type(v) not in known:
+        if found := c.arguments_are_tensors((("query", q), ("key", k), ("value", v))):
+            return found
+    device = q.device
+    if (device_type is not None and device.type != device_type) or k.device != device or v.device != device:
+        return c.one_device_of_type((("query", q), ("key", k), ("value", v)), device_type)
+    dtype = q.dtype
+    if k.dtype is not dtype or v.dtype is not dtype:
+        return c.one_dtype((("query", q), ("key", k), ("value", v)))
     layout = input_layout(layout_arg) if type(layout_arg) is str else None
     if layout is None:
         return None  # the kernel rejects layouts it does not know with its own message
@@ -31,35 +38,34 @@ def attention(layout_arg: Any, q: Any, k: Any, v: Any, heads: Any, kv_heads: Any
     q_shape, k_shape, v_shape = q.shape, k.shape, v.shape
     rank = layout.rank
     if len(q_shape) != rank or len(k_shape) != rank or len(v_shape) != rank:
-        return next(found for name, tensor in qkv if (found := c.rank_matches_layout(name, tensor, layout.name, rank)))
+        return next(found for name, tensor in (("query", q), ("key", k), ("value", v)) if (found := c.rank_matches_layout(name, tensor, layout.name, rank)))
     tokens = layout.tokens
     q_tokens, k_tokens, v_tokens = tokens(q_shape), tokens(k_shape), tokens(v_shape)
-    if found := c.k_v_token_counts_match("key", k, k_tokens, "value", v, v_tokens):
-        return found
-    if layout.head_axis is None:
+    if k_tokens != v_tokens:
+        return c.k_v_token_counts_match("key", k, k_tokens, "value", v, v_tokens)
+    h = layout.head_axis
+    if h is None:
         if found := _hidden_heads(layout.name, q, k, v, heads):
             return found
-    if layout.head_axis is not None:
-        h = layout.head_axis
+        q_dim = q_shape[2] // heads
+        q_heads, k_heads, v_heads, k_dim = heads, k_shape[2] // q_dim, k_shape[2] // q_dim, q_dim
+    else:
         q_heads, k_heads, v_heads = q_shape[h], k_shape[h], v_shape[h]
         q_dim, k_dim = q_shape[layout.dim_axis], k_shape[layout.dim_axis]
-    else:
-        q_heads, k_heads, q_dim, k_dim = _hidden_split(q_shape[2], k_shape[2], heads)
-        v_heads = k_heads
-    if found := c.k_v_head_counts_match("key", k, k_heads, "value", v, v_heads):
-        return found
-    if found := c.q_k_head_dims_match(q, q_dim, "key", k, k_dim):
-        return found
-    if heads is not None and (found := c.head_count_matches("head count", heads, q_heads, "query", q)):
-        return found
-    if found := c.kv_heads_divide_q_heads(q_heads, k_heads, q, "key", k):
-        return found
-    if kv_heads and (found := c.head_count_matches("num_key_value_heads", kv_heads, k_heads, "key", k)):
-        return found
+    if k_heads != v_heads:
+        return c.k_v_head_counts_match("key", k, k_heads, "value", v, v_heads)
+    if q_dim != k_dim:
+        return c.q_k_head_dims_match(q, q_dim, "key", k, k_dim)
+    if heads is not None and heads != q_heads:
+        return c.head_count_matches("head count", heads, q_heads, "query", q)
+    if k_heads <= 0 or q_heads % k_heads:
+        return c.kv_heads_divide_q_heads(q_heads, k_heads, q, "key", k)
+    if kv_heads and kv_heads != k_heads:
+        return c.head_count_matches("num_key_value_heads", kv_heads, k_heads, "key", k)
     if layout.packed:
         return _packed_lengths(q, k, q_tokens[0], k_tokens[0], q_lens, kv_lens)
-    if found := c.axis_matches("q_kv_batches_match", lambda: f"{c.describe('query', q)} and {c.describe('key', k)} must have the same batch", q_tokens[0], k_tokens[0], (("query", q), ("key", k)), c.LENGTHS_STALE):
-        return found
+    if q_tokens[0] != k_tokens[0]:
+        return c.axis_matches("q_kv_batches_match", lambda: f"{c.describe('query', q)} and {c.describe('key', k)} must have the same batch", q_tokens[0], k_tokens[0], (("query", q), ("key", k)), c.LENGTHS_STALE)
     if found := _per_sequence("actual_seq_lengths", q_lens, q_tokens[1], q_tokens[0], "query's sequence axis"):
         return found
     return _per_sequence("actual_seq_lengths_kv", kv_lens, k_tokens[1], k_tokens[0], "key's sequence axis")
@@ -70,28 +76,27 @@ def _hidden_heads(layout: str, q: Any, k: Any, v: Any, heads: Any) -> c.Violatio
     named = (("query", q),)
     if type(heads) is not int:
         return c.Violation("head_count_matches", f"layout {layout} needs an integer head count to split {c.describe('query', q)}, got {heads!r}", "a missing or wrongly typed head count", named)
-    if found := c.divides("head_count_matches", f"the head count must split the hidden size of {c.describe('query', q)}", q.shape[2], heads, named, "a head count from the model config that does not match this tensor"):
-        return found
-    q_dim = q.shape[2] // heads
-    if found := c.divides("q_k_head_dims_match", f"Q's head dim must split the hidden size of {c.describe('key', k)}", k.shape[2], q_dim, (("query", q), ("key", k)), "Q and K projected to different head sizes"):
-        return found
-    kv_heads = k.shape[2] // q_dim
-    return c.divides("k_v_head_counts_match", f"K's {kv_heads} heads must split the hidden size of {c.describe('value', v)}", v.shape[2], kv_heads, (("key", k), ("value", v)), c.HEAD_CONFIG)
-
-
-def _hidden_split(q_hidden: int, k_hidden: int, heads: int) -> tuple:
+    q_hidden, k_hidden, v_hidden = q.shape[2], k.shape[2], v.shape[2]
+    if heads <= 0 or q_hidden % heads:
+        return c.divides("head_count_matches", f"the head count must split the hidden size of {c.describe('query', q)}", q_hidden, heads, named, "a head count from the model config that does not match this tensor")
     q_dim = q_hidden // heads
-    return heads, k_hidden // q_dim, q_dim, q_dim
+    if k_hidden % q_dim:
+        return c.divides("q_k_head_dims_match", f"Q's head dim must split the hidden size of {c.describe('key', k)}", k_hidden, q_dim, (("query", q), ("key", k)), "Q and K projected to different head sizes")
+    kv_heads = k_hidden // q_dim
+    if v_hidden % kv_heads:
+        return c.divides("k_v_head_counts_match", f"K's {kv_heads} heads must split the hidden size of {c.describe('value', v)}", v_hidden, kv_heads, (("key", k), ("value", v)), c.HEAD_CONFIG)
+    return None
 
 
 def _packed_lengths(q: Any, k: Any, q_total: int, k_total: int, q_lens: Any, kv_lens: Any) -> c.Violation | None:
-    q_host, kv_host = c.host_ints(q_lens), c.host_ints(kv_lens)
+    q_host = c.host_ints(q_lens)
+    kv_host = q_host if kv_lens is q_lens else c.host_ints(kv_lens)
     if q_host is not None and (found := c.cumulative_lengths_valid("query-side lengths", q_host, q_total, "query", q)):
         return found
-    if kv_host is not None and (found := c.cumulative_lengths_valid("key-side lengths", kv_host, k_total, "key", k)):
+    if kv_host is not None and (kv_host is not q_host or k_total != q_total) and (found := c.cumulative_lengths_valid("key-side lengths", kv_host, k_total, "key", k)):
         return found
     if q_host is not None and kv_host is not None:
-        return c.same_batch("query-side lengths", q_host, "key-side lengths", kv_host)
+        return None if kv_host is q_host else c.same_batch("query-side lengths", q_host, "key-side lengths", kv_host)
     for name, lengths in (("query-side lengths", q_lens), ("key-side lengths", kv_lens)):
         if c.is_tensor_like(lengths) and (found := c.length_tensor_shape(name, lengths, None)):
             return found
