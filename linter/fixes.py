@@ -1,19 +1,57 @@
-"""Apply fixes to source text: non-overlapping edits, last first, result must parse."""
+"""Apply fixes to source text (non-overlapping edits, last first, result must parse) and write
+files atomically.
+"""
 
 from __future__ import annotations
 
+import os
+import re
+import stat
+import tempfile
 from collections.abc import Iterable
 
 import libcst as cst
 
 from linter.finding import Edit, Finding
 
+# Python's own line ends; str.splitlines would also split on form feeds and \u2028, which the
+# parser (and so every Span) does not count as line breaks.
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
 
 def _offsets(source: str) -> list[int]:
     starts = [0]
-    for line in source.splitlines(keepends=True):
-        starts.append(starts[-1] + len(line))
+    for match in _LINE.finditer(source):
+        starts.append(match.end())
     return starts
+
+
+def has_applicable_fix(findings: Iterable[Finding], unsafe: bool = False) -> bool:
+    return any(f.fix is not None and (unsafe or f.fix.applicability == "safe") for f in findings)
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that a reader (or a crash) sees the old or the new file.
+
+    The temporary file lives in the same directory (``os.replace`` is atomic only within one
+    file system), is fsynced before the rename, and takes the original's permission bits.
+    """
+    target = os.path.realpath(path)
+    mode = stat.S_IMODE(os.stat(target).st_mode)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=f".{os.path.basename(target)}.", suffix=".kvlint-tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
 
 
 def _offset(starts: list[int], row: int, column: int) -> int:

@@ -1,0 +1,168 @@
+"""``[tool.kvlint]`` in pyproject.toml, merged with command-line options into ``Settings``.
+
+The configuration file is ``--config FILE`` or else the nearest ``pyproject.toml`` holding a
+``[tool.kvlint]`` table, searched from the directory common to the paths being checked (``.``
+by default) upwards. Patterns in ``exclude`` and ``per-file-ignores`` are relative to that
+file's directory.
+
+    [tool.kvlint]
+    select = ["KV1"]                       # codes or prefixes; "ALL"; default: every rule
+    extend-select = ["KV201"]
+    ignore = ["KV203"]
+    per-file-ignores = { "legacy/**" = ["KV101"] }
+    exclude = ["third_party/"]
+    respect-gitignore = true
+    extra-pairs = [["k_rope", "v_rope"]]   # extra K/V name pairs (K name, V name)
+    attention-callables = ["my_attn"]      # extra callables taking (q, k, v, ...)
+
+Every problem (unreadable or malformed TOML, an unknown key, an unknown rule code, a wrong
+type) is a ``ConfigError`` whose message is one line naming the file.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from linter.settings import Settings
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+
+class ConfigError(Exception):
+    """A one-line, user-facing configuration error."""
+
+
+_KEYS = {
+    "select", "extend-select", "ignore", "per-file-ignores", "exclude", "respect-gitignore",
+    "extra-pairs", "attention-callables",
+}
+
+
+@dataclass(frozen=True)
+class CliOptions:
+    """The command-line options that override or extend the file's settings."""
+
+    select: Sequence[str] | None = None
+    extend_select: Sequence[str] = ()
+    ignore: Sequence[str] = ()
+
+
+def find_config(start: Path) -> Path | None:
+    """The nearest pyproject.toml with a ``[tool.kvlint]`` table, from ``start`` upwards."""
+    directory = start.resolve()
+    for candidate_dir in (directory, *directory.parents):
+        candidate = candidate_dir / "pyproject.toml"
+        if candidate.is_file() and "kvlint" in _read_toml(candidate).get("tool", {}):
+            return candidate
+    return None
+
+
+def common_directory(paths: Iterable[str]) -> Path:
+    """Where config discovery starts for ``paths`` (files count as their directory)."""
+    dirs = [os.path.abspath(p if os.path.isdir(p) else os.path.dirname(p) or ".") for p in paths]
+    return Path(os.path.commonpath(dirs)) if dirs else Path.cwd()
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def load_settings(
+    config: Path | None, cli: CliOptions, codes: Sequence[str]
+) -> Settings:
+    """Settings from ``config`` (may be None: defaults) overlaid with ``cli``.
+
+    ``codes`` are the rule codes that exist; selectors may name a code, a prefix of codes, or ALL.
+    """
+    table: dict = {}
+    root = Path.cwd()
+    if config is not None:
+        table = _read_toml(config).get("tool", {}).get("kvlint", {})
+        root = config.resolve().parent
+        if not isinstance(table, dict):
+            raise ConfigError(f"{config}: [tool.kvlint] must be a table")
+    where = str(config) if config is not None else "command line"
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r} in [tool.kvlint]; known keys: {', '.join(sorted(_KEYS))}")
+
+    def codes_of(value: object, key: str) -> frozenset[str]:
+        return _expand(_strings(value, key, where), codes, f"{where} ({key})")
+
+    select = codes_of(table.get("select", ["ALL"]), "select")
+    if cli.select is not None:
+        select = _expand(cli.select, codes, "--select")
+    select |= codes_of(table.get("extend-select", []), "extend-select")
+    select |= _expand(cli.extend_select, codes, "--extend-select")
+    ignore = codes_of(table.get("ignore", []), "ignore") | _expand(cli.ignore, codes, "--ignore")
+
+    per_file = table.get("per-file-ignores", {})
+    if not isinstance(per_file, dict):
+        raise ConfigError(f"{where}: per-file-ignores must be a table of pattern = [codes]")
+    per_file_ignores = tuple(
+        (_anchor(pattern, root), codes_of(value, f"per-file-ignores {pattern!r}"))
+        for pattern, value in per_file.items()
+    )
+    respect = table.get("respect-gitignore", True)
+    if not isinstance(respect, bool):
+        raise ConfigError(f"{where}: respect-gitignore must be true or false")
+    pairs = table.get("extra-pairs", [])
+    if not isinstance(pairs, list) or not all(
+        isinstance(p, list) and len(p) == 2 and all(isinstance(n, str) for n in p) for p in pairs
+    ):
+        raise ConfigError(f'{where}: extra-pairs must be a list of ["k_name", "v_name"] pairs')
+    return Settings(
+        select=select,
+        ignore=ignore,
+        per_file_ignores=per_file_ignores,
+        exclude=tuple(_anchor(p, root) for p in _strings(table.get("exclude", []), "exclude", where)),
+        respect_gitignore=respect,
+        extra_pairs=tuple((k, v) for k, v in pairs),
+        extra_attention_callables=tuple(_strings(table.get("attention-callables", []), "attention-callables", where)),
+    )
+
+
+def enabled_codes(settings: Settings) -> frozenset[str]:
+    return settings.select - settings.ignore
+
+
+def _strings(value: object, key: str, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: {key} must be a list of strings")
+    return value
+
+
+def _expand(selectors: Iterable[str], codes: Sequence[str], where: str) -> frozenset[str]:
+    chosen: set[str] = set()
+    for raw in selectors:
+        selector = raw.strip().upper()
+        if not selector:
+            continue
+        matched = [c for c in codes if selector == "ALL" or c.startswith(selector)]
+        if not matched:
+            raise ConfigError(f"{where}: unknown rule code {raw!r}; valid codes: {', '.join(codes)}")
+        chosen.update(matched)
+    return frozenset(chosen)
+
+
+def _anchor(pattern: str, root: Path) -> str:
+    """A pattern with a slash is relative to the config's directory; a bare name matches anywhere."""
+    pattern = pattern.replace(os.sep, "/")
+    if "/" not in pattern.rstrip("/"):
+        return pattern
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
+    return root.as_posix().rstrip("/") + "/" + pattern.lstrip("/")

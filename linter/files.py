@@ -1,0 +1,265 @@
+"""Which files to lint, and reading them without ever crashing on what is in them.
+
+Directories are walked with ``exclude`` applied and, by default, ``.gitignore`` respected:
+through ``git ls-files`` when the directory is inside a git work tree (and not itself ignored),
+else by a small pure-Python reader of the ``.gitignore`` files found under it. A path given
+explicitly is linted even when it matches ``exclude`` (as in ruff without ``--force-exclude``).
+Symlinked directories are not followed, so a symlink loop can never make the walk endless; a
+symlink loop named as a file becomes an ``EKV001`` diagnostic like any unreadable file.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import os
+import re
+import shutil
+import subprocess
+import tokenize
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+from linter.diagnostics import FileProblem
+from linter.settings import Settings
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+# Never worth walking into (ruff's defaults plus our own cache).
+DEFAULT_EXCLUDES = (
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".mypy_cache", ".nox", ".pants.d",
+    ".pytype", ".ruff_cache", ".svn", ".tox", ".venv", "__pypackages__", "_build", "buck-out",
+    "dist", "node_modules", "venv", ".kvlint_cache", "__pycache__",
+)
+
+
+class Unreadable(Exception):
+    """A file that cannot be linted; carries its diagnostic."""
+
+    def __init__(self, problem: FileProblem) -> None:
+        super().__init__(problem.line())
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class Source:
+    """A file's decoded text and how to encode it back (for ``--fix``)."""
+
+    text: str
+    encoding: str  # "utf-8-sig" when the file starts with a BOM
+
+
+def path_matches(path: str, pattern: str, is_dir: bool = False) -> bool:
+    """Does ``path`` (absolute, with ``/``) match an anchored or bare exclude/ignore pattern?
+
+    Anchored patterns (containing ``/``) match the path or anything below it; bare ones match
+    any path component (``build``, ``test_*.py``); a trailing ``/`` restricts to directories.
+    """
+    dir_only = pattern.endswith("/")
+    pattern = pattern.rstrip("/")
+    if "/" in pattern:
+        if fnmatchcase(path, pattern) and (is_dir or not dir_only):
+            return True
+        return fnmatchcase(path, pattern + "/*")
+    parts = path.split("/")
+    last = len(parts) - 1
+    return any(
+        fnmatchcase(part, pattern) and (i < last or is_dir or not dir_only)
+        for i, part in enumerate(parts)
+    )
+
+
+def is_excluded(path: str, settings: Settings, is_dir: bool = False) -> bool:
+    absolute = Path(os.path.abspath(path)).as_posix()
+    return any(path_matches(absolute, p, is_dir) for p in settings.exclude)
+
+
+def discover(paths: Iterable[str], settings: Settings) -> tuple[list[str], list[FileProblem]]:
+    """Files to lint for the command-line ``paths``, and diagnostics for paths that do not exist."""
+    found: dict[str, None] = {}
+    problems = []
+    for given in paths:
+        if os.path.isdir(given):
+            for path in _walk(given, settings):
+                found.setdefault(path)
+        elif os.path.lexists(given):
+            found.setdefault(given)
+        else:
+            problems.append(FileProblem(given, "EKV001", "no such file or directory"))
+    return list(found), problems
+
+
+def _walk(root: str, settings: Settings) -> Iterator[str]:
+    listed = _git_listing(root) if settings.respect_gitignore else None
+    if listed is not None:
+        for rel in listed:
+            path = os.path.normpath(os.path.join(root, rel))
+            parts = Path(rel).parts
+            if (
+                path.endswith(PYTHON_SUFFIXES)
+                and not any(part in DEFAULT_EXCLUDES for part in parts[:-1])
+                and os.path.isfile(path)
+                and not _excluded_on_the_way(root, parts, settings)
+            ):
+                yield path
+        return
+    yield from _walk_tree(root, settings, GitignoreRules() if settings.respect_gitignore else None)
+
+
+def _excluded_on_the_way(root: str, parts: tuple[str, ...], settings: Settings) -> bool:
+    if not settings.exclude:
+        return False
+    path = root
+    for i, part in enumerate(parts):
+        path = os.path.join(path, part)
+        if is_excluded(path, settings, is_dir=i < len(parts) - 1):
+            return True
+    return False
+
+
+def _git_listing(root: str) -> list[str] | None:
+    """Files under ``root`` that git does not ignore, or None when git cannot tell us."""
+    git = shutil.which("git")
+    if git is None:
+        return None
+    try:
+        inside = subprocess.run(
+            [git, "-C", root, "rev-parse", "--is-inside-work-tree"],
+            capture_output=True, text=True, timeout=30,
+        )
+        if inside.returncode != 0 or inside.stdout.strip() != "true":
+            return None
+        # An ignored directory named explicitly is still walked (its own .gitignore files apply).
+        ignored = subprocess.run([git, "-C", root, "check-ignore", "-q", "."], capture_output=True, timeout=30)
+        if ignored.returncode == 0:
+            return None
+        listing = subprocess.run(
+            [git, "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
+            capture_output=True, timeout=120,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if listing.returncode != 0:
+        return None
+    names = listing.stdout.decode("utf-8", "surrogateescape").split("\0")
+    return sorted({name for name in names if name})
+
+
+def _walk_tree(directory: str, settings: Settings, gitignore: GitignoreRules | None) -> Iterator[str]:
+    if gitignore is not None:
+        gitignore = gitignore.entering(directory)
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError:
+        # An unreadable directory holds nothing we could lint; its files were never asked for.
+        return
+    for entry in entries:
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+        except OSError:
+            continue
+        if is_dir and entry.name in DEFAULT_EXCLUDES:
+            continue
+        if is_excluded(entry.path, settings, is_dir) or (gitignore is not None and gitignore.ignores(entry.path, is_dir)):
+            continue
+        if is_dir:
+            yield from _walk_tree(entry.path, settings, gitignore)
+        elif entry.name.endswith(PYTHON_SUFFIXES):
+            yield os.path.normpath(entry.path)
+
+
+class GitignoreRules:
+    """The ``.gitignore`` files met on the way down, applied git's way (last match wins)."""
+
+    def __init__(self, rules: tuple[tuple[str, str, bool, bool], ...] = ()) -> None:
+        # (base directory, pattern, negated, directory only)
+        self.rules = rules
+
+    def entering(self, directory: str) -> GitignoreRules:
+        try:
+            with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as handle:
+                lines = handle.read().splitlines()
+        except OSError:
+            return self
+        base = Path(os.path.abspath(directory)).as_posix()
+        added = []
+        for line in lines:
+            line = line.rstrip()
+            if not line or line.startswith("#"):
+                continue
+            negated = line.startswith("!")
+            line = line[1:] if negated else line
+            dir_only = line.endswith("/")
+            added.append((base, line.rstrip("/"), negated, dir_only))
+        return GitignoreRules(self.rules + tuple(added))
+
+    def ignores(self, path: str, is_dir: bool) -> bool:
+        absolute = Path(os.path.abspath(path)).as_posix()
+        verdict = False
+        for base, pattern, negated, dir_only in self.rules:
+            if dir_only and not is_dir:
+                continue
+            rel = absolute[len(base) + 1:] if absolute.startswith(base + "/") else None
+            if rel is None:
+                continue
+            if "/" in pattern.strip("/"):
+                hit = fnmatchcase(rel, pattern.lstrip("/").replace("**/", "*"))
+            else:
+                hit = fnmatchcase(rel.rsplit("/", 1)[-1], pattern.lstrip("/")) and (
+                    not pattern.startswith("/") or "/" not in rel
+                )
+            if hit:
+                verdict = not negated
+        return verdict
+
+
+def read_bytes(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        raise Unreadable(FileProblem(path, "EKV001", "cannot read: the file vanished or is a broken symlink")) from None
+    except IsADirectoryError:
+        raise Unreadable(FileProblem(path, "EKV001", "cannot read: it is a directory")) from None
+    except PermissionError:
+        raise Unreadable(FileProblem(path, "EKV001", "cannot read: permission denied; check the file's mode")) from None
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP
+            raise Unreadable(FileProblem(path, "EKV001", "cannot read: symlink loop")) from None
+        raise Unreadable(FileProblem(path, "EKV001", f"cannot read: {exc.strerror or exc}")) from None
+
+
+def decode(path: str, data: bytes) -> Source:
+    """Text of a Python file: UTF-8 (BOM allowed) or its PEP 263 declared encoding."""
+    nul = data.find(b"\0")
+    if nul >= 0:
+        row = data.count(b"\n", 0, nul) + 1
+        raise Unreadable(FileProblem(path, "EKV002", f"contains a NUL byte (line {row}); this is not Python source", row))
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        if b"coding" in data[:1024]:
+            raise Unreadable(FileProblem(path, "EKV002", f"bad encoding declaration: {exc.msg}")) from None
+        # tokenize says this when the first lines are not UTF-8; the decode below says where.
+        encoding = "utf-8"
+    encoding = codecs.lookup(encoding).name
+    if encoding == "utf-8" and data.startswith(codecs.BOM_UTF8):
+        encoding = "utf-8-sig"
+    try:
+        return Source(data.decode(encoding), encoding)
+    except UnicodeDecodeError as exc:
+        row = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise Unreadable(FileProblem(
+            path, "EKV002",
+            f"not valid {encoding}: byte 0x{data[exc.start]:02x} at line {row}, column {column}; "
+            "save the file as UTF-8 or declare its encoding (PEP 263)",
+            row, column,
+        )) from None
+
+
+def source_lines(text: str) -> list[str]:
+    """Lines as the parser counts them (``str.splitlines`` also splits on form feeds)."""
+    lines = re.split(r"\r\n|\r|\n", text)
+    return lines[:-1] if lines and lines[-1] == "" else lines

@@ -1,0 +1,78 @@
+"""The default human format: each finding with a code frame of both sides of the K/V pair.
+
+    path:row:col: KV101 message
+       |
+     4 |     return torch_npu.npu_fusion_attention(q, k[:n], v, 8, "TND")
+       |                                              ^^^^^ key sliced here
+       |                                                     ^ V side: ...
+       = suggestion: ...
+       = fix available with --fix: ...
+
+Colour comes from rich when writing to a terminal; plain text otherwise or when NO_COLOR is
+set (the caller decides and passes ``color``).
+"""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from rich.console import Console
+from rich.text import Text
+
+from linter.files import source_lines
+from linter.finding import Finding, Span
+from linter.report import Outcome
+from linter.report.summary import summary
+
+
+def _frame_rows(finding: Finding) -> list[tuple[int, Span | None, str, str]]:
+    """(row, span, label, style) for the K line and each related line, in row order."""
+    marks: list[tuple[int, Span | None, str, str]] = [(finding.span.row, finding.span, "here", "bold red")]
+    marks += [(r.span.row, r.span, r.message, "bold cyan") for r in finding.related]
+    return sorted(marks, key=lambda m: (m[0], m[1].column if m[1] else 0))
+
+
+def _finding_text(finding: Finding, lines: list[str]) -> Text:
+    text = Text()
+    text.append(f"{finding.path}:{finding.span.row}:{finding.span.column}: ", style="bold")
+    text.append(finding.code, style="bold red")
+    text.append(f" {finding.message}\n")
+    marks = _frame_rows(finding)
+    width = len(str(max(m[0] for m in marks)))
+    gutter = " " * width + " |"
+    text.append(gutter + "\n", style="blue")
+    shown: set[int] = set()
+    for row, span, label, style in marks:
+        if row not in shown and 0 < row <= len(lines):
+            text.append(f"{row:>{width}} |", style="blue")
+            text.append(f" {lines[row - 1].expandtabs(4).rstrip()}\n")
+            shown.add(row)
+        if span is not None and 0 < row <= len(lines):
+            line = lines[row - 1]
+            start = len(line[:span.column - 1].expandtabs(4))
+            end_col = span.end_column if span.end_row == span.row else len(line) + 1
+            length = max(1, len(line[:end_col - 1].expandtabs(4)) - start)
+            text.append(gutter, style="blue")
+            text.append(" " + " " * start)
+            text.append("^" * length + f" {label}\n", style=style)
+    text.append(gutter + "\n", style="blue")
+    text.append(" " * width + " = ", style="blue")
+    text.append("suggestion: ", style="bold")
+    text.append(finding.suggestion + "\n")
+    if finding.fix is not None:
+        how = "--fix" if finding.fix.applicability == "safe" else "--unsafe-fixes"
+        text.append(" " * width + " = ", style="blue")
+        text.append(f"fix available with {how}: ", style="bold green")
+        text.append(finding.fix.message + "\n")
+    return text
+
+
+def render(outcome: Outcome, out: TextIO, color: bool) -> None:
+    console = Console(
+        file=out, force_terminal=color, no_color=not color, color_system="auto" if color else None,
+        highlight=False, soft_wrap=True, emoji=False, markup=False,
+    )
+    for finding in outcome.findings:
+        lines = source_lines(outcome.texts.get(finding.path, ""))
+        console.print(_finding_text(finding, lines))
+    console.print(Text(summary(outcome), style="bold"))

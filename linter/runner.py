@@ -1,0 +1,210 @@
+"""The per-file pipeline and the pool that runs it over many files.
+
+read bytes -> (cache) -> decode -> pre-filter -> parse -> rules -> ``# noqa`` -> per-file-ignores
+[-> fix, re-lint, until nothing more applies]. Every way a file can fail becomes a
+``FileProblem`` for that file; nothing a file contains can stop the run. Rules are injected
+(``Job.rules``) so tests can run the pipeline with rules of their own.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Sequence
+from itertools import accumulate
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import libcst as cst
+
+from linter import files
+from linter.cache import Cache
+from linter.config import enabled_codes
+from linter.diagnostics import FileProblem
+from linter.engine import lint_module
+from linter.finding import Finding
+from linter.fixes import apply_fixes, has_applicable_fix
+from linter.prefilter import may_have_findings
+from linter.rules import all_rules
+from linter.rules.base import Rule
+from linter.settings import Settings
+from linter.suppress import unsuppressed
+
+# Fixes that overlap are applied on later passes; a fix that keeps re-creating work stops here.
+MAX_FIX_PASSES = 10
+# libcst's native parser crashes the process (not an exception) somewhere past ~1,000 nested
+# brackets; CPython itself refuses more than 200, so deeper files are not valid Python anyway.
+_SAFE_BRACKET_DEPTH = 200
+_BRACKETS = re.compile(r"[()\[\]{}]")
+# Below this many files a process pool costs more to start than it saves.
+POOL_THRESHOLD = 16
+
+
+@dataclass(frozen=True)
+class Job:
+    settings: Settings
+    rules: tuple[type[Rule], ...]
+    cache_dir: str | None = None
+    fix: bool = False  # compute fixed text (for --fix and --diff)
+    unsafe_fixes: bool = False
+
+
+def job_for(settings: Settings, cache_dir: str | None = None, fix: bool = False, unsafe_fixes: bool = False) -> Job:
+    """A job running the rules that ``settings`` enable."""
+    codes = enabled_codes(settings)
+    return Job(settings, tuple(r for r in all_rules() if r.code in codes), cache_dir, fix, unsafe_fixes)
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding]
+    problems: list[FileProblem]
+    # The text the findings refer to (after fixes, when fixing), kept for code frames and
+    # baselines; None when there is nothing to show.
+    text: str | None = None
+    # Set when fixing changed the text: what it was, and how to encode the new text.
+    original: str | None = None
+    encoding: str = "utf-8"
+    fixed_count: int = 0
+
+    @property
+    def fixed(self) -> bool:
+        return self.original is not None
+
+
+def check_file(path: str, job: Job) -> FileResult:
+    try:
+        return _check_bytes(path, files.read_bytes(path), job)
+    except files.Unreadable as exc:
+        return FileResult(path, [], [exc.problem])
+
+
+def check_stdin(data: bytes, path: str, job: Job) -> FileResult:
+    # Stdin is never cached: there is no file whose content the key could stand for.
+    return _check_bytes(path, data, replace(job, cache_dir=None))
+
+
+def check_paths(paths: Sequence[str], job: Job, jobs: int) -> list[FileResult]:
+    if jobs <= 1 or len(paths) < POOL_THRESHOLD:
+        return [check_file(p, job) for p in paths]
+    chunksize = max(1, len(paths) // (jobs * 8))
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_set_worker_job, initargs=(job,)) as pool:
+        return list(pool.map(_worker_check, paths, chunksize=chunksize))
+
+
+_worker_job: Job | None = None
+
+
+def _set_worker_job(job: Job) -> None:
+    global _worker_job
+    _worker_job = job
+
+
+def _worker_check(path: str) -> FileResult:
+    assert _worker_job is not None
+    return check_file(path, _worker_job)
+
+
+def _check_bytes(path: str, data: bytes, job: Job) -> FileResult:
+    cache = key = None
+    if job.cache_dir is not None:
+        cache = Cache(Path(job.cache_dir), job.settings.fingerprint(), [f"{r.__module__}.{r.__qualname__}" for r in job.rules])
+        key = cache.key(path, data)
+        hit = cache.get(key)
+        if hit is not None:
+            findings = [replace(f, path=path) for f in hit[0]]
+            problems = [replace(p, path=path) for p in hit[1]]
+            if not (job.fix and has_applicable_fix(findings, job.unsafe_fixes)):
+                return FileResult(path, findings, problems, _text_for(path, data) if findings else None)
+    try:
+        source = files.decode(path, data)
+    except files.Unreadable as exc:
+        return FileResult(path, [], [exc.problem])
+    try:
+        findings = _lint_text(source.text, path, job)
+    except _Unlintable as exc:
+        findings, problems = [], [exc.problem]
+    except Exception as exc:  # noqa: BLE001 - a bug in a rule must cost one file, not the run
+        findings, problems = [], [FileProblem(path, "EKV999", f"internal error ({type(exc).__name__}: {exc}); please report it with this file")]
+    else:
+        problems = []
+    if cache is not None and key is not None and not any(p.code == "EKV999" for p in problems):
+        cache.put(key, findings, problems)
+    result = FileResult(path, findings, problems, source.text if findings else None, encoding=source.encoding)
+    if job.fix and findings:
+        _fix(result, job)
+    return result
+
+
+def _text_for(path: str, data: bytes) -> str | None:
+    try:
+        return files.decode(path, data).text
+    except files.Unreadable:
+        return None
+
+
+def _fix(result: FileResult, job: Job) -> None:
+    text = result.text
+    assert text is not None
+    findings = result.findings
+    for _ in range(MAX_FIX_PASSES):
+        if not has_applicable_fix(findings, job.unsafe_fixes):
+            break
+        fixed = apply_fixes(text, findings, unsafe=job.unsafe_fixes)
+        if fixed == text:
+            break
+        text = fixed
+        findings = _lint_text(text, result.path, job)
+    if text != result.text:
+        result.fixed_count = max(0, len(result.findings) - len(findings))
+        result.original, result.text, result.findings = result.text, text, findings
+
+
+class _Unlintable(Exception):
+    def __init__(self, problem: FileProblem) -> None:
+        super().__init__(problem.line())
+        self.problem = problem
+
+
+def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
+    if not job.rules or not may_have_findings(text):
+        return []
+    _refuse_deep_nesting(text, path)
+    try:
+        module = cst.parse_module(text)
+        findings = lint_module(module, path, job.settings, job.rules)
+    except cst.ParserSyntaxError as exc:
+        raise _Unlintable(FileProblem(path, "E999", f"syntax error: {exc.message}", exc.editor_line, exc.editor_column)) from None
+    except RecursionError:
+        raise _Unlintable(FileProblem(path, "EKV003", "nested too deeply to parse; split the expression or statement")) from None
+    return _not_ignored(unsuppressed(findings, text), path, job.settings)
+
+
+def _refuse_deep_nesting(text: str, path: str) -> None:
+    """Raise for a file nested deeper than Python allows, before libcst can crash on it.
+
+    The count includes brackets in strings and comments, so it only decides whether CPython's
+    own parser must give the verdict.
+    """
+    if text.count("(") + text.count("[") + text.count("{") <= _SAFE_BRACKET_DEPTH:
+        return
+    depth = accumulate(1 if b in "([{" else -1 for b in _BRACKETS.findall(text))
+    if max(depth, default=0) <= _SAFE_BRACKET_DEPTH:
+        return
+    try:
+        ast.parse(text)
+    except SyntaxError as exc:
+        raise _Unlintable(FileProblem(path, "E999", f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1)) from None
+    except (RecursionError, MemoryError):
+        raise _Unlintable(FileProblem(path, "EKV003", "nested too deeply to parse; split the expression or statement")) from None
+
+
+def _not_ignored(findings: list[Finding], path: str, settings: Settings) -> list[Finding]:
+    if not settings.per_file_ignores or not findings:
+        return findings
+    absolute = Path(os.path.abspath(path)).as_posix()
+    ignored = frozenset().union(*(codes for pattern, codes in settings.per_file_ignores if files.path_matches(absolute, pattern)))
+    return [f for f in findings if f.code not in ignored]
