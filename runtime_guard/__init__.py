@@ -8,7 +8,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from runtime_guard import activation, ops, patching, validators
 from runtime_guard.reporting import (

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from operator import itemgetter
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 
 class Layout(NamedTuple):

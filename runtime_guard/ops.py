@@ -6,7 +6,8 @@ dispatcher schema once, when the op is wrapped, so a call only indexes a tuple.
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from runtime_guard import validators
 from runtime_guard.checks import MISSING
@@ -48,7 +49,7 @@ ROWS_BY_NAME = {row.name: row for row in ROWS}
 class Binder:
     """Picks each role's value out of (args, kwargs) by the positions the schema gives."""
 
-    __slots__ = ("slots", "layout_index")
+    __slots__ = ("layout_index", "slots")
 
     def __init__(self, row: OpRow, params: list) -> None:
         by_name = {name: (index, kwarg_only, default) for index, (name, kwarg_only, default) in enumerate(params)}

@@ -16,7 +16,12 @@ import warnings
 from typing import Any
 
 from runtime_guard import ops
-from runtime_guard.reporting import KVConsistencyError, KVGuardInternalWarning, Reporter, format_summary
+from runtime_guard.reporting import (
+    KVConsistencyError,
+    KVGuardInternalWarning,
+    Reporter,
+    format_summary,
+)
 
 
 class _State:
@@ -65,7 +70,7 @@ def _report(op: GuardedOp, mode: str, values: list, found: Any) -> None:
         reporter().violation(mode, op._label, str(layout), found)
     except KVConsistencyError:
         raise
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - wording a violation must not break the call either
         reporter().internal(mode, op._label, exc)
 
 
@@ -100,7 +105,7 @@ class GuardedOp:
             try:
                 values = self._binder.bind(args, kwargs)
                 found = self._row.validate(*values)
-            except Exception as exc:  # a guard bug must not become the user's bug
+            except Exception as exc:  # noqa: BLE001 - a guard bug must not become the user's bug
                 _guard_failed(self, mode, exc, args, kwargs)
             else:
                 if found is not None:
@@ -172,7 +177,7 @@ def _pin_dispatcher_objects(packet: Any) -> None:
                 overload(*args, **kwargs)
         except _Pinned:
             continue
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - an op that cannot be primed is still guarded
             warnings.warn(f"kvlint runtime guard: could not pin {overload} for Python dispatch ({exc}); under FakeTensor or torch.compile that op may be seen as the guard's wrapper", KVGuardInternalWarning, stacklevel=2)
 
 

@@ -21,9 +21,8 @@ def attention(layout_arg: Any, q: Any, k: Any, v: Any, heads: Any, kv_heads: Any
     words the violation) is called only when the inline test fails.
     """
     known = c.TENSOR_TYPES
-    if type(q) not in known or type(k) not in known or type(v) not in known:
-        if found := c.arguments_are_tensors((("query", q), ("key", k), ("value", v))):
-            return found
+    if (type(q) not in known or type(k) not in known or type(v) not in known) and (found := c.arguments_are_tensors((("query", q), ("key", k), ("value", v)))):
+        return found
     device = q.device
     if (device_type is not None and device.type != device_type) or k.device != device or v.device != device:
         return c.one_device_of_type((("query", q), ("key", k), ("value", v)), device_type)
@@ -120,7 +119,7 @@ def _paged_attention(layout: Any, q: Any, k: Any, v: Any, heads: Any, kv_heads: 
         return found
     if found := c.rank_matches_layout("query", q, layout.name, layout.rank):
         return found
-    k_shape, v_shape = k.shape, v.shape
+    k_shape = k.shape
     if len(k_shape) not in (3, 4):
         return c.rank_matches_layout("key", k, "paged (blocks, block_size, H) or (blocks, N, block_size, D)", 3)
     block_axis = 1 if len(k_shape) == 3 else 2

@@ -10,12 +10,12 @@ import pytest
 DOUBLE_DIR = Path(__file__).parent / "double"
 sys.path.insert(0, str(DOUBLE_DIR))
 
-import torch  # noqa: E402
-import torch_npu  # noqa: E402  (the double: tests/runtime_guard/double/torch_npu)
+import torch
+import torch_npu
 
-import runtime_guard  # noqa: E402
-from runtime_guard import patching  # noqa: E402
-from runtime_guard.reporting import Reporter  # noqa: E402
+import runtime_guard
+from runtime_guard import patching
+from runtime_guard.reporting import Reporter
 
 assert torch_npu.__file__.startswith(str(DOUBLE_DIR)), "the real torch_npu must never be imported by these tests"
 

@@ -42,7 +42,7 @@ def run(tmp_path: Path, *args: str, env: dict | None = None, script: str = USER_
     environment = {k: v for k, v in os.environ.items() if not k.startswith("KVGUARD")}
     environment.update(PYTHONPATH=str(DOUBLE_DIR), **(env or {}))
     command = [sys.executable, *args] if args else [sys.executable, str(path)]
-    return subprocess.run([c.replace("SCRIPT", str(path)) for c in command], capture_output=True, text=True, env=environment, cwd=tmp_path, timeout=120)
+    return subprocess.run([c.replace("SCRIPT", str(path)) for c in command], check=False, capture_output=True, text=True, env=environment, cwd=tmp_path, timeout=120)
 
 
 @pytest.mark.parametrize("value,mode", [("raise", "raise"), ("1", "raise"), ("ON", "raise"), ("warn", "warn"), ("off", None), ("0", None), (None, None)])

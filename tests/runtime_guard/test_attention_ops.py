@@ -7,7 +7,13 @@ import torch
 import torch_npu
 
 from runtime_guard import KVConsistencyError
-from tests.runtime_guard.calls import OP_LAYOUTS, AttentionCase, narrowed, token_axis, with_heads
+from tests.runtime_guard.calls import (
+    OP_LAYOUTS,
+    AttentionCase,
+    narrowed,
+    token_axis,
+    with_heads,
+)
 from tests.runtime_guard.conftest import npu
 
 pytestmark = pytest.mark.usefixtures("guard")

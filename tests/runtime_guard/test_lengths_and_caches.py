@@ -104,7 +104,7 @@ def test_paged_bnsd_cache_heads_must_match_declared_kv_heads():
     q = npu(2, 4, 1, 8)
     cache = npu(6, 2, 4, 8)
     table = npu(2, 3, dtype=torch.int32)
-    call = lambda kv: torch_npu.npu_fused_infer_attention_score(q, cache, cache, num_heads=4, input_layout="BNSD", num_key_value_heads=kv, block_table=table, block_size=4)  # noqa: E731
+    call = lambda kv: torch_npu.npu_fused_infer_attention_score(q, cache, cache, num_heads=4, input_layout="BNSD", num_key_value_heads=kv, block_table=table, block_size=4)
     call(2)
     assert check_of(lambda: call(1)) == "head_count_matches"
 

@@ -13,8 +13,14 @@ import torch_npu
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import runtime_guard
-from runtime_guard import KVConsistencyError, KVGuardInternalError, KVGuardInternalWarning, ops, patching
-from tests.runtime_guard.calls import AttentionCase, narrowed
+from runtime_guard import (
+    KVConsistencyError,
+    KVGuardInternalError,
+    KVGuardInternalWarning,
+    ops,
+    patching,
+)
+from tests.runtime_guard.calls import AttentionCase
 from tests.runtime_guard.conftest import npu
 
 GUARDED = [(row.name, row.namespace) for row in ops.ROWS]
@@ -166,7 +172,7 @@ def test_concurrent_calls_survive_install_and_uninstall(fresh_reporter):
             for _ in range(40):
                 torch_npu.npu_fusion_attention(*args, **kwargs)
                 done.append(1)
-        except Exception as exc:  # any exception fails the test below
+        except Exception as exc:  # noqa: BLE001 - any exception fails the test below
             errors.append(exc)
 
     threads = [threading.Thread(target=caller) for _ in range(4)]

@@ -42,7 +42,7 @@ class NpuTensor(torch.Tensor):
     """A CPU tensor that reports device npu:<index>."""
 
     @staticmethod
-    def __new__(cls, data: torch.Tensor, index: int = 0) -> "NpuTensor":
+    def __new__(cls, data: torch.Tensor, index: int = 0) -> NpuTensor:  # noqa: PYI034 - a wrapper subclass
         tensor = torch.Tensor._make_wrapper_subclass(cls, data.shape, strides=data.stride(), dtype=data.dtype, device=torch.device("npu", index))
         tensor.data_ = data
         return tensor
@@ -54,7 +54,7 @@ class NpuTensor(torch.Tensor):
     def __torch_dispatch__(cls, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         index = next((a.device.index for a in (*args, *kwargs.values()) if isinstance(a, NpuTensor)), 0)
-        unwrap = lambda x: x.data_ if isinstance(x, NpuTensor) else x  # noqa: E731
+        unwrap = lambda x: x.data_ if isinstance(x, NpuTensor) else x
         out = func(*tree_map(unwrap, args), **tree_map(unwrap, kwargs))
         result = tree_map(lambda x: NpuTensor(x, index) if isinstance(x, torch.Tensor) else x, out)
         if func.namespace in ("npu", "atb"):
