@@ -9,33 +9,10 @@ import libcst as cst
 from linter.pairs import dotted_name, kv_side, normalized, source_of, value_counterpart
 from linter.rules.base import Example, Rule
 from linter.sizes import Aliases, HeadsMismatch, describe, heads_mismatch
+from linter.tensor_roots import tensor_root
 
-# Methods that keep a tensor's identity for pairing: ``k.contiguous().view(...)`` views ``k``.
-_SAME_TENSOR_METHODS = frozenset({
-    "contiguous", "transpose", "permute", "float", "half", "bfloat16", "to", "clone", "detach",
-    "type_as", "squeeze", "unsqueeze", "flatten",
-})
 _SHAPE_METHODS = frozenset({"view", "reshape"})
 _REARRANGE = frozenset({"rearrange", "einops.rearrange"})
-
-
-def _root_name(expr: cst.BaseExpression) -> str | None:
-    """The name a tensor expression is about: ``self.k_proj(x)`` -> ``k_proj``, ``key_cache[i]`` -> ``key_cache``."""
-    while True:
-        if isinstance(expr, cst.Name):
-            return expr.value
-        if isinstance(expr, cst.Attribute):
-            return expr.attr.value
-        if isinstance(expr, cst.Subscript):
-            expr = expr.value
-        elif isinstance(expr, cst.Call):
-            func = expr.func
-            if isinstance(func, cst.Attribute) and func.attr.value in _SAME_TENSOR_METHODS:
-                expr = func.value
-            else:
-                expr = func
-        else:
-            return None
 
 
 def _sequence(args: list[cst.Arg]) -> list[cst.BaseExpression] | None:
@@ -159,7 +136,7 @@ def forward(self, k, v, b, s):
         target = node.targets[0].target if len(node.targets) == 1 else None
         if target is not None:
             self._scopes[-1].aliases.record(target, node.value)
-        name = _root_name(target) if isinstance(target, (cst.Name, cst.Attribute)) else None
+        name = tensor_root(target) if isinstance(target, (cst.Name, cst.Attribute)) else None
         chain: set[int] = set()
         if name is not None and kv_side(name, self.extra_pairs):
             expr: cst.BaseExpression = node.value
@@ -217,7 +194,7 @@ def forward(self, k, v, b, s):
                 return None
             sizes = {str(i): size for i, size in enumerate(shape)}
         ids = set()
-        root = _root_name(receiver)
+        root = tensor_root(receiver)
         if root is not None and kv_side(root, self.extra_pairs):
             ids.add(root)
         target, chain = self._targets[-1] if self._targets else (None, set())

@@ -10,6 +10,7 @@ import libcst as cst
 from linter.pairs import dotted_name, kv_side, normalized, source_of
 from linter.rules.base import Example, Rule
 from linter.sizes import int_value, is_kv_head_count_name
+from linter.tensor_roots import tensor_root
 
 _SPLITS = frozenset({"chunk", "tensor_split", "split"})
 _SHAPE_METHODS = frozenset({"view", "reshape", "unflatten"})
@@ -47,26 +48,6 @@ def _stacked_arg(value: cst.BaseExpression) -> bool:
     if isinstance(value, (cst.Tuple, cst.List)):
         return any(int_value(e.value) == 3 for e in value.elements)
     return int_value(value) == 3
-
-
-def _receiver_root(expr: cst.BaseExpression) -> str | None:
-    while True:
-        if isinstance(expr, cst.Name):
-            return expr.value
-        if isinstance(expr, cst.Attribute):
-            return expr.attr.value
-        if isinstance(expr, cst.Subscript):
-            expr = expr.value
-        elif isinstance(expr, cst.Call):
-            expr = expr.func.value if isinstance(expr.func, cst.Attribute) and not _is_layer_call(expr) else expr.func
-        else:
-            return None
-
-
-def _is_layer_call(call: cst.Call) -> bool:
-    # self.qkv_proj(x): the attribute *is* the fused projection, not a method of the receiver.
-    func = call.func
-    return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
 
 
 def _unpacked_names(target: cst.BaseExpression | None) -> list[str] | None:
@@ -306,7 +287,7 @@ def attention(qkv, num_kv_heads):
         targets = _unpacked_names(target)
         if not self._equal_thirds(tail, first, targets):
             return
-        root = _receiver_root(receiver)
+        root = tensor_root(receiver)
         if not _is_qkv(root, targets) or _has_stacked_axis(receiver):
             return
         function = self._functions[-1] if self._functions else None
