@@ -19,9 +19,23 @@ _OUTPUT_INDEX = {"LazyLinear": 0}
 _DEFAULT_OUTPUT_INDEX = 1
 
 
+def _linear_layer(call: cst.Call) -> cst.Call | None:
+    """The ``*Linear(...)`` call itself, or the one a wrapper such as
+    ``quant_noise(nn.Linear(...), p, block)`` or ``weight_norm(nn.Linear(...))`` receives first."""
+    tail = callee_tail(call)
+    if tail is not None and tail.endswith("Linear"):
+        return call
+    first = call.args[0].value if call.args and call.args[0].keyword is None else None
+    if isinstance(first, cst.Call):
+        inner = callee_tail(first)
+        if inner is not None and inner.endswith("Linear"):
+            return first
+    return None
+
+
 def _output_size(call: cst.Call) -> cst.BaseExpression | None:
     tail = callee_tail(call)
-    if tail is None or not tail.endswith("Linear"):
+    if tail is None:
         return None
     index = _OUTPUT_INDEX.get(tail, _DEFAULT_OUTPUT_INDEX)
     positional = []
@@ -193,16 +207,17 @@ class MultiQueryAttention(nn.Module):
             # self.v_proj = None if shared_kv else nn.Linear(...): the layer branch declares V.
             layers = [b for b in (value.body, value.orelse) if isinstance(b, cst.Call)]
             value = layers[0] if len(layers) == 1 else value
-        if not (isinstance(target, cst.Attribute) and isinstance(value, cst.Call)):
+        layer = _linear_layer(value) if isinstance(value, cst.Call) else None
+        if not isinstance(target, cst.Attribute) or layer is None:
             return
-        size = _output_size(value)
+        size = _output_size(layer)
         if size is None:
             return
         attr = target.attr.value
         if kv_side(attr, self.extra_pairs) is None:
             return
         self._classes[-1].declarations.append(
-            _Declaration(attr, value, size, self._blocks[-1] if self._blocks else value, aliases)
+            _Declaration(attr, layer, size, self._blocks[-1] if self._blocks else layer, aliases)
         )
 
     def _check(self, facts: _ClassFacts) -> None:

@@ -9,7 +9,7 @@ import libcst as cst
 
 from linter.pairs import dotted_name, kv_side, normalized, source_of
 from linter.rules.base import Example, Rule
-from linter.sizes import int_value, is_kv_head_count_name
+from linter.sizes import Aliases, Role, factors, int_value, is_kv_head_count_name
 from linter.tensor_roots import tensor_root
 
 _SPLITS = frozenset({"chunk", "tensor_split", "split"})
@@ -107,6 +107,7 @@ class _Owner:
 class _Function:
     candidates: list[_Candidate] = field(default_factory=list)
     stacked: dict[str, bool] = field(default_factory=dict)
+    aliases: Aliases = field(default_factory=Aliases)
     # A branch or assert on the KV head count means the author handles GQA explicitly here.
     guarded: bool = False
 
@@ -259,6 +260,7 @@ def attention(qkv, num_kv_heads):
         self._targets.append(target)
         if self._functions and isinstance(target, cst.Name):
             self._functions[-1].stacked[target.value] = _has_stacked_axis(node.value)
+            self._functions[-1].aliases.record(target, node.value)
 
     def leave_Assign(self, original_node: cst.Assign) -> None:
         self._targets.pop()
@@ -299,15 +301,28 @@ def attention(qkv, num_kv_heads):
         else:
             function.candidates.append(candidate)
 
-    @staticmethod
-    def _equal_thirds(tail: str, first: cst.BaseExpression, targets: list[str] | None) -> bool:
+    def _equal_thirds(self, tail: str, first: cst.BaseExpression, targets: list[str] | None) -> bool:
         if tail != "split":
             return int_value(first) == 3
+        if isinstance(first, cst.Name) and self._functions:
+            # sizes = [q_size, kv_size, kv_size]; qkv.split(sizes, -1)
+            first = self._functions[-1].aliases.resolve(first) or first
         if isinstance(first, (cst.List, cst.Tuple)):
             sizes = {normalized(e.value) for e in first.elements}
             return len(first.elements) == 3 and len(sizes) == 1
-        # One int size for every part: three parts only when unpacked into three names.
-        return targets is not None and len(targets) == 3
+        if isinstance(first, cst.BinaryOperation) and isinstance(first.operator, cst.Multiply):
+            # [head_dim] * 3 and 3 * [head_dim]
+            sides = (first.left, first.right)
+            return any(int_value(n) == 3 for n in sides) and any(
+                isinstance(n, (cst.List, cst.Tuple)) and len(n.elements) == 1 for n in sides
+            )
+        # One int size for every part: three parts only when unpacked into three names, and
+        # only when the size reads as a width (self.split_sizes may well be a list).
+        return (
+            targets is not None
+            and len(targets) == 3
+            and all(f.role is not Role.UNKNOWN or f.value is not None for f in factors(first))
+        )
 
     def _settle(self, owner: _Owner) -> None:
         if owner.kv_heads is None:

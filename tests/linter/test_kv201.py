@@ -63,6 +63,11 @@ def _attention(k_line: str, v_line: str, setup: str = "") -> str:
             id="mqa-single-head-vs-query-heads",
         ),
         pytest.param(
+            "self.k_proj = quant_noise(nn.Linear(hidden, num_kv_heads * head_dim), q_noise, block)",
+            "self.v_proj = quant_noise(nn.Linear(hidden, num_heads * head_dim), q_noise, block)",
+            id="wrapped-linear",
+        ),
+        pytest.param(
             "self.k_proj = nn.LazyLinear(num_kv_heads * head_dim)",
             "self.v_proj = nn.LazyLinear(num_heads * head_dim)",
             id="lazy-linear-output-first",

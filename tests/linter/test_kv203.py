@@ -35,6 +35,14 @@ def _gqa_class(forward_body: str) -> str:
             id="split-one-int-size-into-three-names",
         ),
         pytest.param("parts = qkv.split([h, h, h], dim=-1)", id="split-three-equal-sizes"),
+        pytest.param(
+            "sizes = [self.head_dim] * 3\nq, k, v = qkv.split(sizes, dim=-1)",
+            id="split-by-a-local-equal-size",
+        ),
+        pytest.param(
+            "sizes = [h, h, h]\nq, k, v = qkv.split(sizes, dim=-1)",
+            id="split-by-a-local-list-of-equal-sizes",
+        ),
         pytest.param("q, k, v = self.query_key_value(x).float().chunk(3, dim=2)", id="through-methods"),
     ],
 )
@@ -86,6 +94,14 @@ def test_finding_points_at_the_split_and_the_kv_head_count():
             id="not-a-qkv-tensor",
         ),
         pytest.param("q, kv = self.qkv(x).split(self.hidden_size, dim=-1)", id="split-int-into-two"),
+        pytest.param(
+            "q, k, v = self.qkv(x).split(self.split_sizes, dim=-1)",
+            id="split-by-an-unknown-sizes-attribute",
+        ),
+        pytest.param(
+            "sizes = [self.q_size, self.kv_size, self.kv_size]\nq, k, v = qkv.split(sizes, dim=-1)",
+            id="split-by-a-local-list-of-sizes",
+        ),
         pytest.param(
             "assert self.num_key_value_heads == self.num_heads\nq, k, v = self.qkv(x).chunk(3, dim=-1)",
             id="asserted-mha",
