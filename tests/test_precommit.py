@@ -1,18 +1,22 @@
 """The hooks of .pre-commit-hooks.yaml, driven through the real ``pre-commit`` program.
 
-Each test stages files in a throwaway git repository and runs ``pre-commit try-repo <this
-checkout> <hook>``. try-repo installs the hook from a commit of the checkout, never from the
-working tree: by default HEAD, or, when tracked files have uncommitted changes, a temporary
-shadow commit of them (untracked files are left out either way). A shadow commit is new on
-every call, so each call would build a new hook environment; ``hook_ref`` makes that commit
-once per session, the same way (tracked changes only, through a private index so the
-checkout's own index is never touched), and passes it as ``--ref``. With the session's
-PRE_COMMIT_HOME the hook environment is then built once (pip installs kvlint and its core
-dependencies from PyPI, about 20 s) and reused by every test here.
+Each test stages files in a throwaway git repository. The headline test runs ``pre-commit
+try-repo <this checkout> kvlint``, exactly what a hook author runs. try-repo installs the hook
+from a commit of the checkout, never from the working tree: HEAD, or, when tracked files have
+uncommitted changes, a temporary shadow commit of them (untracked files are left out either
+way). It also builds the hook environment in a throwaway store, ignoring PRE_COMMIT_HOME, so
+every call pays a full install (pip fetches kvlint's core dependencies, about 20 s).
+
+The other tests therefore use ``pre-commit run`` with a ``.pre-commit-config.yaml`` that pins
+this checkout, the way users install the hook; its environment is built once per session in
+the session's PRE_COMMIT_HOME, where the last test inspects it. ``hook_ref`` is the commit both
+use: HEAD, or one commit of HEAD plus the uncommitted tracked changes, made the way try-repo
+makes its shadow commit but through a private index, so the checkout's own index is untouched.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -75,18 +79,23 @@ def _stage(project: Path, name: str, text: str) -> None:
     _git("add", name, cwd=project)
 
 
-def _try_repo(project: Path, hook: str, ref: str, home: Path) -> subprocess.CompletedProcess:
+def _pre_commit(project: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "pre_commit", "try-repo", str(CHECKOUT), hook,
-         "--ref", ref, "--all-files", "--color", "never"],
+        [sys.executable, "-m", "pre_commit", *args, "--all-files", "--color", "never"],
         cwd=project, env=dict(os.environ, PRE_COMMIT_HOME=str(home)),
         capture_output=True, text=True, timeout=600,
     )
 
 
-def test_kvlint_hook_fails_on_k_only_slicing_and_shows_the_finding(project, hook_ref, pre_commit_home):
+def _run_hook(project: Path, hook: str, ref: str, home: Path) -> subprocess.CompletedProcess:
+    config = {"repos": [{"repo": str(CHECKOUT), "rev": ref, "hooks": [{"id": hook}]}]}
+    _stage(project, ".pre-commit-config.yaml", json.dumps(config))  # JSON is YAML; pre-commit wants it staged
+    return _pre_commit(project, home, "run", hook)
+
+
+def test_try_repo_fails_on_k_only_slicing_and_shows_the_finding(project, hook_ref, tmp_path_factory):
     _stage(project, "attention.py", K_ONLY_SLICE)
-    run = _try_repo(project, "kvlint", hook_ref, pre_commit_home)
+    run = _pre_commit(project, tmp_path_factory.mktemp("try-repo-home"), "try-repo", str(CHECKOUT), "kvlint", "--ref", hook_ref)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "kvlint" in run.stdout and "Failed" in run.stdout
     assert "KV101" in run.stdout
@@ -95,7 +104,7 @@ def test_kvlint_hook_fails_on_k_only_slicing_and_shows_the_finding(project, hook
 
 def test_kvlint_hook_passes_once_the_value_is_sliced_too(project, hook_ref, pre_commit_home):
     _stage(project, "attention.py", BOTH_SLICED)
-    run = _try_repo(project, "kvlint", hook_ref, pre_commit_home)
+    run = _run_hook(project, "kvlint", hook_ref, pre_commit_home)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Passed" in run.stdout
 
@@ -103,13 +112,13 @@ def test_kvlint_hook_passes_once_the_value_is_sliced_too(project, hook_ref, pre_
 def test_kvlint_hook_honours_tool_kvlint_in_pyproject(project, hook_ref, pre_commit_home):
     _stage(project, "pyproject.toml", '[tool.kvlint]\nignore = ["KV101"]\n')
     _stage(project, "attention.py", K_ONLY_SLICE)
-    run = _try_repo(project, "kvlint", hook_ref, pre_commit_home)
+    run = _run_hook(project, "kvlint", hook_ref, pre_commit_home)
     assert run.returncode == 0, run.stdout + run.stderr
 
 
 def test_kvlint_fix_hook_mirrors_the_slice_onto_the_value(project, hook_ref, pre_commit_home):
     _stage(project, "attention.py", K_ONLY_SLICE)
-    run = _try_repo(project, "kvlint-fix", hook_ref, pre_commit_home)
+    run = _run_hook(project, "kvlint-fix", hook_ref, pre_commit_home)
     # pre-commit fails a hook that modified files, so the user reviews and stages the fix.
     assert run.returncode == 1, run.stdout + run.stderr
     assert "files were modified by this hook" in run.stdout
@@ -118,7 +127,7 @@ def test_kvlint_fix_hook_mirrors_the_slice_onto_the_value(project, hook_ref, pre
 
 def test_hook_environment_has_kvlint_but_not_torch(project, hook_ref, pre_commit_home):
     _stage(project, "attention.py", BOTH_SLICED)
-    assert _try_repo(project, "kvlint", hook_ref, pre_commit_home).returncode == 0
+    assert _run_hook(project, "kvlint", hook_ref, pre_commit_home).returncode == 0
     pythons = sorted(pre_commit_home.glob("repo*/py_env-*/bin/python"))
     assert pythons, f"no hook environment under {pre_commit_home}"
     probe = "import importlib.util as u; print(u.find_spec('linter') is not None, u.find_spec('torch') is not None)"
