@@ -82,7 +82,7 @@ def _stage(project: Path, name: str, text: str) -> None:
 def _pre_commit(project: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "pre_commit", *args, "--all-files", "--color", "never"],
-        cwd=project, env=dict(os.environ, PRE_COMMIT_HOME=str(home)),
+        check=False, cwd=project, env=dict(os.environ, PRE_COMMIT_HOME=str(home)),
         capture_output=True, text=True, timeout=600,
     )
 
