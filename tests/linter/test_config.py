@@ -1,0 +1,98 @@
+from pathlib import Path
+
+import pytest
+
+from linter.config import CliOptions, ConfigError, enabled_codes, find_config, load_settings
+
+CODES = ["KV101", "KV102", "KV103", "KV201", "KV202", "KV203"]
+
+
+def _write(tmp_path: Path, body: str) -> Path:
+    config = tmp_path / "pyproject.toml"
+    config.write_text(body)
+    return config
+
+
+def test_without_config_every_rule_is_enabled():
+    assert enabled_codes(load_settings(None, CliOptions(), CODES)) == set(CODES)
+
+
+def test_select_takes_codes_and_prefixes(tmp_path):
+    config = _write(tmp_path, '[tool.kvlint]\nselect = ["KV1", "KV203"]\n')
+    assert enabled_codes(load_settings(config, CliOptions(), CODES)) == {"KV101", "KV102", "KV103", "KV203"}
+
+
+def test_cli_select_replaces_config_select_and_ignore_adds(tmp_path):
+    config = _write(tmp_path, '[tool.kvlint]\nselect = ["KV1"]\nignore = ["KV201"]\n')
+    settings = load_settings(config, CliOptions(select=["KV2"], ignore=["KV202"]), CODES)
+    assert enabled_codes(settings) == {"KV203"}
+
+
+def test_extend_select_adds_to_select(tmp_path):
+    config = _write(tmp_path, '[tool.kvlint]\nselect = ["KV101"]\nextend-select = ["KV202"]\n')
+    assert enabled_codes(load_settings(config, CliOptions(extend_select=["KV203"]), CODES)) == {"KV101", "KV202", "KV203"}
+
+
+def test_unknown_rule_code_is_a_one_line_error_listing_valid_codes(tmp_path):
+    config = _write(tmp_path, '[tool.kvlint]\nignore = ["KV999"]\n')
+    with pytest.raises(ConfigError) as info:
+        load_settings(config, CliOptions(), CODES)
+    message = str(info.value)
+    assert "\n" not in message and "KV999" in message and "KV101" in message and str(config) in message
+
+
+def test_unknown_code_on_the_command_line_is_an_error():
+    with pytest.raises(ConfigError, match="--select"):
+        load_settings(None, CliOptions(select=["XX1"]), CODES)
+
+
+def test_malformed_toml_is_a_one_line_error_naming_the_file(tmp_path):
+    config = _write(tmp_path, "[tool.kvlint\nselect = \n")
+    with pytest.raises(ConfigError) as info:
+        load_settings(config, CliOptions(), CODES)
+    assert str(config) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_unknown_key_is_an_error(tmp_path):
+    config = _write(tmp_path, '[tool.kvlint]\nselekt = ["KV101"]\n')
+    with pytest.raises(ConfigError, match="selekt"):
+        load_settings(config, CliOptions(), CODES)
+
+
+def test_wrong_type_is_an_error(tmp_path):
+    config = _write(tmp_path, '[tool.kvlint]\nselect = "KV101"\n')
+    with pytest.raises(ConfigError, match="list of strings"):
+        load_settings(config, CliOptions(), CODES)
+
+
+def test_pairs_callables_and_gitignore_switch_are_read(tmp_path):
+    config = _write(
+        tmp_path,
+        '[tool.kvlint]\nextra-pairs = [["kr", "vr"]]\nattention-callables = ["my_attn"]\nrespect-gitignore = false\n',
+    )
+    settings = load_settings(config, CliOptions(), CODES)
+    assert settings.extra_pairs == (("kr", "vr"),)
+    assert settings.extra_attention_callables == ("my_attn",)
+    assert settings.respect_gitignore is False
+
+
+def test_patterns_with_a_slash_are_anchored_at_the_config_directory(tmp_path):
+    config = _write(tmp_path, '[tool.kvlint]\nexclude = ["gen/", "legacy/*.py"]\nper-file-ignores = { "tests/**" = ["KV101"] }\n')
+    settings = load_settings(config, CliOptions(), CODES)
+    root = tmp_path.resolve().as_posix()
+    assert settings.exclude == ("gen/", f"{root}/legacy/*.py")
+    assert settings.per_file_ignores == ((f"{root}/tests/**", frozenset({"KV101"})),)
+
+
+def test_nearest_pyproject_with_a_kvlint_table_wins(tmp_path):
+    outer = _write(tmp_path, "[tool.kvlint]\n")
+    inner = tmp_path / "pkg"
+    inner.mkdir()
+    (inner / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    assert find_config(inner) == outer.resolve()
+
+
+def test_settings_fingerprint_changes_with_selection(tmp_path):
+    a = load_settings(None, CliOptions(select=["KV101"]), CODES)
+    b = load_settings(None, CliOptions(select=["KV102"]), CODES)
+    assert a.fingerprint() != b.fingerprint()
