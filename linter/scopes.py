@@ -23,6 +23,7 @@ from linter.pairs import (
     is_attention_call,
     is_attention_word,
     is_kv_projection,
+    source_of,
 )
 
 # Calls whose arguments are only displayed or checked, never computed with.
@@ -84,6 +85,8 @@ class Scope:
     non_tensors: set[str] = field(default_factory=set)
     attributes: set[str] = field(default_factory=set)
     names_used: set[str] = field(default_factory=set)
+    # Every rule asks; the answer depends only on the configured extra callables.
+    _attention: dict[tuple[str, ...], bool] = field(default_factory=dict, repr=False)
 
     def binding_before(self, name: str, order: int) -> Binding | None:
         found = None
@@ -111,6 +114,12 @@ class Scope:
 
     def is_attention_code(self, extra_callables: Iterable[str] = ()) -> bool:
         """Attention call, attention-named function/class, or K/V projections in this scope."""
+        extra = tuple(extra_callables)
+        if extra not in self._attention:
+            self._attention[extra] = self._has_attention_sign(extra)
+        return self._attention[extra]
+
+    def _has_attention_sign(self, extra_callables: tuple[str, ...]) -> bool:
         return (
             any(is_attention_word(name) for name in self.enclosing)
             or any(is_kv_projection(attr) for attr in self.attributes)
@@ -161,6 +170,15 @@ class ScopeTracking:
 
     def leave_Module(self, original_node: cst.Module) -> None:
         self.check_scope(scope_of(original_node, ()))
+
+    def report_mismatch(self, found: Mismatch, message: str, suggestion: str) -> None:
+        """Report at the unmatched side, naming the other side as related (needs Rule.report)."""
+        k_text, v_text = source_of(found.key.node), source_of(found.value.node)
+        if found.anchor == "k":
+            anchor, other = found.key.node, (found.value.node, f"V side: `{v_text}`")
+        else:
+            anchor, other = found.value.node, (found.key.node, f"K side: `{k_text}`")
+        self.report(anchor, message, suggestion=suggestion, related=[other])
 
 
 def _build(node: cst.FunctionDef | cst.Module, enclosing: tuple[str, ...]) -> Scope:
@@ -382,26 +400,27 @@ def mismatches(keys: list, values: list, compare, where=lambda site: site.order)
     an unmatched V site is reported only when no K finding already names it. ``where`` places
     a site (its line, say) for choosing the nearest partner.
     """
-    found: list[Mismatch] = []
-    named: set[int] = set()
     verdicts = {(id(k), id(v)): compare(k, v) for k in keys for v in values}
+    found: list[Mismatch] = []
     for k in keys:
-        row = [(verdicts[id(k), id(v)], v) for v in values]
-        if any(verdict == SAME for verdict, _ in row):
-            continue
-        differing = [v for verdict, v in row if verdict == DIFFER]
-        if differing:
-            nearest = min(differing, key=lambda v: abs(where(v) - where(k)))
+        nearest = _nearest_unequal(k, [(verdicts[id(k), id(v)], v) for v in values], where)
+        if nearest is not None:
             found.append(Mismatch(k, nearest, "k"))
-            named.add(id(nearest))
+    named = {id(m.value) for m in found}
     for v in values:
         if id(v) in named:
             continue
-        column = [(verdicts[id(k), id(v)], k) for k in keys]
-        if any(verdict == SAME for verdict, _ in column):
-            continue
-        differing = [k for verdict, k in column if verdict == DIFFER]
-        if differing:
-            nearest = min(differing, key=lambda k: abs(where(k) - where(v)))
+        nearest = _nearest_unequal(v, [(verdicts[id(k), id(v)], k) for k in keys], where)
+        if nearest is not None:
             found.append(Mismatch(nearest, v, "v"))
     return found
+
+
+def _nearest_unequal(site, row: list, where):
+    """The nearest site of ``row`` ((verdict, other) pairs) that differs, or None if one is equal."""
+    if any(answer == SAME for answer, _ in row):
+        return None
+    differing = [other for answer, other in row if answer == DIFFER]
+    if not differing:
+        return None
+    return min(differing, key=lambda other: abs(where(other) - where(site)))

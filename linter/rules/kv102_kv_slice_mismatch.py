@@ -13,7 +13,15 @@ from linter.pairs import (
 )
 from linter.reshapes import HEAD_DIM, TOKEN_HEAD, axis_role, reshape_of
 from linter.rules.base import Example, Rule
-from linter.scopes import DIFFER, SAME, Access, Scope, ScopeTracking, mismatches
+from linter.scopes import (
+    DIFFER,
+    SAME,
+    Access,
+    Mismatch,
+    Scope,
+    ScopeTracking,
+    mismatches,
+)
 
 
 class KVSliceMismatch(ScopeTracking, Rule):
@@ -99,7 +107,7 @@ def attention(q, cache_k, cache_v, b, p, s):
         for base, k_accesses in keys.items():
             partner = counterpart_of_dotted(base, self.extra_pairs)
             for found in mismatches(k_accesses, values.get(partner or "", []), self._compare, self._row):
-                self._report(found.key, found.value, found.anchor)
+                self._report(found)
 
     def _compare(self, k: Access, v: Access) -> str | None:
         k_axes = _token_axes(k.node, self.extra_pairs)
@@ -122,7 +130,8 @@ def attention(q, cache_k, cache_v, b, p, s):
     def _row(self, site) -> int:
         return self.span(site.node).row
 
-    def _report(self, k: Access, v: Access, anchor: str) -> None:
+    def _report(self, found: Mismatch) -> None:
+        k, v = found.key, found.value
         k_text, v_text = source_of(k.node), source_of(v.node)
         message = (
             f"`{k.base}` and `{v.base}` are sliced along token/head axes with different bounds: "
@@ -130,12 +139,7 @@ def attention(q, cache_k, cache_v, b, p, s):
         )
         mirrored = swap_kv_text(k_text, self.extra_pairs)
         suggestion = f"slice both with the same bounds (e.g. `{mirrored}`), after checking which bound is right"
-        if anchor == "k":
-            self.report(k.node, message, suggestion=suggestion,
-                        related=[(v.node, f"V side: `{v_text}`")])
-        else:
-            self.report(v.node, message, suggestion=suggestion,
-                        related=[(k.node, f"K side: `{k_text}`")])
+        self.report_mismatch(found, message, suggestion)
 
 
 def _only_slices(node: cst.Subscript) -> bool:

@@ -21,6 +21,7 @@ from linter.scopes import (
     SAME,
     Access,
     CallSite,
+    Mismatch,
     Scope,
     ScopeTracking,
     mismatches,
@@ -123,7 +124,7 @@ def write_kv(k_buffer, v_buffer, loc, k, v):
                 return SAME if swap_kv_text(text(k), self.extra_pairs) == text(v) else DIFFER
 
             for found in mismatches(k_sites, values.get(partner, []), compare, self._row):
-                self._report(found.key, found.value, found.anchor, text)
+                self._report(found, text)
 
     def _cache_side(self, scope: Scope, base: str | None) -> str | None:
         if base is None or base in scope.non_tensors or not is_kv_tensor_name(base, self.extra_pairs):
@@ -167,7 +168,8 @@ def write_kv(k_buffer, v_buffer, loc, k, v):
     def _row(self, site) -> int:
         return self.span(site.node).row
 
-    def _report(self, k, v, anchor: str, text) -> None:
+    def _report(self, found: Mismatch, text) -> None:
+        k, v = found.key, found.value
         k_text, v_text = source_of(k.node), source_of(v.node)
         if isinstance(k, Access):
             what = f"`{k.base}` is indexed with `{text(k)}` but `{v.base}` with `{text(v)}`"
@@ -176,10 +178,7 @@ def write_kv(k_buffer, v_buffer, loc, k, v):
         message = f"paired K/V caches disagree on the index: {what}"
         mirrored = swap_kv_text(k_text, self.extra_pairs)
         suggestion = f"use one index for both caches (e.g. `{mirrored}`), after checking which is right"
-        if anchor == "k":
-            self.report(k.node, message, suggestion=suggestion, related=[(v.node, f"V side: `{v_text}`")])
-        else:
-            self.report(v.node, message, suggestion=suggestion, related=[(k.node, f"K side: `{k_text}`")])
+        self.report_mismatch(found, message, suggestion)
 
 
 def _normalized_elements(sub: cst.Subscript) -> str:
