@@ -213,7 +213,7 @@ def _attention_rank(
         layout_node = positional[position]
     if layout_node is None:
         return _LAYOUT_RANKS.get(_DEFAULT_LAYOUT.get(tail or "", ""))
-    if isinstance(layout_node, cst.SimpleString):
+    if isinstance(layout_node, cst.SimpleString) and isinstance(layout_node.evaluated_value, str):
         return _LAYOUT_RANKS.get(layout_node.evaluated_value.upper())
     return None
 

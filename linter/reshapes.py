@@ -191,14 +191,15 @@ def _is_int_literal(node: cst.BaseExpression) -> bool:
 
 
 def _int_value(node: cst.BaseExpression) -> int | None:
+    # evaluated_value understands 0x10, 0o7 and 1_000 alike.
     if isinstance(node, cst.Integer):
-        return int(node.value)
+        return node.evaluated_value
     if (
         isinstance(node, cst.UnaryOperation)
         and isinstance(node.operator, cst.Minus)
         and isinstance(node.expression, cst.Integer)
     ):
-        return -int(node.expression.value)
+        return -node.expression.evaluated_value
     return None
 
 
