@@ -88,6 +88,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader (``| head``) went away; say nothing more and do not let the interpreter
+        # complain about flushing stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 def _list_rules(out: TextIO) -> int:
@@ -122,7 +127,7 @@ def _check(args: argparse.Namespace) -> int:
         raise UsageError("--stdin-filename needs '-' as the path")
 
     display = args.stdin_filename or "-"
-    config = args.config or find_config(common_directory([display if stdin and args.stdin_filename else "." ] if stdin else paths))
+    config = args.config or find_config(common_directory([args.stdin_filename or "."] if stdin else paths))
     codes = [r.code for r in all_rules()]
     settings = load_settings(config, CliOptions(args.select, args.extend_select, args.ignore), codes)
     job = runner.job_for(
