@@ -33,6 +33,12 @@ class KVGuardInternalWarning(RuntimeWarning):
     pass
 
 
+# Tracebacks and pytest summaries show the public name users catch.
+for _public in (KVConsistencyError, KVGuardInternalError, KVConsistencyWarning, KVGuardInternalWarning):
+    _public.__module__ = "runtime_guard"
+del _public
+
+
 class CallSite(NamedTuple):
     file: str
     line: int
@@ -62,7 +68,7 @@ def tensor_facts(name: str, value: Any) -> dict:
     return {"name": name, "shape": list(value.shape), "dtype": str(value.dtype), "device": str(value.device)}
 
 
-def format_message(op: str, layout: str, violation: Violation, site: CallSite) -> str:
+def format_message(mode: str, op: str, layout: str, violation: Violation, site: CallSite) -> str:
     lines = [
         f"KV consistency violation in {op} (layout {layout}) at {site}:",
         f"  {violation.requirement}",
@@ -71,7 +77,8 @@ def format_message(op: str, layout: str, violation: Violation, site: CallSite) -
     if violation.tensors:
         facts = (tensor_facts(n, v) for n, v in violation.tensors)
         lines.append("  tensors: " + "; ".join(f"{f['name']} {tuple(f['shape'])} {f['dtype']} {f['device']}" if "shape" in f else f"{f['name']}: {f['type']}" for f in facts))
-    lines.append(f"  [check {violation.check}; KVGUARD=warn logs instead of raising]")
+    hint = "; KVGUARD=warn logs instead of raising" if mode == "raise" else ""
+    lines.append(f"  [check {violation.check}{hint}]")
     return "\n".join(lines)
 
 
@@ -91,7 +98,7 @@ class Reporter:
 
     def violation(self, mode: str, op: str, layout: str, violation: Violation) -> None:
         site = user_call_site()
-        message = format_message(op, layout, violation, site)
+        message = format_message(mode, op, layout, violation, site)
         key = (op, violation.check, site.file, site.line)
         with self._lock:
             tally = self.tallies.get(key[:2])
