@@ -10,9 +10,10 @@ from pathlib import Path
 
 import yaml
 
+from linter.rules.kv101_key_only_reshape import KeyOnlyReshape
+
 ROOT = Path(__file__).resolve().parents[1]
 DOC = (ROOT / "docs" / "ci.md").read_text()
-K_ONLY_SLICE = "def ring_step(q, k, v, a, b):\n    k_chunk = k[a:b]\n    return flash_attn_func(q, k_chunk, v)\n"
 
 
 def _blocks(language: str) -> list[str]:
@@ -35,7 +36,7 @@ def _ran(run: subprocess.CompletedProcess) -> bool:
 
 
 def _project(tmp_path: Path, pyproject: str = "") -> Path:
-    (tmp_path / "attention.py").write_text(K_ONLY_SLICE)
+    (tmp_path / "attention.py").write_text(KeyOnlyReshape.bad)
     (tmp_path / "pyproject.toml").write_text(pyproject)
     return tmp_path
 

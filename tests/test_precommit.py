@@ -24,19 +24,13 @@ from pathlib import Path
 
 import pytest
 
+from linter.rules.kv101_key_only_reshape import KeyOnlyReshape
+
 CHECKOUT = Path(__file__).resolve().parents[1]
 
-K_ONLY_SLICE = """\
-def ring_step(q, k, v, a, b):
-    k_chunk = k[a:b]
-    return flash_attn_func(q, k_chunk, v)
-"""
-BOTH_SLICED = """\
-def ring_step(q, k, v, a, b):
-    k_chunk = k[a:b]
-    v_chunk = v[a:b]
-    return flash_attn_func(q, k_chunk, v_chunk)
-"""
+# KV101's own documented example and its fix: K sliced for a ring step, then V sliced too.
+K_ONLY_SLICE = KeyOnlyReshape.bad
+BOTH_SLICED = KeyOnlyReshape.good
 
 
 def _git(*args: str, cwd: Path, env: dict | None = None) -> str:
