@@ -33,6 +33,8 @@ _QUIET_CALLS = frozenset({
 })
 # Iterables whose loop targets are keys, indices or counters, not tensors.
 _NON_TENSOR_ITERABLES = frozenset({"items", "keys", "range", "enumerate"})
+# Calls that only materialise or reorder an iterable: ``list(d.keys())`` still yields keys.
+_ORDERING_WRAPPERS = frozenset({"list", "tuple", "sorted", "reversed", "set"})
 # Fields that hold only whitespace, brackets and punctuation: never worth descending into.
 _SKIPPED_FIELDS = frozenset({
     "lpar", "rpar", "comma", "semicolon", "leading_lines", "lines_after_decorators", "header",
@@ -291,8 +293,7 @@ class _Walker:
 
     def loop(self, node: cst.For | cst.CompFor, quiet: bool, store: bool) -> None:
         self.walk(node.iter, quiet)
-        tail = callee_tail(node.iter) if isinstance(node.iter, cst.Call) else None
-        if tail in _NON_TENSOR_ITERABLES:
+        if _iterates_keys_or_counters(node.iter):
             self.scope.non_tensors.update(_target_names(node.target))
         if isinstance(node.target, cst.Name):
             self.bind(node.target.value, node.iter, "loop")
@@ -351,6 +352,18 @@ class _Walker:
 
     def lambda_(self, node: cst.Lambda, quiet: bool, store: bool) -> None:
         self.walk(node.body, quiet)
+
+
+def _iterates_keys_or_counters(iterable: cst.BaseExpression) -> bool:
+    """``d.items()``, ``range(n)``, ``enumerate(xs)``, also inside ``list(...)``/``sorted(...)``."""
+    while isinstance(iterable, cst.Call):
+        tail = callee_tail(iterable)
+        if tail in _NON_TENSOR_ITERABLES:
+            return True
+        if tail not in _ORDERING_WRAPPERS or not iterable.args:
+            return False
+        iterable = iterable.args[0].value
+    return False
 
 
 def _target_names(target: cst.BaseExpression) -> Iterator[str]:

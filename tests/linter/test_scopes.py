@@ -94,9 +94,11 @@ def test_loop_targets_over_items_range_and_enumerate_are_not_tensors():
             for kk in xs:
                 pass
             names = [kv for kv in d.keys()]
+            for kd in sorted(list(d.keys())):
+                pass
         """
     )
-    assert scope.non_tensors == {"key", "value", "k", "i", "x", "kv"}
+    assert scope.non_tensors == {"key", "value", "k", "i", "x", "kv", "kd"}
 
 
 def test_asserts_logging_and_fstrings_are_quiet():
