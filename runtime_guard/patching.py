@@ -214,13 +214,16 @@ def _watching_class(base: type) -> type:
     def __setattr__(self: Any, name: str, value: Any) -> None:
         key = (id(self), name)
         row = _watched.get(key)
-        if row is not None:
+        if row is None:
+            base.__setattr__(self, name, value)
+            return
+        with LOCK:  # torch_npu may assign from any thread
             raw = unwrap(value)
             _restore[key] = (self, raw)
             if STATE.installed and _is_packet(raw):
                 base.__setattr__(self, name, raw)  # _wrap pins the raw overloads through this name
                 value = _wrap(raw, row)
-        base.__setattr__(self, name, value)
+            base.__setattr__(self, name, value)
 
     namespace: dict = {"__setattr__": __setattr__, "__module__": __name__}
     if hasattr(base, "__getattr__"):

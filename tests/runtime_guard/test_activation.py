@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from runtime_guard.__main__ import main as runtime_guard_main
 from runtime_guard.activation import mode_from_env
 from tests.runtime_guard.conftest import DOUBLE_DIR
 
@@ -124,9 +125,9 @@ def test_python_m_runtime_guard_runs_a_script_with_its_arguments_under_the_guard
     assert "KVConsistencyError" in result.stderr and "truncated call went through" not in result.stdout
 
 
-def test_python_m_runtime_guard_without_a_script_prints_usage(tmp_path):
-    result = run(tmp_path, "-m", "runtime_guard")
-    assert result.returncode == 2 and "usage: python -m runtime_guard" in result.stderr
+def test_python_m_runtime_guard_without_a_script_prints_usage(capsys):
+    assert runtime_guard_main([]) == 2
+    assert "usage: python -m runtime_guard" in capsys.readouterr().err
 
 
 def test_the_start_up_hook_is_installed_at_the_site_packages_root():
