@@ -121,13 +121,17 @@ class GqaEqualQkvSplit(Rule):
         "(`qkv.chunk(3, dim=-1)`, `torch.chunk(qkv, 3, -1)`, `qkv.tensor_split(3, -1)`, "
         "`q, k, v = qkv.split(self.hidden_size, dim=-1)`, `qkv.split([h, h, h], -1)`) inside a "
         "class (or, outside classes, a module) that has a separate KV head count such as "
-        "`num_key_value_heads`, `num_kv_heads`, `n_kv_heads` or `num_query_groups`."
+        "`num_key_value_heads`, `num_kv_heads`, `n_kv_heads` or `num_query_groups`. Silent "
+        "when the function branches on or asserts the KV head count (or a `multi_query` "
+        "flag), when Q, K and V already sit on their own axis (`view(b, s, 3, h, d)`), and "
+        "when the KV head count only appears as a keyword name (`total_num_kv_heads=num_heads`)."
     )
     why = (
         "With grouped-query or multi-query attention the fused output is "
         "`(num_heads + 2 * num_kv_heads) * head_dim` wide: Q is wider than K and V. Equal "
-        "thirds put the tail of Q into K and part of K into V. When the widths happen to "
-        "divide by three nothing fails; the model just attends with the wrong tensors."
+        "thirds put the tail of Q into K and part of K into V. `chunk(3)` itself never "
+        "fails; the later view to heads does, or, when the sizes still divide, the model "
+        "attends with the wrong slices."
     )
     bad = """\
 class Attention(nn.Module):
