@@ -63,6 +63,12 @@ def arguments_are_tensors(named: tuple) -> Violation | None:
     return Violation("arguments_are_tensors", f"{got}: these arguments must be tensors", "a wrong argument order or a missing tensor", ())
 
 
+def layout_is_text(layout: Any) -> Violation | None:
+    if isinstance(layout, str):
+        return None
+    return Violation("layout_is_text", f"input_layout={layout!r} must be a layout string such as 'TND' or 'BSND'", "a wrong argument order or a missing layout", ())
+
+
 def rank_matches_layout(name: str, tensor: Any, layout: str, rank: int) -> Violation | None:
     if len(tensor.shape) == rank:
         return None

@@ -29,7 +29,9 @@ def attention(layout_arg: Any, q: Any, k: Any, v: Any, heads: Any, kv_heads: Any
     dtype = q.dtype
     if k.dtype is not dtype or v.dtype is not dtype:
         return c.one_dtype((("query", q), ("key", k), ("value", v)))
-    layout = input_layout(layout_arg) if type(layout_arg) is str else None
+    if type(layout_arg) is not str:
+        return c.layout_is_text(layout_arg)
+    layout = input_layout(layout_arg)
     if layout is None:
         return None  # the kernel rejects layouts it does not know with its own message
     if block_table is not None:

@@ -18,6 +18,14 @@ def test_arguments_are_tensors_names_the_missing_and_the_wrong_ones():
     assert "query=NoneType" in found.requirement and "key missing" in found.requirement
 
 
+def test_layout_is_text_accepts_a_layout_name():
+    assert c.layout_is_text("BNSD_BSND") is None
+
+
+def test_layout_is_text_rejects_anything_else():
+    assert c.layout_is_text(3).check == "layout_is_text"
+
+
 def test_rank_matches_layout_accepts_a_3d_tnd_tensor():
     assert c.rank_matches_layout("key", npu(4, 2, 8), "TND", 3) is None
 

@@ -155,6 +155,12 @@ def test_garbage_arguments_in_warn_mode_reach_the_kernel_whose_error_surfaces(wa
     assert not isinstance(info.value, KVConsistencyError)
 
 
+def test_a_layout_that_is_not_a_string_is_our_error_in_raise_mode(guard):
+    with pytest.raises(KVConsistencyError) as info:
+        torch_npu.npu_fusion_attention(npu(4, 2, 8), npu(4, 2, 8), npu(4, 2, 8), "TND", 2)
+    assert info.value.check == "layout_is_text"
+
+
 def test_missing_required_argument_is_named(guard):
     with pytest.raises(KVConsistencyError) as info:
         torch_npu.npu_fusion_attention(npu(4, 2, 8), npu(4, 2, 8))
