@@ -90,7 +90,9 @@ def check_stdin(data: bytes, path: str, job: Job) -> FileResult:
 def check_paths(paths: Sequence[str], job: Job, jobs: int) -> list[FileResult]:
     if jobs <= 1 or len(paths) < POOL_THRESHOLD:
         return [check_file(p, job) for p in paths]
-    chunksize = max(1, len(paths) // (jobs * 8))
+    # Small chunks: file sizes vary by orders of magnitude, and one big chunk left to one worker
+    # at the end would leave the others idle.
+    chunksize = max(1, min(8, len(paths) // (jobs * 8)))
     with ProcessPoolExecutor(max_workers=jobs, initializer=_set_worker_job, initargs=(job,)) as pool:
         return list(pool.map(_worker_check, paths, chunksize=chunksize))
 
@@ -170,7 +172,7 @@ class _Unlintable(Exception):
 
 
 def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
-    if not job.rules or not may_have_findings(text):
+    if not job.rules or not may_have_findings(text, job.rules, job.settings):
         return []
     _refuse_deep_nesting(text, path)
     try:
