@@ -147,6 +147,9 @@ def test_attention_code_by_name_call_or_projection():
     assert function_scope("def f(q, k, v):\n    flash_attn_func(q, k, v)\n").is_attention_code()
     assert function_scope("def f(self, x):\n    k = self.k_proj(x)\n").is_attention_code()
     assert function_scope("def f(self, x):\n    return self.attn(x)\n").is_attention_code()
+    assert function_scope("def f(q):\n    pass\n", ("DeepseekV2MLA", "forward")).is_attention_code()
+    assert function_scope("def f(q):\n    pass\n", ("forward_mla",)).is_attention_code()
+    assert not function_scope("def f(q):\n    pass\n", ("formlayout",)).is_attention_code()
     assert not function_scope("def f(k, v):\n    return merge(k, v)\n").is_attention_code()
 
 
