@@ -18,7 +18,13 @@ from typing import TextIO
 import linter
 from linter import baseline, runner
 from linter.cache import DEFAULT_DIR
-from linter.config import CliOptions, ConfigError, common_directory, find_config, load_settings
+from linter.config import (
+    CliOptions,
+    ConfigError,
+    common_directory,
+    find_config,
+    load_settings,
+)
 from linter.diagnostics import FileProblem
 from linter.files import discover
 from linter.fixes import write_atomic

@@ -126,17 +126,17 @@ def _git_listing(root: str) -> list[str] | None:
     try:
         inside = subprocess.run(
             [git, "-C", root, "rev-parse", "--is-inside-work-tree"],
-            capture_output=True, text=True, timeout=30,
+            capture_output=True, text=True, timeout=30, check=False,
         )
         if inside.returncode != 0 or inside.stdout.strip() != "true":
             return None
         # An ignored directory named explicitly is still walked (its own .gitignore files apply).
-        ignored = subprocess.run([git, "-C", root, "check-ignore", "-q", "."], capture_output=True, timeout=30)
+        ignored = subprocess.run([git, "-C", root, "check-ignore", "-q", "."], capture_output=True, timeout=30, check=False)
         if ignored.returncode == 0:
             return None
         listing = subprocess.run(
             [git, "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
-            capture_output=True, timeout=120,
+            capture_output=True, timeout=120, check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return None

@@ -12,9 +12,9 @@ import ast
 import os
 import re
 from collections.abc import Sequence
-from itertools import accumulate
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
+from itertools import accumulate
 from pathlib import Path
 
 import libcst as cst
@@ -130,15 +130,23 @@ def _check_bytes(path: str, data: bytes, job: Job) -> FileResult:
     except _Unlintable as exc:
         findings, problems = [], [exc.problem]
     except Exception as exc:  # noqa: BLE001 - a bug in a rule must cost one file, not the run
-        findings, problems = [], [FileProblem(path, "EKV999", f"internal error ({type(exc).__name__}: {exc}); please report it with this file")]
+        findings, problems = [], [_internal_error(path, exc)]
     else:
         problems = []
     if cache is not None and key is not None and not any(p.code == "EKV999" for p in problems):
         cache.put(key, findings, problems)
     result = FileResult(path, findings, problems, source.text if findings else None, encoding=source.encoding)
     if job.fix and findings:
-        _fix(result, job)
+        try:
+            _fix(result, job)
+        except Exception as exc:  # noqa: BLE001 - keep the unfixed result
+            result.problems.append(_internal_error(path, exc, "while fixing; the file was left unchanged"))
     return result
+
+
+def _internal_error(path: str, exc: BaseException, when: str = "") -> FileProblem:
+    where = f" {when}" if when else ""
+    return FileProblem(path, "EKV999", f"internal error{where} ({type(exc).__name__}: {exc}); please report it with this file")
 
 
 def _text_for(path: str, data: bytes) -> str | None:

@@ -16,7 +16,7 @@ from linter.finding import Finding
 _NOQA = re.compile(r"#\s*noqa(?P<sep>\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
 
-# Row -> suppressed codes; None means every code (a blanket ``# noqa``).
+# Row -> suppressed codes; None means every code (a blanket noqa comment).
 NoqaMap = dict[int, "frozenset[str] | None"]
 
 

@@ -14,6 +14,9 @@ from linter.rules.base import Example, Rule
 from linter.runner import Job
 from linter.settings import Settings
 
+# What the fix renames flag_me to; a test swaps in "explode" to fail on the fixed text.
+FIXED_NAME = "fixed_me"
+
 
 class FlagMe(Rule):
     code = "KV900"
@@ -27,7 +30,7 @@ class FlagMe(Rule):
             raise ZeroDivisionError("boom")
         if isinstance(node.func, cst.Name) and node.func.value == "flag_me":
             related = [(node.args[0].value, "V side: the argument")] if node.args else []
-            fix = Fix("rename to fixed_me", (Edit(self.span(node.func), "fixed_me"),))
+            fix = Fix("rename to fixed_me", (Edit(self.span(node.func), FIXED_NAME),))
             self.report(node, "flag_me called", suggestion="call fixed_me instead", related=related, fix=fix)
 
 

@@ -2,7 +2,13 @@ from pathlib import Path
 
 import pytest
 
-from linter.config import CliOptions, ConfigError, enabled_codes, find_config, load_settings
+from linter.config import (
+    CliOptions,
+    ConfigError,
+    enabled_codes,
+    find_config,
+    load_settings,
+)
 
 CODES = ["KV101", "KV102", "KV103", "KV201", "KV202", "KV203"]
 

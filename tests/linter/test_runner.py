@@ -80,3 +80,10 @@ def test_stdin_never_touches_the_cache(tmp_path):
     job = replace(fake_job(), cache_dir=str(tmp_path / "cache"))
     check_stdin(b"flag_me(v)\n", "mod.py", job)
     assert not (tmp_path / "cache").exists()
+
+
+def test_a_rule_failing_on_fixed_text_leaves_the_file_unfixed_with_a_diagnostic(tmp_path, monkeypatch):
+    # The fake's fix turns flag_me into fixed_me; make the re-lint of the fixed text blow up.
+    monkeypatch.setattr("tests.linter.fakes.FIXED_NAME", "explode")
+    result = check_file(_file(tmp_path, "flag_me(v)\n"), fake_job(fix=True))
+    assert not result.fixed and [p.code for p in result.problems] == ["EKV999"]
