@@ -16,6 +16,7 @@ import torch_npu
 import runtime_guard
 from runtime_guard import patching
 from runtime_guard.reporting import Reporter
+from tests.runtime_guard.hypothesis_profiles import pytest_terminal_summary  # noqa: F401 - prints property case counts
 
 assert torch_npu.__file__.startswith(str(DOUBLE_DIR)), "the real torch_npu must never be imported by these tests"
 
