@@ -24,19 +24,26 @@ settings.register_profile("kvguard-thorough", max_examples=3000, **_COMMON)
 PROFILE = settings.get_profile(os.environ.get("KVGUARD_HYPOTHESIS_PROFILE", "kvguard-ci"))
 
 CASES: Counter = Counter()  # (property, detail) -> cases run
+FACTS: Counter = Counter()  # (property, fact) -> amount, e.g. calls made under load
 
 
 def count(prop: str, detail: str = "") -> None:
     CASES[(prop, detail)] += 1
 
 
+def note(prop: str, fact: str, amount: int) -> None:
+    FACTS[(prop, fact)] += amount
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
-    if not CASES:
+    if not CASES and not FACTS:
         return
     terminalreporter.section("kvlint runtime guard property cases")
     totals: Counter = Counter()
     for (prop, _), n in CASES.items():
         totals[prop] += n
-    for prop in sorted(totals):
-        details = ", ".join(f"{detail} {n}" for (p, detail), n in sorted(CASES.items()) if p == prop and detail)
-        terminalreporter.write_line(f"{prop}: {totals[prop]} cases" + (f" ({details})" if details else ""))
+    for prop in sorted({p for p, _ in CASES} | {p for p, _ in FACTS}):
+        details = [f"{detail} {n}" for (p, detail), n in sorted(CASES.items()) if p == prop and detail]
+        details += [f"{fact} {n}" for (p, fact), n in sorted(FACTS.items()) if p == prop]
+        cases = f": {totals[prop]} cases" if prop in totals else ":"
+        terminalreporter.write_line(f"{prop}{cases}" + (f" ({', '.join(details)})" if details else ""))
