@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import torch
 import torch_npu
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,7 +20,9 @@ from tests.runtime_guard.hypothesis_profiles import PROFILE, count
 from tests.runtime_guard.strategies import (
     MUTATION_KINDS,
     VIAS,
+    equal_results,
     raw_target,
+    same_value,
     target,
     valid_cases,
 )
@@ -29,25 +30,6 @@ from tests.runtime_guard.strategies import (
 torch_npu.load_atb_now()  # the ATB ops as torch_npu has them after its first ATB call
 
 PER_KIND = settings(PROFILE, max_examples=max(1, PROFILE.max_examples // 3))
-
-
-def same_value(seen: Any, expected: Any) -> bool:
-    """Tensors by identity, everything else (lists the dispatcher rebuilt, scalars) by equality."""
-    if isinstance(expected, torch.Tensor):
-        return seen is expected
-    if isinstance(expected, (list, tuple)):
-        return isinstance(seen, (list, tuple)) and len(seen) == len(expected) and all(map(same_value, seen, expected))
-    if isinstance(expected, dict):
-        return seen.keys() == expected.keys() and all(same_value(seen[k], expected[k]) for k in expected)
-    return seen == expected
-
-
-def equal_results(left: Any, right: Any) -> bool:
-    if isinstance(left, torch.Tensor):
-        return torch.equal(torch_npu.host(left), torch_npu.host(right))
-    if isinstance(left, (list, tuple)):
-        return len(left) == len(right) and all(map(equal_results, left, right))
-    return left == right
 
 
 def check_valid_call_passes_unchanged(case: Any, via: str) -> None:
