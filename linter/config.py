@@ -59,9 +59,20 @@ def find_config(start: Path) -> Path | None:
     directory = start.resolve()
     for candidate_dir in (directory, *directory.parents):
         candidate = candidate_dir / "pyproject.toml"
-        if candidate.is_file() and "kvlint" in _read_toml(candidate).get("tool", {}):
+        if candidate.is_file() and _kvlint_table(_read_toml(candidate), candidate) is not None:
             return candidate
     return None
+
+
+def _kvlint_table(document: dict, path: Path) -> dict | None:
+    """The ``[tool.kvlint]`` table, None when there is none."""
+    tool = document.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{path}: tool must be a table")
+    table = tool.get("kvlint")
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.kvlint] must be a table")
+    return table
 
 
 def common_directory(paths: Iterable[str]) -> Path:
@@ -76,6 +87,8 @@ def _read_toml(path: Path) -> dict:
             return tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
 
@@ -90,10 +103,8 @@ def load_settings(
     table: dict = {}
     root = Path.cwd()
     if config is not None:
-        table = _read_toml(config).get("tool", {}).get("kvlint", {})
+        table = _kvlint_table(_read_toml(config), config) or {}
         root = config.resolve().parent
-        if not isinstance(table, dict):
-            raise ConfigError(f"{config}: [tool.kvlint] must be a table")
     where = str(config) if config is not None else "command line"
     unknown = sorted(set(table) - _KEYS)
     if unknown:
