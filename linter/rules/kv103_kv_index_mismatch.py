@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import libcst as cst
 
@@ -20,7 +21,6 @@ from linter.scopes import (
     DIFFER,
     SAME,
     Access,
-    CallSite,
     Mismatch,
     Scope,
     ScopeTracking,
@@ -37,8 +37,31 @@ _INDEXED_CALLS = frozenset({
     "index_select", "scatter_", "scatter", "scatter_add_", "masked_scatter_",
     "npu_scatter_nd_update_", "npu_scatter_nd_update", "scatter_update_", "scatter_update",
 })
+# Where the written data sits in an update call, counted among the positional arguments left once
+# the cache itself is set aside (``k_cache.index_copy_(dim, index, source)`` and
+# ``npu_scatter_nd_update_(k_cache, indices, updates)`` alike). The data is K on one side and V on
+# the other and may legitimately differ (``.view(..., head_dim)`` vs ``.view(..., v_head_dim)``);
+# only the cache's own subscripts and the remaining (index) arguments must agree.
+_DATA_POSITION = {
+    "index_copy_": 2, "index_copy": 2, "index_add_": 2, "scatter_": 2, "scatter": 2, "scatter_add_": 2,
+    "index_put_": 1, "index_put": 1, "masked_scatter_": 1, "npu_scatter_nd_update_": 1,
+    "npu_scatter_nd_update": 1, "scatter_update_": 1, "scatter_update": 1,
+}
+_DATA_KEYWORDS = frozenset({"source", "src", "values", "updates"})
 # Cache managers are attention code even when nothing in them is named after attention.
 _CACHE_SCOPE = re.compile(r"kv|cache|pool", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class _Update:
+    """A gather/scatter call on a K or V cache, reduced to what must match its partner."""
+
+    node: cst.Call
+    tail: str
+    order: int
+    operand: cst.BaseExpression  # the cache as written: ``k_cache``, ``self.k_buffer[layer_id]``
+    chain: tuple[cst.BaseSlice, ...]  # the operand's own subscripts (``[layer_id]``)
+    arguments: tuple[cst.CSTNode, ...]  # the index arguments: all but the operand and the data
 
 
 class KVIndexMismatch(ScopeTracking, Rule):
@@ -50,9 +73,11 @@ class KVIndexMismatch(ScopeTracking, Rule):
         "paired V cache read or written in one function with index expressions that do not "
         "match: subscripts such as `k_pool[layer][block_ids]` vs `v_pool[layer][slot_ids]`, "
         "subscript stores, and paired gather/scatter calls with the same callee "
-        "(`npu_scatter_nd_update_`, `index_copy_`, `index_put_`, ...). A K access is matched "
-        "when any V access in the function has the same index after K names are renamed to "
-        "their V partners. Stacked caches (`kv_cache[layer][0]`) and K-only pools are not pairs."
+        "(`npu_scatter_nd_update_(self.k_buffer[layer_id], loc, k)`, `index_copy_`, `index_put_`, "
+        "...), where the cache's own subscripts and the index arguments are compared, not the data "
+        "written. A K access is matched when any V access in the function has the same index after "
+        "K names are renamed to their V partners. Stacked caches (`kv_cache[layer][0]`) and K-only "
+        "pools are not pairs."
     )
     why = (
         "K and V caches are two halves of one store: slot i of the key cache must hold the key "
@@ -72,7 +97,8 @@ def write_kv(k_buffer, v_buffer, loc, k, v):
 """
     fix_text = (
         "Index both caches with the same expression. kvlint does not choose between the two "
-        "indices; the finding suggests the mirrored index for the V side."
+        "indices: the finding names both as they are written (\"index both with `loc`, or both "
+        "with `k_loc`\") and leaves the choice to you."
     )
 
     VALID = (
@@ -112,19 +138,29 @@ def write_kv(k_buffer, v_buffer, loc, k, v):
         if not (scope.is_attention_code(self.extra_callables)
                 or any(_CACHE_SCOPE.search(name) for name in scope.enclosing)):
             return
-        self._check(*self._indexed_accesses(scope), self._access_text)
-        self._check(*self._indexed_calls(scope), self._call_text)
+        call_keys, call_values = self._indexed_calls(scope)
+        # A cache subscripted as an update call's operand is compared as part of that call.
+        operands = {id(site.operand) for site in self._sites(call_keys, call_values)}
+        self._check(*self._indexed_accesses(scope, operands), self._access_parts)
+        self._check(call_keys, call_values, self._call_parts)
 
-    def _check(self, keys: dict, values: dict, text) -> None:
+    @staticmethod
+    def _sites(*groups: dict):
+        return (site for group in groups for sites in group.values() for site in sites)
+
+    def _check(self, keys: dict, values: dict, parts) -> None:
         for group, k_sites in keys.items():
             base, tail = group
             partner = (counterpart_of_dotted(base, self.extra_pairs), tail)
 
             def compare(k, v):
-                return SAME if swap_kv_text(text(k), self.extra_pairs) == text(v) else DIFFER
+                return SAME if self._swapped(parts(k)) == _texts(parts(v)) else DIFFER
 
             for found in mismatches(k_sites, values.get(partner, []), compare, self._row):
-                self._report(found, text)
+                self._report(found, parts)
+
+    def _swapped(self, parts: tuple[cst.CSTNode, ...]) -> tuple[str, ...]:
+        return tuple(swap_kv_text(text, self.extra_pairs) for text in _texts(parts))
 
     def _cache_side(self, scope: Scope, base: str | None) -> str | None:
         if base is None or base in scope.non_tensors or not is_kv_tensor_name(base, self.extra_pairs):
@@ -134,11 +170,11 @@ def write_kv(k_buffer, v_buffer, loc, k, v):
             return None
         return kv_side(tail, self.extra_pairs)
 
-    def _indexed_accesses(self, scope: Scope) -> tuple[dict, dict]:
+    def _indexed_accesses(self, scope: Scope, operands: set[int]) -> tuple[dict, dict]:
         keys: dict = {}
         values: dict = {}
         for access in scope.accesses:
-            if access.quiet or not any(_has_index(sub) for sub in access.chain):
+            if access.quiet or id(access.node) in operands or not any(_has_index(sub) for sub in access.chain):
                 continue
             side = self._cache_side(scope, access.base)
             if side is not None:
@@ -151,38 +187,65 @@ def write_kv(k_buffer, v_buffer, loc, k, v):
         for site in scope.calls:
             if site.quiet or site.tail not in _INDEXED_CALLS:
                 continue
-            sides = [(b, self._cache_side(scope, b)) for b in _cache_operands(site.node)]
-            base, side = next(((b, s) for b, s in sides if s is not None), (None, None))
-            if side is not None:
-                (keys if side == "k" else values).setdefault((base, site.tail), []).append(site)
+            for operand, arg in _cache_operands(site.node):
+                base, chain = _subscript_chain(operand)
+                side = self._cache_side(scope, base)
+                if side is not None:
+                    update = _Update(site.node, site.tail, site.order, operand, chain,
+                                     _index_arguments(site.node, site.tail, arg))
+                    (keys if side == "k" else values).setdefault((base, site.tail), []).append(update)
+                    break
         return keys, values
 
     @staticmethod
-    def _access_text(access: Access) -> str:
-        return "".join(f"[{_normalized_elements(sub)}]" for sub in access.chain)
+    def _access_parts(access: Access) -> tuple[cst.CSTNode, ...]:
+        return tuple(element.slice for sub in access.chain for element in sub.slice)
 
     @staticmethod
-    def _call_text(site: CallSite) -> str:
-        return normalized(site.node)
+    def _call_parts(update: _Update) -> tuple[cst.CSTNode, ...]:
+        return update.chain + update.arguments
 
     def _row(self, site) -> int:
         return self.span(site.node).row
 
-    def _report(self, found: Mismatch, text) -> None:
+    def _report(self, found: Mismatch, parts) -> None:
         k, v = found.key, found.value
-        k_text, v_text = source_of(k.node), source_of(v.node)
         if isinstance(k, Access):
-            what = f"`{k.base}` is indexed with `{text(k)}` but `{v.base}` with `{text(v)}`"
+            k_index, v_index = _chain_text(k.chain), _chain_text(v.chain)
+            what = f"`{k.base}` is indexed with `{k_index}` but `{v.base}` with `{v_index}`"
         else:
-            what = f"`{k.tail}` updates the K and V caches at different indices: `{k_text}` vs `{v_text}`"
+            k_index, v_index = (", ".join(_display(part) for part in parts(site)) for site in (k, v))
+            what = (f"`{k.tail}` updates the K and V caches at different indices: "
+                    f"`{source_of(k.node)}` vs `{source_of(v.node)}`")
         message = f"paired K/V caches disagree on the index: {what}"
-        mirrored = swap_kv_text(k_text, self.extra_pairs)
-        suggestion = f"use one index for both caches (e.g. `{mirrored}`), after checking which is right"
-        self.report_mismatch(found, message, suggestion)
+        self.report_mismatch(found, message, self._suggestion(parts(k), parts(v), k_index, v_index))
+
+    def _suggestion(self, k_parts: tuple[cst.CSTNode, ...], v_parts: tuple[cst.CSTNode, ...],
+                    k_index: str, v_index: str) -> str:
+        """Name the indices that disagree as written; a mirrored name (``v_loc``) may not exist."""
+        differing = [
+            (k_part, v_part)
+            for k_part, v_part, k_text, v_text in zip(k_parts, v_parts, self._swapped(k_parts), _texts(v_parts))
+            if k_text != v_text
+        ]
+        if len(k_parts) == len(v_parts) and len(differing) == 1:
+            (k_part, v_part), = differing
+            return (f"index both with `{_display(v_part)}`, or both with `{_display(k_part)}`, "
+                    "after checking which is right")
+        return (f"index both the same way, with the V side's `{v_index}` or the K side's `{k_index}`, "
+                "after checking which is right")
 
 
-def _normalized_elements(sub: cst.Subscript) -> str:
-    return ",".join(normalized(element.slice) for element in sub.slice)
+def _texts(parts: tuple[cst.CSTNode, ...]) -> tuple[str, ...]:
+    return tuple(normalized(part) for part in parts)
+
+
+def _display(node: cst.CSTNode) -> str:
+    return " ".join(source_of(node).split())
+
+
+def _chain_text(chain: tuple[cst.Subscript, ...]) -> str:
+    return "".join(f"[{', '.join(_display(element.slice) for element in sub.slice)}]" for sub in chain)
 
 
 def _has_index(sub: cst.Subscript) -> bool:
@@ -197,14 +260,44 @@ def _has_index(sub: cst.Subscript) -> bool:
     return False
 
 
-def _cache_operands(call: cst.Call) -> list[str]:
-    """``k_cache`` in ``k_cache.index_copy_(...)`` or ``npu_scatter_nd_update_(k_cache, ...)``."""
-    found = []
+def _subscript_chain(expr: cst.BaseExpression) -> tuple[str | None, tuple[cst.BaseSlice, ...]]:
+    """``self.k_buffer[layer_id]`` -> (``self.k_buffer``, the index slices, outermost last)."""
+    subscripts = []
+    while isinstance(expr, cst.Subscript):
+        subscripts.append(expr)
+        expr = expr.value
+    chain = tuple(element.slice for sub in reversed(subscripts) for element in sub.slice)
+    return dotted_name(expr), chain
+
+
+def _cache_operands(call: cst.Call) -> list[tuple[cst.BaseExpression, cst.Arg | None]]:
+    """Candidate caches, each with the argument that passes it (None for the receiver).
+
+    ``k_cache`` in ``k_cache.index_copy_(...)``; ``self.k_buffer[layer_id]`` in
+    ``npu_scatter_nd_update_(self.k_buffer[layer_id], ...)``.
+    """
+    found: list[tuple[cst.BaseExpression, cst.Arg | None]] = []
     if isinstance(call.func, cst.Attribute):
-        receiver = dotted_name(call.func.value)
-        if receiver is not None:
-            found.append(receiver)
-    positional = [arg.value for arg in call.args if arg.keyword is None]
-    if positional and dotted_name(positional[0]) is not None:
-        found.append(dotted_name(positional[0]))
+        found.append((call.func.value, None))
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    if positional:
+        found.append((positional[0].value, positional[0]))
     return found
+
+
+def _index_arguments(call: cst.Call, tail: str, operand: cst.Arg | None) -> tuple[cst.CSTNode, ...]:
+    """The call's arguments other than the cache operand and the data written or read."""
+    data_position = _DATA_POSITION.get(tail)
+    kept: list[cst.CSTNode] = []
+    position = 0
+    for arg in call.args:
+        if arg is operand:
+            continue
+        if arg.keyword is not None:
+            if arg.keyword.value not in _DATA_KEYWORDS:
+                kept.append(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+            continue
+        if position != data_position:
+            kept.append(arg.value)
+        position += 1
+    return tuple(kept)

@@ -66,6 +66,33 @@ def kv103(source: str):
             """,
             id="subscript-assignment",
         ),
+        pytest.param(
+            """
+            class AscendTokenToKVPool:
+                def set_kv_buffer(self, layer_id, loc, k_loc, cache_k, cache_v):
+                    torch_npu.npu_scatter_nd_update_(self.k_buffer[layer_id], k_loc, cache_k)
+                    torch_npu.npu_scatter_nd_update_(self.v_buffer[layer_id], loc, cache_v)
+            """,
+            id="scatter-nd-update-on-a-per-layer-buffer",
+        ),
+        pytest.param(
+            """
+            class AscendTokenToKVPool:
+                def set_kv_buffer(self, layer_id, loc, cache_k, cache_v):
+                    torch_npu.npu_scatter_nd_update_(self.k_buffer[layer_id], loc, cache_k)
+                    torch_npu.npu_scatter_nd_update_(self.v_buffer[layer_id - 1], loc, cache_v)
+            """,
+            id="scatter-nd-update-into-another-layer",
+        ),
+        pytest.param(
+            """
+            class KVPool:
+                def set_kv_buffer(self, layer_id, loc, slot, cache_k, cache_v):
+                    self.k_buffer[layer_id].index_copy_(0, loc, cache_k)
+                    self.v_buffer[layer_id].index_copy_(0, slot, cache_v)
+            """,
+            id="index-copy-on-a-per-layer-buffer",
+        ),
     ],
 )
 def test_bug_shape_is_reported(source):
@@ -154,6 +181,35 @@ def test_bug_shape_is_reported(source):
             """,
             id="every-key-index-has-a-value-partner",
         ),
+        pytest.param(
+            """
+            class AscendTokenToKVPool:
+                def set_kv_buffer(self, layer_id, loc, cache_k, cache_v):
+                    torch_npu.npu_scatter_nd_update_(self.k_buffer[layer_id], loc, cache_k)
+                    torch_npu.npu_scatter_nd_update_(self.v_buffer[layer_id], loc, cache_v)
+            """,
+            id="matched-scatter-on-a-per-layer-buffer",
+        ),
+        pytest.param(
+            """
+            class MLATokenToKVPool:
+                def set_kv_buffer(self, layer_id, loc, cache_k, cache_v):
+                    torch_npu.npu_scatter_nd_update_(
+                        self.k_buffer[layer_id], loc, cache_k.view(-1, 1, self.qk_head_dim))
+                    torch_npu.npu_scatter_nd_update_(
+                        self.v_buffer[layer_id], loc, cache_v.view(-1, 1, self.v_head_dim))
+            """,
+            id="written-data-differs-but-not-the-index",
+        ),
+        pytest.param(
+            """
+            class KVPool:
+                def set_kv_buffer(self, layer_id, loc, cache_k, cache_v):
+                    self.k_cache[layer_id].index_put_((loc,), values=cache_k.to(self.dtype))
+                    self.v_cache[layer_id].index_put_((loc,), values=cache_v)
+            """,
+            id="keyword-data-argument-differs-but-not-the-index",
+        ),
     ],
 )
 def test_look_alike_is_silent(source):
@@ -201,3 +257,54 @@ def test_update_call_finding_points_at_both_calls():
     )
     assert (finding.span.row, [r.span.row for r in finding.related]) == (4, [5])
     assert "npu_scatter_nd_update_" in finding.message
+
+
+def test_layer_mismatch_in_an_update_call_is_one_finding_on_the_call():
+    (finding,) = kv103(
+        """
+        class AscendTokenToKVPool:
+            def set_kv_buffer(self, layer_id, loc, cache_k, cache_v):
+                torch_npu.npu_scatter_nd_update_(self.k_buffer[layer_id], loc, cache_k)
+                torch_npu.npu_scatter_nd_update_(self.v_buffer[layer_id - 1], loc, cache_v)
+        """
+    )
+    assert (finding.span.row, finding.span.column, [r.span.row for r in finding.related]) == (4, 9, [5])
+    assert "npu_scatter_nd_update_" in finding.message
+
+
+def test_suggestion_names_the_two_indices_as_written_for_a_subscript():
+    (finding,) = kv103(
+        """
+        class AscendTokenToKVPool:
+            def set_kv_buffer(self, layer_id, loc, k_loc, cache_k, cache_v):
+                self.k_buffer[layer_id][k_loc] = cache_k
+                self.v_buffer[layer_id][loc] = cache_v
+        """
+    )
+    assert finding.suggestion == "index both with `loc`, or both with `k_loc`, after checking which is right"
+
+
+def test_suggestion_names_the_two_indices_as_written_for_an_update_call():
+    (finding,) = kv103(
+        """
+        class AscendTokenToKVPool:
+            def set_kv_buffer(self, layer_id, loc, k_loc, cache_k, cache_v):
+                torch_npu.npu_scatter_nd_update_(self.k_buffer[layer_id], k_loc, cache_k)
+                torch_npu.npu_scatter_nd_update_(self.v_buffer[layer_id], loc, cache_v)
+        """
+    )
+    assert finding.suggestion == "index both with `loc`, or both with `k_loc`, after checking which is right"
+
+
+def test_suggestion_offers_both_index_chains_as_written_when_several_indices_differ():
+    source = """
+        def paged_attention(q, k_pool, v_pool, k_layer, layer, block_ids, slot_ids):
+            k = k_pool[k_layer][block_ids]
+            v = v_pool[layer][slot_ids]
+            return flash_attn_func(q, k, v)
+        """
+    (finding,) = kv103(source)
+    assert finding.suggestion == (
+        "index both the same way, with the V side's `[layer][slot_ids]` or the K side's "
+        "`[k_layer][block_ids]`, after checking which is right"
+    )
