@@ -143,6 +143,17 @@ def ring_step(q, k, v, start, end):
                 "    return F.scaled_dot_product_attention(q, k, v.transpose(1, 2))\n", line=2),
     )
 
+    def visit_Module(self, node: cst.Module) -> None:
+        self._module = node
+        self._source_lines: list[str] | None = None
+
+    def _leading_whitespace(self, row: int) -> str:
+        """Row ``row``'s indentation as written (tabs or spaces), read from the module's text."""
+        if self._source_lines is None:
+            self._source_lines = self._module.code.splitlines()
+        text = self._source_lines[row - 1]
+        return text[: len(text) - len(text.lstrip(" \t"))]
+
     def check_scope(self, scope: Scope) -> None:
         attention_scope = scope.is_attention_code(self.extra_callables)
         reported: set[int] = set()
@@ -276,8 +287,8 @@ def ring_step(q, k, v, start, end):
         if target != base_tail and scope.is_bound_or_used(new_value.split("[", 1)[0]):
             return None
         line = self.span(binding.line)
-        indent = " " * (line.column - 1)
-        edits = [Edit(Span(line.end_row + 1, 1, line.end_row + 1, 1), f"{indent}{statement}\n")]
+        inserted = f"{self._leading_whitespace(line.row)}{statement}{self._module.default_newline}"
+        edits = [Edit(Span(line.end_row + 1, 1, line.end_row + 1, 1), inserted)]
         if new_value != value.value:
             edits.append(Edit(self.span(value), new_value))
         return Fix(f"mirror the key's operation on the value: `{statement}`", tuple(edits))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+import subprocess
+import sys
 from textwrap import dedent
 
 import pytest
@@ -378,6 +381,44 @@ def test_fix_slices_an_inline_value_argument():
     (finding,) = lint_source(source, codes=["KV101"])
     assert apply_fixes(source, [finding]) == (
         "def f(q, k, v, n):\n    return npu_fusion_attention(q, k[:n], v[:n], 8, 'TND')\n"
+    )
+
+
+TAB_INDENTED = (
+    "def f(q, k, v, a, b):\n"
+    "\tif a:\n"
+    "\t\tk_chunk = k[a:b]\n"
+    "\t\treturn flash_attn_func(q, k_chunk, v)\n"
+)
+TAB_INDENTED_FIXED = (
+    "def f(q, k, v, a, b):\n"
+    "\tif a:\n"
+    "\t\tk_chunk = k[a:b]\n"
+    "\t\tv_chunk = v[a:b]\n"
+    "\t\treturn flash_attn_func(q, k_chunk, v_chunk)\n"
+)
+
+
+def test_fix_indents_the_mirrored_line_like_the_key_line_in_a_tab_indented_file():
+    (finding,) = lint_source(TAB_INDENTED, codes=["KV101"])
+    assert apply_fixes(TAB_INDENTED, [finding]) == TAB_INDENTED_FIXED
+
+
+def test_kvlint_fix_repairs_a_tab_indented_file_into_code_that_parses(tmp_path):
+    target = tmp_path / "ring.py"
+    target.write_text(TAB_INDENTED)
+    subprocess.run([sys.executable, "-m", "linter", "check", "--no-cache", "--fix", str(target)],
+                   check=False, cwd=tmp_path, capture_output=True)
+    fixed = target.read_text()
+    ast.parse(fixed)
+    assert fixed == TAB_INDENTED_FIXED
+
+
+def test_fix_keeps_the_files_line_endings():
+    source = "def f(q, k, v, t):\r\n    k = k[:t]\r\n    return flash_attn_func(q, k, v)\r\n"
+    (finding,) = lint_source(source, codes=["KV101"])
+    assert apply_fixes(source, [finding]) == (
+        "def f(q, k, v, t):\r\n    k = k[:t]\r\n    v = v[:t]\r\n    return flash_attn_func(q, k, v)\r\n"
     )
 
 
