@@ -48,6 +48,32 @@ def _is_compiling() -> bool:
     return _is_compiling()
 
 
+def _function_mode_enabled() -> bool:
+    global _function_mode_enabled
+    import torch
+
+    _function_mode_enabled = torch._C._is_torch_function_mode_enabled  # resolved once, as above
+    return _function_mode_enabled()
+
+
+# Under a TorchFunctionMode (``with torch.device(...)`` is one) torch looks the op up by name, so
+# the mode is handed this wrapper and calls it again with the same arguments: that inner call was
+# checked on the way in and must not be checked (and counted) twice.
+_inner = threading.local()  # .row: the op whose original a mode is running on this thread
+_inner_possible = False  # True once any guarded call has run under a TorchFunctionMode
+
+
+def _call_marked(op: GuardedOp, args: tuple, kwargs: dict) -> Any:
+    global _inner_possible
+    _inner_possible = True
+    outer = getattr(_inner, "row", None)
+    _inner.row = op._row
+    try:
+        return op._kvguard_original(*args, **kwargs)
+    finally:
+        _inner.row = outer
+
+
 def reporter() -> Reporter:
     with LOCK:
         if STATE.reporter is None:
@@ -102,6 +128,8 @@ class GuardedOp:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         mode = self._mode or STATE.mode
         if mode is not None and not _is_compiling():
+            if _inner_possible and getattr(_inner, "row", None) is self._row:
+                return self._kvguard_original(*args, **kwargs)  # handed back by a TorchFunctionMode
             try:
                 values = self._binder.bind(args, kwargs)
                 found = self._row.validate(*values)
@@ -110,6 +138,8 @@ class GuardedOp:
             else:
                 if found is not None:
                     _report(self, mode, values, found)
+            if _function_mode_enabled():
+                return _call_marked(self, args, kwargs)
         return self._kvguard_original(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
