@@ -258,6 +258,85 @@ def attention_cases(draw: Callable, kind: str | None = None) -> Attention:
     return case
 
 
+PAGED_KV_LENGTHS = {"npu_fused_infer_attention_score": "actual_seq_lengths_kv", "npu_incre_flash_attention": "actual_seq_lengths"}
+
+
+class PagedAttention(Case):
+    """npu_fused_infer_attention_score / npu_incre_flash_attention with a block_table: K/V are caches,
+    (blocks, block_size, H) for BSH queries or (blocks, KV heads, block_size, D) for BNSD/BSND ones."""
+
+    family = "paged_attention"
+    tensor_names = ("q", "k", "v")
+
+    def __init__(self, op: str, layout: str, batch: int, heads: int, kv_heads: int, dim: int, v_dim: int, blocks: int, block_size: int, columns: int, dtype: torch.dtype) -> None:
+        self.op, self.layout, self.batch, self.heads, self.kv_heads, self.dim, self.v_dim, self.dtype = op, layout, batch, heads, kv_heads, dim, v_dim, dtype
+        self.blocks, self.block_size, self.columns = blocks, block_size, columns
+        self.q = npu(*shape_for(layout, batch, 1, heads, dim), dtype=dtype)
+        self.k, self.v = self.cache(blocks, block_size, kv_heads, dim), self.cache(blocks, block_size, kv_heads, v_dim)
+        self.block_table = npu(batch, columns, dtype=torch.int32)
+        self.kv_lens: list | None = None
+        self.declared_block_size = block_size
+        self.declare_kv_heads = True
+
+    @property
+    def hidden(self) -> bool:
+        return self.layout in HIDDEN
+
+    def cache(self, blocks: int, block_size: int, kv_heads: int, dim: int) -> torch.Tensor:
+        shape = (blocks, block_size, kv_heads * dim) if self.hidden else (blocks, kv_heads, block_size, dim)
+        return npu(*shape, dtype=self.dtype)
+
+    def arguments(self) -> tuple:
+        kwargs = {
+            "num_heads": self.heads, "input_layout": self.layout, "num_key_value_heads": self.kv_heads if self.declare_kv_heads else 0,
+            "block_table": self.block_table, "block_size": self.declared_block_size, PAGED_KV_LENGTHS[self.op]: self.kv_lens,
+        }
+        return (self.q, self.k, self.v), kwargs
+
+    def mutations(self) -> dict:
+        m = self.common_mutations()
+        capacity = self.columns * self.block_size
+        m.update({
+            "truncate K tokens": (lambda draw: setattr(self, "k", self.cache(self.blocks, self.block_size + 1, self.kv_heads, self.dim)), "caches_match"),
+            "caches from two pools": (lambda draw: setattr(self, "v", self.cache(self.blocks + 1, self.block_size, self.kv_heads, self.v_dim)), "caches_match"),
+            "block table for another batch": (lambda draw: setattr(self, "block_table", npu(self.batch + 1, self.columns, dtype=torch.int32)), "block_table_shape"),
+            "K/V length beyond the cache": (lambda draw: setattr(self, "kv_lens", [capacity + 1] * self.batch), "per_sequence_lengths_fit"),
+            "wrong rank": (lambda draw: setattr(self, "q", npu(*self.q.shape, 1, dtype=self.dtype)), "rank_matches_layout"),
+        })
+        if self.declared_block_size:
+            m["wrong block_size"] = (lambda draw: setattr(self, "declared_block_size", self.block_size + 1), "block_size_matches")
+        if not self.hidden:  # heads are visible on 4-D caches only
+
+            def non_divisible(draw: Callable) -> None:
+                self.kv_heads = self.heads + draw(st.integers(1, 2))
+                self.k, self.v = self.cache(self.blocks, self.block_size, self.kv_heads, self.dim), self.cache(self.blocks, self.block_size, self.kv_heads, self.v_dim)
+
+            m["change V heads"] = (lambda draw: setattr(self, "v", self.cache(self.blocks, self.block_size, self.kv_heads + 1, self.v_dim)), "caches_match")
+            m["wrong head_num"] = (lambda draw: setattr(self, "heads", self.heads + 1), "head_count_matches")
+            m["non-divisible GQA"] = (non_divisible, "kv_heads_divide_q_heads")
+            if self.declare_kv_heads:
+                m["wrong num_key_value_heads"] = (lambda draw: setattr(self, "kv_heads", self.kv_heads + 1), "head_count_matches")
+        return m
+
+
+@st.composite
+def paged_attention_cases(draw: Callable, kind: str | None = None) -> PagedAttention:
+    layouts = ("BNSD", "BSND") if kind in ("change V heads", "wrong head_num", "non-divisible GQA", "wrong num_key_value_heads") else ("BSH", "BNSD", "BSND")
+    op = draw(st.sampled_from(sorted(PAGED_KV_LENGTHS)))
+    kv_heads, groups, dim = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.sampled_from((2, 4, 8)))
+    batch, block_size, columns = draw(st.integers(1, 3)), draw(st.integers(1, 4)), draw(st.integers(1, 3))
+    case = PagedAttention(
+        op, draw(st.sampled_from(layouts)), batch, kv_heads * groups, kv_heads, dim, draw(st.sampled_from((dim, 2, 6))),
+        draw(st.integers(1, 6)), block_size, columns, draw(st.sampled_from(DTYPES)),
+    )
+    case.kv_lens = draw(st.none() | st.lists(st.integers(0, columns * block_size), min_size=batch, max_size=batch))
+    case.declared_block_size = draw(st.sampled_from((block_size, 0)))
+    case.declare_kv_heads = draw(st.booleans())
+    if case.v_dim == dim and draw(st.booleans()):
+        case.v = case.k
+    return case
+
+
 class AtbFlash(Case):
     """_npu_flash_attention: packed (T, N, D) tokens, per-sequence seq_len as a device tensor."""
 
@@ -402,11 +481,16 @@ def cache_write_cases(draw: Callable) -> CacheWrite:
     return case
 
 
-STRATEGIES = {"attention": attention_cases, "atb_flash": atb_flash_cases, "atb_paged": atb_paged_cases, "cache_write": cache_write_cases}
+STRATEGIES = {"attention": attention_cases, "paged_attention": paged_attention_cases, "atb_flash": atb_flash_cases, "atb_paged": atb_paged_cases, "cache_write": cache_write_cases}
 MUTATION_KINDS = {
     "attention": (
         "change a dtype", "move a tensor to another device", "truncate K tokens", "change V heads", "wrong head_num",
         "non-divisible GQA", "wrong num_key_value_heads", "wrong rank", "different batch counts", *PACKED_KINDS, *PER_SEQUENCE_KINDS,
+    ),
+    "paged_attention": (
+        "change a dtype", "move a tensor to another device", "truncate K tokens", "caches from two pools", "block table for another batch",
+        "K/V length beyond the cache", "wrong rank", "wrong block_size", "change V heads", "wrong head_num", "non-divisible GQA",
+        "wrong num_key_value_heads",
     ),
     "atb_flash": (
         "change a dtype", "move a tensor to another device", "truncate K tokens", "change V heads", "wrong head_num",
@@ -425,5 +509,5 @@ MUTATION_KINDS = {
 
 def valid_cases(family: str, kind: str | None = None) -> st.SearchStrategy:
     """Valid calls of one op family; with ``kind``, only those that mutation applies to."""
-    strategy = attention_cases(kind) if family == "attention" else STRATEGIES[family]()
+    strategy = STRATEGIES[family](kind) if family in ("attention", "paged_attention") else STRATEGIES[family]()
     return strategy if kind is None else strategy.filter(lambda case: kind in case.mutations())

@@ -1,5 +1,5 @@
-"""Garbage arguments: every op, every argument replaced by None, lists, strings, numbers, dicts; required
-arguments left out; an unknown keyword added.
+"""Garbage arguments: every op, every argument replaced by None (where the schema does not allow it),
+lists, strings, numbers, dicts; required arguments left out; an unknown keyword added.
 
 Warn mode must leave the call untouched: the outcome (the kernel's or torch's own error, or the
 arguments the kernel saw) is exactly the unguarded one. Raise mode must either stop the call with a
@@ -26,7 +26,13 @@ from runtime_guard import (
 )
 from tests.runtime_guard.calls import AttentionCase
 from tests.runtime_guard.hypothesis_profiles import count
-from tests.runtime_guard.strategies import AtbFlash, AtbPaged, CacheWrite, same_value
+from tests.runtime_guard.strategies import (
+    AtbFlash,
+    AtbPaged,
+    CacheWrite,
+    PagedAttention,
+    same_value,
+)
 
 torch_npu.load_atb_now()
 
@@ -39,6 +45,8 @@ BASELINES = {
     "npu_fused_infer_attention_score_v2 BNSD": lambda: AttentionCase("npu_fused_infer_attention_score_v2", "BNSD"),
     "npu_prompt_flash_attention BSND": lambda: AttentionCase("npu_prompt_flash_attention", "BSND"),
     "npu_incre_flash_attention BSH": lambda: AttentionCase("npu_incre_flash_attention", "BSH"),
+    "npu_fused_infer_attention_score paged BNSD": lambda: PagedAttention("npu_fused_infer_attention_score", "BNSD", 2, 4, 2, 8, 8, 6, 4, 3, torch.float16),
+    "npu_incre_flash_attention paged BSH": lambda: PagedAttention("npu_incre_flash_attention", "BSH", 2, 4, 2, 8, 8, 6, 4, 3, torch.float16),
     "_npu_flash_attention": lambda: AtbFlash(6, 4, 2, 8, 8, 2, torch.float16),
     "_npu_paged_attention": lambda: AtbPaged(2, 4, 2, 8, 8, 3, 4, 2, torch.float16),
     "_npu_reshape_and_cache": lambda: CacheWrite("_npu_reshape_and_cache", "atb", 5, 2, 8, 8, 6, 4, torch.float16),
@@ -57,13 +65,19 @@ def garbage_calls(case: Any) -> Iterator:
     """(names of the spoiled arguments, args, kwargs): one argument spoiled, the positional ones from
     some point on left out, or an unknown keyword added."""
     args, kwargs = case.arguments()
-    names = [a.name for a in patching.unwrap(getattr(torch_npu, case.op)).default._schema.arguments]
+    schema = patching.unwrap(getattr(torch_npu, case.op)).default._schema.arguments
+    names = [a.name for a in schema]
+    optional = {a.name for a in schema if a.type.kind() == "OptionalType"}  # None is a proper value there
+
+    def junk_for(name: str) -> tuple:
+        return tuple(junk for junk in GARBAGE if junk is not None or name not in optional)
+
     for i in range(len(args)):
-        for junk in GARBAGE:
+        for junk in junk_for(names[i]):
             yield (names[i],), (*args[:i], junk, *args[i + 1 :]), kwargs
         yield tuple(names[i : len(args)]), args[:i], kwargs
     for key in kwargs:
-        for junk in GARBAGE:
+        for junk in junk_for(key):
             yield (key,), args, {**kwargs, key: junk}
     yield ("bogus_option",), args, {**kwargs, "bogus_option": 1}
 
