@@ -106,8 +106,7 @@ def same_outcome(left: tuple, right: tuple) -> bool:
 def test_warn_mode_hands_garbage_to_the_kernel_untouched(fresh_reporter, name):
     case = BASELINES[name]()
     raw = patching.unwrap(getattr(torch_npu, case.op))
-    runtime_guard.install("warn")
-    try:
+    with runtime_guard.guarded("warn"):
         for argument, args, kwargs in garbage_calls(case):
             unguarded = outcome(raw, args, kwargs)
             with warnings.catch_warnings(record=True) as caught:
@@ -116,16 +115,13 @@ def test_warn_mode_hands_garbage_to_the_kernel_untouched(fresh_reporter, name):
             assert same_outcome(guarded, unguarded), f"{name}: {argument}"
             assert not [w for w in caught if issubclass(w.category, KVGuardInternalWarning)], f"{name}: {argument}"
             count("garbage arguments, warn mode: outcome as without the guard", name)
-    finally:
-        runtime_guard.uninstall()
 
 
 @pytest.mark.parametrize("name", BASELINES)
 def test_raise_mode_names_the_argument_or_leaves_the_kernel_error_as_it_was(fresh_reporter, name):
     case = BASELINES[name]()
     raw = patching.unwrap(getattr(torch_npu, case.op))
-    runtime_guard.install("raise")
-    try:
+    with runtime_guard.guarded("raise"):
         for argument, args, kwargs in garbage_calls(case):
             guarded = outcome(getattr(torch_npu, case.op), args, kwargs)
             assert guarded[0] != "raised" or not issubclass(guarded[1], KVGuardInternalError), f"{name}: {argument}: {guarded}"
@@ -135,5 +131,3 @@ def test_raise_mode_names_the_argument_or_leaves_the_kernel_error_as_it_was(fres
             else:
                 assert same_outcome(guarded, outcome(raw, args, kwargs)), f"{name}: {argument}"
                 count("garbage arguments, raise mode: not judged, kernel outcome unchanged", name)
-    finally:
-        runtime_guard.uninstall()

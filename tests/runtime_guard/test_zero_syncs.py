@@ -111,12 +111,9 @@ def test_the_guard_reads_no_tensor_values(fresh_reporter, family, mode):
         assert guarded[1] - unguarded[1] == Counter(), f"{kind}: {case!r}"  # fewer when a violation stops the call
         count("zero syncs: no value reads added by the guard", f"{mode} {family}")
 
-    runtime_guard.install(mode)
-    try:
+    with runtime_guard.guarded(mode):
         assert isinstance(torch_npu.npu_fusion_attention, patching.GuardedOp)
         no_syncs()
-    finally:
-        runtime_guard.uninstall()
 
 
 @pytest.mark.parametrize("read", [
