@@ -9,6 +9,7 @@ Codes, used the same way on stderr and in every output format:
   encoding, or a NUL byte);
 - ``EKV003`` the file nests too deeply for the parser;
 - ``EKV004`` a fix could not be written back;
+- ``EKV005`` the file is too large to lint (generated data, not code someone edits);
 - ``EKV999`` kvlint itself failed on this file (a bug: please report it with the file).
 
 Any of them makes the run exit 2; every other file is still linted and reported.
@@ -24,6 +25,7 @@ NAMES = {
     "EKV002": "undecodable-file",
     "EKV003": "nesting-too-deep",
     "EKV004": "fix-not-written",
+    "EKV005": "file-too-large",
     "EKV999": "internal-error",
 }
 

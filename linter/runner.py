@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
@@ -37,6 +38,10 @@ MAX_FIX_PASSES = 10
 # libcst's native parser crashes the process (not an exception) somewhere past ~1,000 nested
 # brackets; CPython itself refuses more than 200, so deeper files are not valid Python anyway.
 _SAFE_BRACKET_DEPTH = 200
+# libcst needs about 4 KB of memory per token and time that grows faster than the file (a 10 MB
+# file of one long list took 12 minutes and 13 GB); a file this large is generated data, not
+# attention code someone edits. The largest .py in torch is 1.4 MB.
+MAX_SOURCE_CHARS = 2_000_000
 _BRACKETS = re.compile(r"[()\[\]{}]")
 # Below this many files a process pool costs more to start than it saves.
 POOL_THRESHOLD = 16
@@ -182,7 +187,7 @@ class _Unlintable(Exception):
 def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
     if not job.rules or not may_have_findings(text, job.rules, job.settings):
         return []
-    _refuse_deep_nesting(text, path)
+    _refuse_unparsable(text, path)
     try:
         module = cst.parse_module(text)
         findings = lint_module(module, path, job.settings, job.rules)
@@ -193,23 +198,36 @@ def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
     return _not_ignored(unsuppressed(findings, text), path, job.settings)
 
 
-def _refuse_deep_nesting(text: str, path: str) -> None:
-    """Raise for a file nested deeper than Python allows, before libcst can crash on it.
+def _refuse_unparsable(text: str, path: str) -> None:
+    """Raise for a file libcst cannot be trusted with, before it takes minutes or crashes.
 
-    The count includes brackets in strings and comments, so it only decides whether CPython's
-    own parser must give the verdict.
+    Too large: refused outright. Too deep: CPython's own parser gives the verdict, because
+    libcst overflows the C stack (a segfault, not an exception) on expressions nested a few
+    thousand deep (``a.b.b...``, ``x[0][0]...``, ``lambda: lambda: ...``, brackets), all of
+    which CPython refuses too. Any other syntax error is left to libcst, which may know newer
+    syntax than this interpreter; the bracket count (strings and comments included) only
+    decides whether a syntax error must be reported here.
     """
-    if text.count("(") + text.count("[") + text.count("{") <= _SAFE_BRACKET_DEPTH:
-        return
-    depth = accumulate(1 if b in "([{" else -1 for b in _BRACKETS.findall(text))
-    if max(depth, default=0) <= _SAFE_BRACKET_DEPTH:
-        return
+    if len(text) > MAX_SOURCE_CHARS:
+        raise _Unlintable(FileProblem(
+            path, "EKV005",
+            f"too large to lint ({len(text):,} characters, the limit is {MAX_SOURCE_CHARS:,}); exclude generated files",
+        ))
     try:
-        ast.parse(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes and the like are not ours to report
+            ast.parse(text)
     except SyntaxError as exc:
-        raise _Unlintable(FileProblem(path, "E999", f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1)) from None
+        if _bracket_depth(text) > _SAFE_BRACKET_DEPTH:
+            raise _Unlintable(FileProblem(path, "E999", f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1)) from None
     except (RecursionError, MemoryError):
         raise _Unlintable(FileProblem(path, "EKV003", "nested too deeply to parse; split the expression or statement")) from None
+
+
+def _bracket_depth(text: str) -> int:
+    if text.count("(") + text.count("[") + text.count("{") <= _SAFE_BRACKET_DEPTH:
+        return 0
+    return max(accumulate(1 if b in "([{" else -1 for b in _BRACKETS.findall(text)), default=0)
 
 
 def _not_ignored(findings: list[Finding], path: str, settings: Settings) -> list[Finding]:
