@@ -195,9 +195,15 @@ def _pin_dispatcher_objects(packet: Any) -> None:
     """
     from torch.utils._python_dispatch import TorchDispatchMode
 
+    def stop(self: Any, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        raise _Pinned
+
     class StopAtPython(TorchDispatchMode):
-        def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-            raise _Pinned
+        pass
+
+    # Set after the class exists: TorchDispatchMode wraps a __torch_dispatch__ defined in the class
+    # body in dynamo.disable, whose first call imports torch._dynamo (about 3 s) only to reach this.
+    StopAtPython.__torch_dispatch__ = stop
 
     for name in packet.overloads():
         overload = getattr(packet, name)

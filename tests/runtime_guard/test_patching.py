@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import threading
 import types
@@ -21,7 +23,7 @@ from runtime_guard import (
     patching,
 )
 from tests.runtime_guard.calls import AttentionCase
-from tests.runtime_guard.conftest import npu
+from tests.runtime_guard.conftest import DOUBLE_DIR, npu
 
 GUARDED = [(row.name, row.namespace) for row in ops.ROWS]
 
@@ -85,6 +87,42 @@ def test_python_dispatch_sees_the_raw_op_overload(guard):
         case.call()
     raw = patching.unwrap(torch.ops.npu.npu_fusion_attention).default
     assert raw in seen and all(isinstance(f, torch._ops.OpOverload) for f in seen)
+
+
+FRESH_INSTALL = """
+import sys
+import torch
+import torch_npu
+from torch.utils._python_dispatch import TorchDispatchMode
+import runtime_guard
+from runtime_guard import patching
+
+runtime_guard.install("raise")
+print("dynamo imported by install:", "torch._dynamo" in sys.modules)
+seen = []
+
+class Record(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        seen.append(func)
+        raise RuntimeError("recorded")
+
+q, kv = torch_npu.npu(torch.randn(8, 4, 8)), torch_npu.npu(torch.randn(8, 2, 8))
+try:
+    with Record():
+        torch.ops.npu.npu_fusion_attention.default(q, kv, kv, 4, "TND", actual_seq_qlen=[8], actual_seq_kvlen=[8])
+except RuntimeError:
+    pass
+print("dispatch saw the raw overload:", seen == [patching.unwrap(torch.ops.npu.npu_fusion_attention).default])
+"""
+
+
+def test_first_install_in_a_fresh_process_pins_the_raw_overloads_without_importing_dynamo(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KVGUARD")}
+    env["PYTHONPATH"] = str(DOUBLE_DIR)
+    result = subprocess.run([sys.executable, "-c", FRESH_INSTALL], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "dynamo imported by install: False" in result.stdout
+    assert "dispatch saw the raw overload: True" in result.stdout
 
 
 def test_lazy_atb_wrapper_overwritten_after_install_stays_guarded(guard):
