@@ -229,8 +229,8 @@ class _Walker:
         self.line: cst.SimpleStatementLine | None = None
 
     def bind(self, name: str, value: cst.BaseExpression | None, kind: str,
-             value_orders: tuple[int, int] = (0, 0)) -> None:
-        line = self.line if kind == "assign" else None
+             value_orders: tuple[int, int] = (0, 0), alone: bool = True) -> None:
+        line = self.line if kind == "assign" and alone else None
         self.scope.bindings.setdefault(name, []).append(
             Binding(name, self.order, value, kind, line, value_orders)
         )
@@ -267,6 +267,9 @@ class _Walker:
         self.line = None
 
     def assign(self, node: cst.Assign, quiet: bool, store: bool) -> None:
+        if len(node.targets) == 1 and _pairs_up(node.targets[0].target, node.value):
+            self.unpack(node.targets[0].target, node.value, quiet)
+            return
         start = self.order
         self.walk(node.value, quiet)
         for target in node.targets:
@@ -281,6 +284,23 @@ class _Walker:
     def aug_assign(self, node: cst.AugAssign, quiet: bool, store: bool) -> None:
         self.walk(node.value, quiet)
         self.bind_target(node.target, None, quiet)
+
+    def unpack(self, target: cst.Tuple | cst.List, value: cst.Tuple | cst.List, quiet: bool) -> None:
+        """``q, k = q[:n], k[:n]``: each name is bound to its own element, as if assigned alone.
+
+        The statement binds several names, so it is no line a fix could mirror (``line`` is None).
+        """
+        self.order += 1  # the value tuple itself
+        elements = []
+        for element in value.elements:
+            start = self.order
+            self.walk(element.value, quiet)
+            elements.append((element.value, (start, self.order + 1)))
+        for name, (element, orders) in zip(target.elements, elements):
+            if isinstance(name.value, cst.Name):
+                self.bind(name.value.value, element, "assign", orders, alone=False)
+            else:
+                self.bind_target(name.value, None, quiet)
 
     def bind_target(self, target: cst.BaseExpression, value: cst.BaseExpression | None,
                     quiet: bool, value_orders: tuple[int, int] = (0, 0)) -> None:
@@ -300,6 +320,13 @@ class _Walker:
             self.scope.non_tensors.update(_target_names(node.target))
         if isinstance(node.target, cst.Name):
             self.bind(node.target.value, node.iter, "loop")
+        elif _zips_onto(node.target, node.iter):
+            # ``for k_c, v_c in zip(k.chunk(n), v.chunk(n))``: each name walks its own iterable.
+            for name, arg in zip(node.target.elements, node.iter.args):
+                if isinstance(name.value, cst.Name):
+                    self.bind(name.value.value, arg.value, "loop")
+                else:
+                    self.bind_target(name.value, None, quiet)
         else:
             self.bind_target(node.target, None, quiet)
         if isinstance(node, cst.For):
@@ -367,6 +394,25 @@ def _iterates_keys_or_counters(iterable: cst.BaseExpression) -> bool:
             return False
         iterable = iterable.args[0].value
     return False
+
+
+def _pairs_up(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
+    """``a, b = x, y``: a target tuple matched element for element by a value tuple."""
+    return (
+        isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List))
+        and len(target.elements) == len(value.elements)
+        and not any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements))
+    )
+
+
+def _zips_onto(target: cst.BaseExpression, iterable: cst.BaseExpression) -> bool:
+    """``for a, b in zip(xs, ys)``: one plain iterable per target name."""
+    return (
+        isinstance(target, (cst.Tuple, cst.List)) and isinstance(iterable, cst.Call)
+        and callee_tail(iterable) == "zip" and len(target.elements) == len(iterable.args)
+        and not any(isinstance(e, cst.StarredElement) for e in target.elements)
+        and all(arg.keyword is None and not arg.star for arg in iterable.args)
+    )
 
 
 def _target_names(target: cst.BaseExpression) -> Iterator[str]:

@@ -315,12 +315,28 @@ def _value_source(scope: Scope, expr: cst.BaseExpression, order: int) -> str | N
         if name is None or _resized_anywhere(scope, name):
             return None
         binding = scope.binding_before(name, order)
-        if binding is None or binding.kind != "assign" or binding.value is None:
+        if binding is None or binding.value is None or binding.kind not in ("assign", "loop"):
             return name
-        alias = dotted_name(strip_shape_keeping(binding.value))
+        # A loop name is an alias only when every iteration yields the same object.
+        source = binding.value if binding.kind == "assign" else _repeated_item(binding.value)
+        alias = None if source is None else dotted_name(strip_shape_keeping(source))
         if alias is None:
             return name
         name, order = alias, binding.order
+    return None
+
+
+def _repeated_item(iterable: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``v`` in ``[v] * n``, ``(v,) * n`` or ``itertools.repeat(v, n)``: one object every time."""
+    if isinstance(iterable, cst.BinaryOperation) and isinstance(iterable.operator, cst.Multiply):
+        for side in (iterable.left, iterable.right):
+            if (isinstance(side, (cst.List, cst.Tuple)) and len(side.elements) == 1
+                    and isinstance(side.elements[0], cst.Element)):
+                return side.elements[0].value
+        return None
+    if isinstance(iterable, cst.Call) and dotted_name(iterable.func) == "itertools.repeat" and iterable.args:
+        first = iterable.args[0]
+        return first.value if first.keyword is None and not first.star else None
     return None
 
 

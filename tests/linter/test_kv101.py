@@ -149,6 +149,49 @@ def kv101(source: str):
             """,
             id="value-sliced-but-the-whole-value-passed",
         ),
+        pytest.param(
+            """
+            def f(q, k, v, n):
+                q, k = q[:n], k[:n]
+                return flash_attn_func(q, k, v)
+            """,
+            id="tuple-assignment-trims-query-and-key-only",
+        ),
+        pytest.param(
+            """
+            def f(q, k, v, n):
+                k, v_unused = k[:n], v[:n]
+                return flash_attn_func(q, k, v)
+            """,
+            id="tuple-assignment-trimmed-value-never-used",
+        ),
+        pytest.param(
+            """
+            def f(q, k, v, n):
+                for k_c, v_c in zip(k.chunk(n), [v] * n):
+                    out = flash_attn_func(q, k_c, v_c)
+                return out
+            """,
+            id="zipped-key-chunks-with-the-whole-value-repeated",
+        ),
+        pytest.param(
+            """
+            def f(q, k, v, n):
+                for k_c, v_c in zip(k.chunk(n), itertools.repeat(v)):
+                    out = flash_attn_func(q, k_c, v_c)
+                return out
+            """,
+            id="zipped-key-chunks-with-itertools-repeat-value",
+        ),
+        pytest.param(
+            """
+            def f(q, k, v, n):
+                for k_c, v_c in zip(k.chunk(n), v.chunk(n)):
+                    out = flash_attn_func(q, k_c, v)
+                return out
+            """,
+            id="zipped-chunks-but-the-whole-value-passed",
+        ),
     ],
 )
 def test_bug_shape_is_reported(source):
@@ -337,6 +380,40 @@ def test_bug_shape_is_reported(source):
             """,
             id="key-only-path-by-design",
         ),
+        pytest.param(
+            """
+            def f(q, k, v, n):
+                q, k, v = q[:n], k[:n], v[:n]
+                return flash_attn_func(q, k, v)
+            """,
+            id="tuple-assignment-trims-all-three",
+        ),
+        pytest.param(
+            """
+            def f(q, k, v, n):
+                k, v = k[:n], v[:n]
+                return flash_attn_func(q, k, v)
+            """,
+            id="tuple-assignment-trims-key-and-value",
+        ),
+        pytest.param(
+            """
+            def f(q, k, v, n):
+                for k_c, v_c in zip(k.chunk(n), v.chunk(n)):
+                    out = flash_attn_func(q, k_c, v_c)
+                return out
+            """,
+            id="zipped-key-and-value-chunks",
+        ),
+        pytest.param(
+            """
+            def f(q, k, v, n):
+                for k_c, v_c in zip(k.chunk(n), v.repeat(n, 1)):
+                    out = flash_attn_func(q, k_c, v_c)
+                return out
+            """,
+            id="zipped-with-a-tensor-repeat-not-a-repeated-value",
+        ),
     ],
 )
 def test_look_alike_is_silent(source):
@@ -354,6 +431,19 @@ def test_finding_names_the_key_line_and_the_value_line():
     assert finding.span.row == 3
     assert [r.span.row for r in finding.related] == [4]
     assert "`k`" in finding.message and "`v`" in finding.message
+
+
+def test_tuple_assignment_suggests_the_mirrored_operation_but_offers_no_fix():
+    # The statement binds q too: mirroring the whole line would slice q twice.
+    (finding,) = kv101(
+        """
+        def f(q, k, v, n):
+            q, k = q[:n], k[:n]
+            return flash_attn_func(q, k, v)
+        """
+    )
+    assert (finding.span.row, finding.span.column, finding.related[0].span.row) == (3, 19, 4)
+    assert finding.fix is None and "`v[:n]`" in finding.suggestion
 
 
 def test_fix_mirrors_an_assigned_slice_onto_the_value():

@@ -69,6 +69,36 @@ def test_assignment_records_the_line_it_is_alone_on():
     assert scope.bindings["b"][0].line is None
 
 
+def test_tuple_assignment_binds_each_name_to_its_own_element_without_a_line():
+    scope = function_scope(
+        """
+        def f(q, k, n):
+            q, k = q[:n], k.chunk(n)
+        """
+    )
+    q, k = scope.bindings["q"][-1], scope.bindings["k"][-1]
+    assert (cst.Module([]).code_for_node(q.value), cst.Module([]).code_for_node(k.value)) == ("q[:n]", "k.chunk(n)")
+    assert (q.kind, k.kind, q.line, k.line) == ("assign", "assign", None, None)
+    # Each value range holds only its own element: the chunk call is inside k's, not q's.
+    assert [c.tail for c in scope.calls_within(q.value_orders)] == []
+    assert [c.tail for c in scope.calls_within(k.value_orders)] == ["chunk"]
+
+
+def test_zip_loop_binds_each_target_to_its_own_iterable():
+    scope = function_scope(
+        """
+        def f(k, v, n):
+            for k_c, v_c in zip(k.chunk(n), [v] * n):
+                pass
+        """
+    )
+    k_c, v_c = scope.bindings["k_c"][0], scope.bindings["v_c"][0]
+    assert (k_c.kind, v_c.kind) == ("loop", "loop")
+    assert (cst.Module([]).code_for_node(k_c.value), cst.Module([]).code_for_node(v_c.value)) == (
+        "k.chunk(n)", "[v] * n"
+    )
+
+
 def test_value_orders_enclose_the_accesses_and_calls_of_the_value():
     scope = function_scope(
         """
