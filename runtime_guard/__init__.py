@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from runtime_guard import activation, ops, patching, validators
+from runtime_guard.checks import ABSENT
 from runtime_guard.reporting import (
     KVConsistencyError,
     KVConsistencyWarning,
@@ -116,7 +117,7 @@ def guard(
         params = ops.signature_params(fn)
         names = {p[0] for p in params}
         layout_role = layout if layout in names else ops.Fixed(layout)  # a parameter or a fixed layout
-        roles = (layout_role, query, key, value, role(heads), role(kv_heads), role(seq_lens_q), role(seq_lens_kv), ops.Fixed(None), ops.Fixed(0), ops.Fixed(device_type))
+        roles = (layout_role, query, key, value, role(heads, ABSENT), role(kv_heads, ABSENT), role(seq_lens_q), role(seq_lens_kv), ops.Fixed(None), ops.Fixed(0), ops.Fixed(device_type))
         missing = [r for r in roles if isinstance(r, str) and r not in names]
         if missing:
             raise TypeError(f"runtime_guard.guard: {fn.__qualname__} has no parameter(s) {', '.join(missing)}")

@@ -24,6 +24,14 @@ class _Missing:
 MISSING = _Missing()  # a required argument the call did not pass
 
 
+class _Absent:
+    def __repr__(self) -> str:
+        return "<absent>"
+
+
+ABSENT = _Absent()  # a head count the op (or a guard()-decorated function) has no argument for
+
+
 class Violation(NamedTuple):
     check: str
     requirement: str
@@ -128,14 +136,14 @@ def k_v_head_counts_match(key_name: str, key: Any, key_heads: int, value_name: s
     )
 
 
-def q_k_head_dims_match(query: Any, q_dim: int, key_name: str, key: Any, k_dim: int) -> Violation | None:
+def q_k_head_dims_match(query: Any, q_dim: int, key_name: str, key: Any, k_dim: int, query_name: str = "query") -> Violation | None:
     if q_dim == k_dim:
         return None
     return Violation(
         "q_k_head_dims_match",
-        f"{describe('query', query)} and {describe(key_name, key)} must have equal head dims: {q_dim} != {k_dim}",
+        f"{describe(query_name, query)} and {describe(key_name, key)} must have equal head dims: {q_dim} != {k_dim}",
         "Q and K projected to different head sizes, or a rotary/nope split applied to one side only",
-        (("query", query), (key_name, key)),
+        ((query_name, query), (key_name, key)),
     )
 
 
@@ -146,20 +154,64 @@ def divides(check: str, what: str, whole: int, part: int, named: tuple, cause: s
     return Violation(check, f"{what}: {part} must be positive and divide {whole}", cause, named)
 
 
-def kv_heads_divide_q_heads(q_heads: int, kv_heads: int, query: Any, key_name: str, key: Any) -> Violation | None:
+def kv_heads_divide_q_heads(q_heads: int, kv_heads: int, query: Any, key_name: str, key: Any, query_name: str = "query") -> Violation | None:
     if type(kv_heads) is int and kv_heads > 0 and type(q_heads) is int and q_heads % kv_heads == 0:
         return None
     return divides(
         "kv_heads_divide_q_heads",
-        f"KV heads of {describe(key_name, key)} must divide the query heads of {describe('query', query)}",
+        f"KV heads of {describe(key_name, key)} must divide the query heads of {describe(query_name, query)}",
         q_heads,
         kv_heads,
-        (("query", query), (key_name, key)),
+        ((query_name, query), (key_name, key)),
         HEAD_CONFIG,
     )
 
 
+def _shown(value: Any) -> str:
+    """A host argument as a message shows it: tensors by shape only, long reprs cut."""
+    if value is MISSING:
+        return "missing"
+    if is_tensor_like(value):
+        return f"a tensor {tuple(value.shape)}"
+    text = repr(value)
+    return f"{text if len(text) <= 60 else text[:57] + '...'} ({type(value).__name__})"
+
+
+def is_int(value: Any) -> bool:
+    return isinstance(value, Integral) and not isinstance(value, bool) and not is_tensor_like(value)
+
+
+def int_argument(arg: str, value: Any, meaning: str) -> Violation | None:
+    """A host integer the guard reads (a head count, a block size) that is not an int at all."""
+    if is_int(value):
+        return None
+    return Violation(
+        "argument_types",
+        f"{arg} is {_shown(value)}; it must be an int: {meaning} (pass {arg}=<int>)",
+        "a wrong argument order, a value read from the wrong config field, or a missing argument",
+        (),
+    )
+
+
+def lengths_argument(arg: str, value: Any, optional: bool) -> Violation:
+    """A length argument that is neither a host list of ints nor a tensor (nor None where allowed)."""
+    got = _shown(value)
+    if type(value) in (list, tuple):
+        got += next((f", whose entry {_shown(v)} is not an int" for v in value if not is_int(v)), "")
+    allowed = "a list of ints or a 1-D integer tensor" + (", or None" if optional else "")
+    return Violation(
+        "argument_types",
+        f"{arg} is {got}; it must be {allowed} (pass {arg}=[...] with one int per entry)",
+        "lengths built from the wrong object (a string, a float division, an unset entry)",
+        (),
+    )
+
+
 def head_count_matches(arg: str, declared: Any, actual: int, tensor_name: str, tensor: Any) -> Violation | None:
+    if type(declared) is int and declared == actual:
+        return None
+    if not is_int(declared):
+        return int_argument(arg, declared, f"{actual}, the head axis of {describe(tensor_name, tensor)}")
     if declared == actual:
         return None
     return Violation(
@@ -235,8 +287,8 @@ def same_batch(q_arg: str, q_lengths: list | tuple, kv_arg: str, kv_lengths: lis
     )
 
 
-def per_sequence_lengths_fit(arg: str, lengths: list | tuple, capacity: int, batch: int | None, where: str) -> Violation | None:
-    """Per-sequence lengths: one per sequence (or one for all), each in [0, capacity]."""
+def per_sequence_lengths_fit(arg: str, lengths: list | tuple, capacity: int, batch: int | None, where: str, owner: str = "") -> Violation | None:
+    """Per-sequence lengths: one per sequence (or one for all), each in [0, capacity] (``owner + where``, worded on failure)."""
     if batch is not None and len(lengths) not in (batch, 1):
         problem = f"has {len(lengths)} entries for a batch of {batch}"
     elif lengths and min(lengths) < 0:
@@ -247,7 +299,7 @@ def per_sequence_lengths_fit(arg: str, lengths: list | tuple, capacity: int, bat
         return None
     return Violation(
         "per_sequence_lengths_fit",
-        f"{arg} {_short(lengths)} {problem}; each length must be >= 0 and fit {where} ({capacity})",
+        f"{arg} {_short(lengths)} {problem}; each length must be >= 0 and fit {owner}{where} ({capacity})",
         LENGTHS_STALE,
         (),
     )
@@ -275,16 +327,16 @@ def slot_count_matches(slot_name: str, slots: Any, tokens: int, key: Any) -> Vio
     )
 
 
-def caches_match(key_cache: Any, value_cache: Any, axes: tuple) -> Violation | None:
+def caches_match(key_cache: Any, value_cache: Any, axes: tuple, key_name: str = "key_cache", value_name: str = "value_cache") -> Violation | None:
     """Both caches: same number of blocks, block size and KV heads (the given axes)."""
     k_shape, v_shape = key_cache.shape, value_cache.shape
     if len(k_shape) == len(v_shape) and all(k_shape[a] == v_shape[a] for a in axes):
         return None
     return Violation(
         "caches_match",
-        f"{describe('key_cache', key_cache)} and {describe('value_cache', value_cache)} must agree on blocks, block size and KV heads",
+        f"{describe(key_name, key_cache)} and {describe(value_name, value_cache)} must agree on blocks, block size and KV heads",
         CACHE_POOLS,
-        (("key_cache", key_cache), ("value_cache", value_cache)),
+        ((key_name, key_cache), (value_name, value_cache)),
     )
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from runtime_guard import validators
-from runtime_guard.checks import MISSING
+from runtime_guard.checks import ABSENT, MISSING
 
 
 class Fixed(NamedTuple):
@@ -30,7 +30,7 @@ class OpRow(NamedTuple):
 ATTENTION_LAYOUT = "input_layout"
 
 ROWS = (
-    OpRow("npu_fusion_attention", "npu", ("input_layout", "query", "key", "value", "head_num", Fixed(None), "actual_seq_qlen", "actual_seq_kvlen", Fixed(None), Fixed(0)), validators.attention, ATTENTION_LAYOUT),
+    OpRow("npu_fusion_attention", "npu", ("input_layout", "query", "key", "value", "head_num", Fixed(ABSENT), "actual_seq_qlen", "actual_seq_kvlen", Fixed(None), Fixed(0)), validators.attention, ATTENTION_LAYOUT),
     OpRow("npu_fused_infer_attention_score", "npu", ("input_layout", "query", "key", "value", "num_heads", "num_key_value_heads", "actual_seq_lengths", "actual_seq_lengths_kv", "block_table", "block_size"), validators.attention, ATTENTION_LAYOUT),
     OpRow("npu_fused_infer_attention_score_v2", "npu", ("input_layout", "query", "key", "value", "num_query_heads", "num_key_value_heads", "actual_seq_qlen", "actual_seq_kvlen", "block_table", "block_size"), validators.attention, ATTENTION_LAYOUT),
     OpRow("npu_prompt_flash_attention", "npu", ("input_layout", "query", "key", "value", "num_heads", "num_key_value_heads", "actual_seq_lengths", "actual_seq_lengths_kv", Fixed(None), Fixed(0)), validators.attention, ATTENTION_LAYOUT),
@@ -44,6 +44,13 @@ ROWS = (
 
 ROWS_BY_NAME = {row.name: row for row in ROWS}
 
+# Head counts an older op version lacks are ABSENT (not judged); None there would be the user's.
+HEAD_ROLES = {"head_num", "num_heads", "num_query_heads", "num_key_value_heads"}
+
+
+def role_names(row: OpRow) -> tuple:
+    """The op's own name for each role (None where it has no argument): what messages call them."""
+    return tuple(None if isinstance(role, Fixed) else role for role in row.roles)
 
 
 class Binder:
@@ -59,7 +66,7 @@ class Binder:
                 slots.append((-1, "", role.value))
                 continue
             if role not in by_name:
-                slots.append((-1, "", None))  # an older op version without this argument
+                slots.append((-1, "", ABSENT if role in HEAD_ROLES else None))  # an older op version without this argument
                 continue
             index, kwarg_only, default = by_name[role]
             slots.append((-1 if kwarg_only else index, role, default))

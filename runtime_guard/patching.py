@@ -15,7 +15,7 @@ import threading
 import warnings
 from typing import Any
 
-from runtime_guard import ops
+from runtime_guard import ops, validators
 from runtime_guard.reporting import (
     KVConsistencyError,
     KVGuardInternalWarning,
@@ -91,6 +91,9 @@ def _print_summary_at_exit() -> None:
 def _report(op: GuardedOp, mode: str, values: list, found: Any) -> None:
     """A violation: raise it, or warn/log it; a failure while wording it is a guard bug."""
     try:
+        if op._row.validate is validators.attention:
+            # Judged with generic role names on the hot path; worded with the op's own argument names.
+            found = validators.attention(*values, names=ops.role_names(op._row)) or found
         layout_index = op._binder.layout_index
         layout = values[layout_index] if layout_index >= 0 else op._row.layout
         reporter().violation(mode, op._label, str(layout), found)

@@ -9,44 +9,49 @@ from __future__ import annotations
 from typing import Any
 
 from runtime_guard import checks as c
+from runtime_guard.checks import ABSENT
 from runtime_guard.layouts import input_layout
 
 DEVICE_TYPE = "npu"
 
+# What attention() calls its roles unless told the op's own argument names (the guard re-runs a
+# failing call's validation with them, so naming costs nothing on a passing call).
+ATTENTION_NAMES = ("input_layout", "query", "key", "value", "num_heads", "num_key_value_heads", "actual_seq_lengths", "actual_seq_lengths_kv", "block_table", "block_size")
 
-def attention(layout_arg: Any, q: Any, k: Any, v: Any, heads: Any, kv_heads: Any, q_lens: Any, kv_lens: Any, block_table: Any, block_size: Any, device_type: str | None = DEVICE_TYPE) -> c.Violation | None:
+
+def attention(layout_arg: Any, q: Any, k: Any, v: Any, heads: Any, kv_heads: Any, q_lens: Any, kv_lens: Any, block_table: Any, block_size: Any, device_type: str | None = DEVICE_TYPE, names: tuple = ATTENTION_NAMES) -> c.Violation | None:
     """npu_fusion_attention, npu_fused_infer_attention_score(_v2), prompt/incre flash attention, guard().
 
     This runs on every call, so each rule is first tested inline and its check function (which
     words the violation) is called only when the inline test fails.
     """
     known = c.TENSOR_TYPES
-    if (type(q) not in known or type(k) not in known or type(v) not in known) and (found := c.arguments_are_tensors((("query", q), ("key", k), ("value", v)))):
+    if (type(q) not in known or type(k) not in known or type(v) not in known) and (found := c.arguments_are_tensors(((names[1], q), (names[2], k), (names[3], v)))):
         return found
     device = q.device
     if (device_type is not None and device.type != device_type) or k.device != device or v.device != device:
-        return c.one_device_of_type((("query", q), ("key", k), ("value", v)), device_type)
+        return c.one_device_of_type(((names[1], q), (names[2], k), (names[3], v)), device_type)
     dtype = q.dtype
     if k.dtype is not dtype or v.dtype is not dtype:
-        return c.one_dtype((("query", q), ("key", k), ("value", v)))
+        return c.one_dtype(((names[1], q), (names[2], k), (names[3], v)))
     if type(layout_arg) is not str:
         return c.layout_is_text(layout_arg)
     layout = input_layout(layout_arg)
     if layout is None:
         return None  # the kernel rejects layouts it does not know with its own message
     if block_table is not None:
-        return _paged_attention(layout, q, k, v, heads, kv_heads, q_lens, kv_lens, block_table, block_size)
+        return _paged_attention(layout, q, k, v, heads, kv_heads, q_lens, kv_lens, block_table, block_size, names)
     q_shape, k_shape, v_shape = q.shape, k.shape, v.shape
     rank = layout.rank
     if len(q_shape) != rank or len(k_shape) != rank or len(v_shape) != rank:
-        return next(found for name, tensor in (("query", q), ("key", k), ("value", v)) if (found := c.rank_matches_layout(name, tensor, layout.name, rank)))
+        return next(found for name, tensor in ((names[1], q), (names[2], k), (names[3], v)) if (found := c.rank_matches_layout(name, tensor, layout.name, rank)))
     tokens = layout.tokens
     q_tokens, k_tokens, v_tokens = tokens(q_shape), tokens(k_shape), tokens(v_shape)
     if k_tokens != v_tokens:
-        return c.k_v_token_counts_match("key", k, k_tokens, "value", v, v_tokens)
+        return c.k_v_token_counts_match(names[2], k, k_tokens, names[3], v, v_tokens)
     h = layout.head_axis
     if h is None:
-        if found := _hidden_heads(layout.name, q, k, v, heads):
+        if found := _hidden_heads(layout.name, q, k, v, heads, names):
             return found
         q_dim = q_shape[2] // heads
         q_heads, k_heads, v_heads, k_dim = heads, k_shape[2] // q_dim, k_shape[2] // q_dim, q_dim
@@ -54,97 +59,117 @@ def attention(layout_arg: Any, q: Any, k: Any, v: Any, heads: Any, kv_heads: Any
         q_heads, k_heads, v_heads = q_shape[h], k_shape[h], v_shape[h]
         q_dim, k_dim = q_shape[layout.dim_axis], k_shape[layout.dim_axis]
     if k_heads != v_heads:
-        return c.k_v_head_counts_match("key", k, k_heads, "value", v, v_heads)
+        return c.k_v_head_counts_match(names[2], k, k_heads, names[3], v, v_heads)
     if q_dim != k_dim:
-        return c.q_k_head_dims_match(q, q_dim, "key", k, k_dim)
-    if heads is not None and heads != q_heads:
-        return c.head_count_matches("head count", heads, q_heads, "query", q)
-    if k_heads <= 0 or q_heads % k_heads:
-        return c.kv_heads_divide_q_heads(q_heads, k_heads, q, "key", k)
-    if kv_heads and kv_heads != k_heads:
-        return c.head_count_matches("num_key_value_heads", kv_heads, k_heads, "key", k)
-    if layout.packed:
-        return _packed_lengths(q, k, q_tokens[0], k_tokens[0], q_lens, kv_lens)
-    if q_tokens[0] != k_tokens[0]:
-        return c.axis_matches("q_kv_batches_match", lambda: f"{c.describe('query', q)} and {c.describe('key', k)} must have the same batch", q_tokens[0], k_tokens[0], (("query", q), ("key", k)), c.LENGTHS_STALE)
-    if found := _per_sequence("actual_seq_lengths", q_lens, q_tokens[1], q_tokens[0], "query's sequence axis"):
+        return c.q_k_head_dims_match(q, q_dim, names[2], k, k_dim, names[1])
+    if (type(heads) is not int or heads != q_heads) and heads is not ABSENT and (found := c.head_count_matches(names[4], heads, q_heads, names[1], q)):
         return found
-    return _per_sequence("actual_seq_lengths_kv", kv_lens, k_tokens[1], k_tokens[0], "key's sequence axis")
+    if k_heads <= 0 or q_heads % k_heads:
+        return c.kv_heads_divide_q_heads(q_heads, k_heads, q, names[2], k, names[1])
+    if (type(kv_heads) is not int or (kv_heads and kv_heads != k_heads)) and kv_heads is not ABSENT and (found := _declared_kv_heads(names[5], kv_heads, k_heads, names[2], k)):
+        return found
+    if layout.packed:
+        return _packed_lengths(q, k, q_tokens[0], k_tokens[0], q_lens, kv_lens, names)
+    if q_tokens[0] != k_tokens[0]:
+        return c.axis_matches("q_kv_batches_match", lambda: f"{c.describe(names[1], q)} and {c.describe(names[2], k)} must have the same batch", q_tokens[0], k_tokens[0], ((names[1], q), (names[2], k)), c.LENGTHS_STALE)
+    if found := _per_sequence(names[6], q_lens, q_tokens[1], q_tokens[0], names[1], "'s sequence axis"):
+        return found
+    return _per_sequence(names[7], kv_lens, k_tokens[1], k_tokens[0], names[2], "'s sequence axis")
 
 
-def _hidden_heads(layout: str, q: Any, k: Any, v: Any, heads: Any) -> c.Violation | None:
+def _declared_kv_heads(arg: str, declared: Any, actual: int, tensor_name: str, tensor: Any) -> c.Violation | None:
+    """0 declares nothing (the kernel takes K's head axis); anything else must be that int."""
+    if c.is_int(declared) and declared == 0:
+        return None
+    return c.head_count_matches(arg, declared, actual, tensor_name, tensor)
+
+
+def _hidden_heads(layout: str, q: Any, k: Any, v: Any, heads: Any, names: tuple) -> c.Violation | None:
     """BSH/SBH fold heads into H = N * D: Q's head count must split it, and K/V must split by Q's head dim."""
-    named = (("query", q),)
+    named = ((names[1], q),)
     if type(heads) is not int:
-        return c.Violation("head_count_matches", f"layout {layout} needs an integer head count to split {c.describe('query', q)}, got {heads!r}", "a missing or wrongly typed head count", named)
+        if heads is ABSENT or c.is_int(heads):
+            return c.Violation("head_count_matches", f"layout {layout} needs an integer head count to split {c.describe(names[1], q)}, got {heads!r}", "a missing or wrongly typed head count", named)
+        return c.int_argument(names[4], heads, f"layout {layout} splits the hidden size of {c.describe(names[1], q)} by it")
     q_hidden, k_hidden, v_hidden = q.shape[2], k.shape[2], v.shape[2]
     if heads <= 0 or q_hidden % heads:
-        return c.divides("head_count_matches", f"the head count must split the hidden size of {c.describe('query', q)}", q_hidden, heads, named, "a head count from the model config that does not match this tensor")
+        return c.divides("head_count_matches", f"{names[4]} must split the hidden size of {c.describe(names[1], q)}", q_hidden, heads, named, "a head count from the model config that does not match this tensor")
     q_dim = q_hidden // heads
     if k_hidden % q_dim:
-        return c.divides("q_k_head_dims_match", f"Q's head dim must split the hidden size of {c.describe('key', k)}", k_hidden, q_dim, (("query", q), ("key", k)), "Q and K projected to different head sizes")
+        return c.divides("q_k_head_dims_match", f"Q's head dim must split the hidden size of {c.describe(names[2], k)}", k_hidden, q_dim, ((names[1], q), (names[2], k)), "Q and K projected to different head sizes")
     kv_heads = k_hidden // q_dim
     if v_hidden % kv_heads:
-        return c.divides("k_v_head_counts_match", f"K's {kv_heads} heads must split the hidden size of {c.describe('value', v)}", v_hidden, kv_heads, (("key", k), ("value", v)), c.HEAD_CONFIG)
+        return c.divides("k_v_head_counts_match", f"K's {kv_heads} heads must split the hidden size of {c.describe(names[3], v)}", v_hidden, kv_heads, ((names[2], k), (names[3], v)), c.HEAD_CONFIG)
     return None
 
 
-def _packed_lengths(q: Any, k: Any, q_total: int, k_total: int, q_lens: Any, kv_lens: Any) -> c.Violation | None:
+def _packed_lengths(q: Any, k: Any, q_total: int, k_total: int, q_lens: Any, kv_lens: Any, names: tuple) -> c.Violation | None:
+    q_arg, kv_arg = names[6], names[7]
     q_host = c.host_ints(q_lens)
     kv_host = q_host if kv_lens is q_lens else c.host_ints(kv_lens)
-    if q_host is not None and (found := c.cumulative_lengths_valid("query-side lengths", q_host, q_total, "query", q)):
+    if q_host is not None and (found := c.cumulative_lengths_valid(q_arg, q_host, q_total, names[1], q)):
         return found
-    if kv_host is not None and (kv_host is not q_host or k_total != q_total) and (found := c.cumulative_lengths_valid("key-side lengths", kv_host, k_total, "key", k)):
+    if kv_host is not None and (kv_host is not q_host or k_total != q_total) and (found := c.cumulative_lengths_valid(kv_arg, kv_host, k_total, names[2], k)):
         return found
     if q_host is not None and kv_host is not None:
-        return None if kv_host is q_host else c.same_batch("query-side lengths", q_host, "key-side lengths", kv_host)
-    for name, lengths in (("query-side lengths", q_lens), ("key-side lengths", kv_lens)):
-        if c.is_tensor_like(lengths) and (found := c.length_tensor_shape(name, lengths, None)):
+        return None if kv_host is q_host else c.same_batch(q_arg, q_host, kv_arg, kv_host)
+    for name, lengths, host in ((q_arg, q_lens, q_host), (kv_arg, kv_lens, kv_host)):
+        if host is not None or lengths is None:
+            continue
+        if not c.is_tensor_like(lengths):
+            return c.lengths_argument(name, lengths, optional=True)
+        if found := c.length_tensor_shape(name, lengths, None):
             return found
     return None
 
 
-def _per_sequence(arg: str, lengths: Any, capacity: int, batch: int | None, where: str) -> c.Violation | None:
+def _per_sequence(arg: str, lengths: Any, capacity: int, batch: int | None, owner: str, where: str, optional: bool = True) -> c.Violation | None:
     if lengths is None:
-        return None
+        return None if optional else c.lengths_argument(arg, lengths, optional)
     host = c.host_ints(lengths)
     if host is not None:
-        return c.per_sequence_lengths_fit(arg, host, capacity, batch, where)
+        return c.per_sequence_lengths_fit(arg, host, capacity, batch, where, owner)
     if c.is_tensor_like(lengths):
         return c.length_tensor_shape(arg, lengths, None if batch is None else (batch, 1))
-    return None
+    return c.lengths_argument(arg, lengths, optional)
 
 
-def _paged_attention(layout: Any, q: Any, k: Any, v: Any, heads: Any, kv_heads: Any, q_lens: Any, kv_lens: Any, block_table: Any, block_size: Any) -> c.Violation | None:
+def _paged_attention(layout: Any, q: Any, k: Any, v: Any, heads: Any, kv_heads: Any, q_lens: Any, kv_lens: Any, block_table: Any, block_size: Any, names: tuple) -> c.Violation | None:
     """Paged K/V: (blocks, block_size, H) or (blocks, KV heads, block_size, D) caches indexed by block_table."""
-    if found := c.arguments_are_tensors((("block_table", block_table),)):
+    if found := c.arguments_are_tensors(((names[8], block_table),)):
         return found
-    if found := c.rank_matches_layout("query", q, layout.name, layout.rank):
+    if found := c.rank_matches_layout(names[1], q, layout.name, layout.rank):
         return found
     k_shape = k.shape
     if len(k_shape) not in (3, 4):
-        return c.rank_matches_layout("key", k, "paged (blocks, block_size, H) or (blocks, N, block_size, D)", 3)
+        return c.rank_matches_layout(names[2], k, "paged (blocks, block_size, H) or (blocks, N, block_size, D)", 3)
     block_axis = 1 if len(k_shape) == 3 else 2
     same_axes = (0, 1) if len(k_shape) == 3 else (0, 1, 2)
-    if found := c.caches_match(k, v, same_axes):
+    if found := c.caches_match(k, v, same_axes, names[2], names[3]):
         return found
-    if block_size and (found := c.axis_matches("block_size_matches", lambda: f"block_size must equal the block axis of {c.describe('key', k)}", block_size, k_shape[block_axis], (("key", k),), "a block size from a different cache configuration")):
+    if type(block_size) is not int and (found := c.int_argument(names[9], block_size, f"the block axis of {c.describe(names[2], k)} ({k_shape[block_axis]}), or 0")):
+        return found
+    if block_size and (found := c.axis_matches("block_size_matches", lambda: f"{names[9]} must equal the block axis of {c.describe(names[2], k)}", block_size, k_shape[block_axis], ((names[2], k),), "a block size from a different cache configuration")):
         return found
     q_batch = q.shape[layout.token_axes[0]] if not layout.packed else None
     if len(block_table.shape) != 2 or (q_batch is not None and block_table.shape[0] != q_batch):
-        return c.Violation("block_table_shape", f"{c.describe('block_table', block_table)} must be 2-D with one row per sequence of {c.describe('query', q)}", "a block table built for a different batch", (("block_table", block_table), ("query", q)))
+        return c.Violation("block_table_shape", f"{c.describe(names[8], block_table)} must be 2-D with one row per sequence of {c.describe(names[1], q)}", "a block table built for a different batch", ((names[8], block_table), (names[1], q)))
+    if type(heads) is not int and heads is not ABSENT and (found := c.int_argument(names[4], heads, f"the number of query heads of {c.describe(names[1], q)}")):
+        return found
+    if type(kv_heads) is not int and kv_heads is not ABSENT and (found := c.int_argument(names[5], kv_heads, f"the KV heads of {c.describe(names[2], k)}, or 0")):
+        return found
     if len(k_shape) == 4 and layout.head_axis is not None:
         q_heads, k_heads = q.shape[layout.head_axis], k_shape[1]
-        if found := c.q_k_head_dims_match(q, q.shape[layout.dim_axis], "key", k, k_shape[3]):
+        if found := c.q_k_head_dims_match(q, q.shape[layout.dim_axis], names[2], k, k_shape[3], names[1]):
             return found
-        if heads is not None and (found := c.head_count_matches("head count", heads, q_heads, "query", q)):
+        if heads is not ABSENT and (found := c.head_count_matches(names[4], heads, q_heads, names[1], q)):
             return found
-        if found := c.kv_heads_divide_q_heads(q_heads, k_heads, q, "key", k):
+        if found := c.kv_heads_divide_q_heads(q_heads, k_heads, q, names[2], k, names[1]):
             return found
-        if kv_heads and (found := c.head_count_matches("num_key_value_heads", kv_heads, k_heads, "key", k)):
+        if kv_heads is not ABSENT and (found := _declared_kv_heads(names[5], kv_heads, k_heads, names[2], k)):
             return found
     capacity = block_table.shape[1] * k_shape[block_axis]
-    return _per_sequence("actual_seq_lengths_kv", kv_lens, capacity, block_table.shape[0], "block_table rows x block size")
+    return _per_sequence(names[7], kv_lens, capacity, block_table.shape[0], names[8], " rows x block size")
 
 
 def atb_flash_attention(q: Any, k: Any, v: Any, seq_len: Any, heads: Any, kv_heads: Any) -> c.Violation | None:
@@ -165,6 +190,8 @@ def atb_flash_attention(q: Any, k: Any, v: Any, seq_len: Any, heads: Any, kv_hea
             return found
         if found := c.head_count_matches("num_heads", heads, q.shape[1], "query", q) or c.head_count_matches("num_kv_heads", kv_heads, k.shape[1], "key", k):
             return found
+    if (type(heads) is not int or type(kv_heads) is not int) and (found := c.int_argument("num_heads", heads, "the number of query heads") or c.int_argument("num_kv_heads", kv_heads, "the number of K/V heads")):
+        return found
     if found := c.kv_heads_divide_q_heads(heads, kv_heads, q, "key", k):
         return found
     if found := c.axis_matches("k_v_token_counts_match", lambda: f"{c.describe('query', q)} and {c.describe('key', k)} must hold the same packed tokens", q.shape[0], k.shape[0], (("query", q), ("key", k)), c.KV_SLICED):
@@ -176,7 +203,7 @@ def atb_flash_attention(q: Any, k: Any, v: Any, seq_len: Any, heads: Any, kv_hea
         return c.axis_matches("per_sequence_lengths_fit", lambda: f"seq_len must sum to the token count of {c.describe('query', q)}", sum(host), q.shape[0], (("query", q),), c.LENGTHS_STALE)
     if c.is_tensor_like(seq_len):
         return c.length_tensor_shape("seq_len", seq_len, None)
-    return None
+    return c.lengths_argument("seq_len", seq_len, optional=False)
 
 
 def atb_paged_attention(q: Any, key_cache: Any, value_cache: Any, heads: Any, kv_heads: Any, block_table: Any, context_lens: Any) -> c.Violation | None:
@@ -197,7 +224,7 @@ def atb_paged_attention(q: Any, key_cache: Any, value_cache: Any, heads: Any, kv
     batch = q.shape[0]
     if len(block_table.shape) != 2 or block_table.shape[0] != batch:
         return c.Violation("block_table_shape", f"{c.describe('block_table', block_table)} must be 2-D with one row per query of {c.describe('query', q)}", "a block table built for a different batch", (("block_table", block_table), ("query", q)))
-    return _per_sequence("context_lens", context_lens, block_table.shape[1] * key_cache.shape[1], batch, "block_table rows x block size")
+    return _per_sequence("context_lens", context_lens, block_table.shape[1] * key_cache.shape[1], batch, "block_table", " rows x block size", optional=False)
 
 
 def cache_write(k: Any, v: Any, key_cache: Any, value_cache: Any, slots: Any, slot_name: str) -> c.Violation | None:

@@ -2,9 +2,10 @@
 lists, strings, numbers, dicts; required arguments left out; an unknown keyword added.
 
 Warn mode must leave the call untouched: the outcome (the kernel's or torch's own error, or the
-arguments the kernel saw) is exactly the unguarded one. Raise mode must either stop the call with a
-KVConsistencyError that names the argument, or (for what the guard does not judge) let the kernel
-say the very same as without the guard. Neither mode may fail inside the guard.
+arguments the kernel saw) is exactly the unguarded one. Raise mode must stop a call whose argument
+the guard reads is of the wrong type (or missing) with a KVConsistencyError that names the argument;
+garbage the guard does not read, or well-typed values it accepts, must let the kernel say the very
+same as without the guard. Neither mode may fail inside the guard.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from runtime_guard import (
     KVConsistencyError,
     KVGuardInternalError,
     KVGuardInternalWarning,
+    ops,
     patching,
 )
 from tests.runtime_guard.calls import AttentionCase
@@ -53,17 +55,13 @@ BASELINES = {
     "npu_scatter_pa_kv_cache": lambda: CacheWrite("npu_scatter_pa_kv_cache", "npu", 5, 2, 8, 8, 6, 4, torch.float16),
 }
 
-# What the guard calls an argument in its messages, besides the argument's own name.
-LABELS = {
-    "head_num": ("head count",), "num_heads": ("head count",), "num_query_heads": ("head count",),
-    "actual_seq_qlen": ("query-side lengths", "actual_seq_lengths"), "actual_seq_kvlen": ("key-side lengths", "actual_seq_lengths_kv"),
-    "actual_seq_lengths": ("query-side lengths", "actual_seq_lengths_kv"), "actual_seq_lengths_kv": ("key-side lengths",),
-}
+LEFT_OUT = object()
+LENGTH_ARGUMENTS = {"actual_seq_qlen", "actual_seq_kvlen", "actual_seq_lengths", "actual_seq_lengths_kv", "seq_len", "context_lens"}
 
 
 def garbage_calls(case: Any) -> Iterator:
-    """(names of the spoiled arguments, args, kwargs): one argument spoiled, the positional ones from
-    some point on left out, or an unknown keyword added."""
+    """(names of the spoiled arguments, the garbage, args, kwargs): one argument spoiled, the
+    positional ones from some point on left out, or an unknown keyword added."""
     args, kwargs = case.arguments()
     schema = patching.unwrap(getattr(torch_npu, case.op)).default._schema.arguments
     names = [a.name for a in schema]
@@ -74,17 +72,30 @@ def garbage_calls(case: Any) -> Iterator:
 
     for i in range(len(args)):
         for junk in junk_for(names[i]):
-            yield (names[i],), (*args[:i], junk, *args[i + 1 :]), kwargs
-        yield tuple(names[i : len(args)]), args[:i], kwargs
+            yield (names[i],), junk, (*args[:i], junk, *args[i + 1 :]), kwargs
+        yield tuple(names[i : len(args)]), LEFT_OUT, args[:i], kwargs
     for key in kwargs:
         for junk in junk_for(key):
-            yield (key,), args, {**kwargs, key: junk}
-    yield ("bogus_option",), args, {**kwargs, "bogus_option": 1}
+            yield (key,), junk, args, {**kwargs, key: junk}
+    yield ("bogus_option",), 1, args, {**kwargs, "bogus_option": 1}
 
 
 def names_one_of(message: str, arguments: tuple) -> bool:
-    labels = [label for argument in arguments for label in (argument, *LABELS.get(argument, ()))]
-    return any(f"{label}=" in message or f"{label} missing" in message or f"{label} " in message for label in labels)
+    return any(f"{argument}=" in message or f"{argument} missing" in message or f"{argument} " in message for argument in arguments)
+
+
+def guard_must_object(op: str, arguments: tuple, junk: Any) -> bool:
+    """The guard reads one of these host arguments and the garbage is not even of its type."""
+    read = set(ops.role_names(ops.ROWS_BY_NAME[op])) - {None, "query", "key", "value", "key_cache", "value_cache", "block_table"}
+    spoiled = read.intersection(arguments)
+    if not spoiled or junk is LEFT_OUT:
+        return bool(spoiled)
+    (argument,) = spoiled
+    if argument == "input_layout":
+        return type(junk) is not str
+    if argument in LENGTH_ARGUMENTS or argument in ("slot_indices", "slot_mapping"):
+        return not (type(junk) is list and all(type(n) is int for n in junk))
+    return type(junk) is not int
 
 
 def outcome(call: Any, args: tuple, kwargs: dict) -> tuple:
@@ -107,7 +118,7 @@ def test_warn_mode_hands_garbage_to_the_kernel_untouched(fresh_reporter, name):
     case = BASELINES[name]()
     raw = patching.unwrap(getattr(torch_npu, case.op))
     with runtime_guard.guarded("warn"):
-        for argument, args, kwargs in garbage_calls(case):
+        for argument, _, args, kwargs in garbage_calls(case):
             unguarded = outcome(raw, args, kwargs)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -122,9 +133,11 @@ def test_raise_mode_names_the_argument_or_leaves_the_kernel_error_as_it_was(fres
     case = BASELINES[name]()
     raw = patching.unwrap(getattr(torch_npu, case.op))
     with runtime_guard.guarded("raise"):
-        for argument, args, kwargs in garbage_calls(case):
+        for argument, junk, args, kwargs in garbage_calls(case):
             guarded = outcome(getattr(torch_npu, case.op), args, kwargs)
             assert guarded[0] != "raised" or not issubclass(guarded[1], KVGuardInternalError), f"{name}: {argument}: {guarded}"
+            if guard_must_object(case.op, argument, junk):
+                assert guarded[0] == "raised" and guarded[1] is KVConsistencyError, f"{name}: {argument}={junk!r}: {guarded}"
             if guarded[0] == "raised" and guarded[1] is KVConsistencyError:
                 assert names_one_of(guarded[2], argument), f"{name}: {argument}: {guarded[2]}"
                 count("garbage arguments, raise mode: our error naming the argument", name)
