@@ -8,7 +8,6 @@ rules (no pre-filter) to show the rules themselves never fail on real code.
 """
 
 import json
-import os
 import re
 import sys
 import sysconfig

@@ -16,12 +16,12 @@ import libcst as cst
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from linter.config import CliOptions, load_settings
 from linter.engine import SourceError, lint_source
 from linter.files import source_lines
 from linter.finding import Finding
 from linter.rules import all_rules
 from linter.runner import check_stdin, job_for
-from linter.config import CliOptions, load_settings
 
 _COMMON = {
     "deadline": None,  # libcst parse time varies with the generated program's size
