@@ -28,7 +28,7 @@ _COMMON = {
     "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
     "database": None,
 }
-settings.register_profile("kvlint-ci", max_examples=100, **_COMMON)
+settings.register_profile("kvlint-ci", max_examples=60, **_COMMON)
 settings.register_profile("kvlint-thorough", max_examples=2000, **_COMMON)
 PROFILE = settings.get_profile(os.environ.get("KVLINT_HYPOTHESIS_PROFILE", "kvlint-ci"))
 
