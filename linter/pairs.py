@@ -19,6 +19,8 @@ _K_TO_V = {
     "keys": "values", "Keys": "Values", "wk": "wv", "Wk": "Wv", "xk": "xv", "XK": "XV",
 }
 _V_TO_K = {v: k for k, v in _K_TO_V.items()}
+# The "_"-separated parts that make a name K-side, for text-level pre-filtering.
+K_SIDE_TOKENS = frozenset(_K_TO_V)
 
 # Last dotted component of callables that take (query, key, value, ...) in that order.
 ATTENTION_CALLABLES = frozenset({

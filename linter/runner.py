@@ -54,6 +54,8 @@ class Job:
     cache_dir: str | None = None
     fix: bool = False  # compute fixed text (for --fix and --diff)
     unsafe_fixes: bool = False
+    # False parses every file: the slow path the pre-filter is checked against.
+    prefilter: bool = True
 
 
 def job_for(settings: Settings, cache_dir: str | None = None, fix: bool = False, unsafe_fixes: bool = False) -> Job:
@@ -185,7 +187,7 @@ class _Unlintable(Exception):
 
 
 def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
-    if not job.rules or not may_have_findings(text, job.rules, job.settings):
+    if not job.rules or (job.prefilter and not may_have_findings(text, job.rules, job.settings)):
         return []
     _refuse_unparsable(text, path)
     try:

@@ -1,0 +1,1 @@
+"""Speed benchmarks for kvlint and the runtime guard: ``python -m benchmarks``."""

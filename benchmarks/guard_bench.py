@@ -1,0 +1,94 @@
+"""Added cost per guarded TND ``npu_fusion_attention`` call, through the torch_npu test double.
+
+Run in a fresh interpreter (``run.py`` does): it puts the test double on ``sys.path``.
+Prints one JSON object: per batch size, the median call time unguarded, guarded, and through a
+hand-written baseline validator, in microseconds.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+DOUBLE = Path(__file__).resolve().parent.parent / "tests" / "runtime_guard" / "double"
+BATCHES = (1, 8, 64, 256, 1024)
+HEADS, KV_HEADS, DIM, SEQ = 8, 2, 16, 2
+REPEATS = 400
+
+
+def baseline_validator(q, k, v, head_num, layout, actual_seq_qlen, actual_seq_kvlen):
+    """What a careful author would write by hand: basic K/V/Q shape and cu_seqlens checks."""
+    if layout != "TND" or q.dim() != 3 or k.dim() != 3 or v.dim() != 3:
+        raise ValueError("TND tensors must be 3-D")
+    if k.shape[0] != v.shape[0] or k.shape[1] != v.shape[1]:
+        raise ValueError(f"K {tuple(k.shape)} and V {tuple(v.shape)} disagree on tokens or heads")
+    if q.shape[2] != k.shape[2] or q.shape[1] % k.shape[1] or q.shape[1] != head_num:
+        raise ValueError("Q/K heads or head dim disagree")
+    if len(actual_seq_qlen) != len(actual_seq_kvlen):
+        raise ValueError("cu_seqlens batch sizes differ")
+    previous = 0
+    for end in actual_seq_kvlen:
+        if end < previous:
+            raise ValueError("cu_seqlens must not decrease")
+        previous = end
+    if actual_seq_qlen[-1] != q.shape[0] or previous != k.shape[0]:
+        raise ValueError("cu_seqlens do not end at the token count")
+
+
+def _measure(torch, torch_npu, op, guarded_op, batch: int) -> dict:
+    tokens = batch * SEQ
+    q = torch_npu.npu(torch.zeros(tokens, HEADS, DIM, dtype=torch.float16))
+    k = torch_npu.npu(torch.zeros(tokens, KV_HEADS, DIM, dtype=torch.float16))
+    v = torch_npu.npu(torch.zeros(tokens, KV_HEADS, DIM, dtype=torch.float16))
+    ends = list(range(SEQ, tokens + 1, SEQ))
+
+    def unguarded():
+        return op(q, k, v, HEADS, "TND", actual_seq_qlen=ends, actual_seq_kvlen=ends, scale=0.5)
+
+    def baseline():
+        baseline_validator(q, k, v, HEADS, "TND", ends, ends)
+        return op(q, k, v, HEADS, "TND", actual_seq_qlen=ends, actual_seq_kvlen=ends, scale=0.5)
+
+    def guarded():
+        return guarded_op(q, k, v, HEADS, "TND", actual_seq_qlen=ends, actual_seq_kvlen=ends, scale=0.5)
+
+    calls = {"unguarded": unguarded, "baseline": baseline, "guarded": guarded}
+    times: dict[str, list[int]] = {name: [] for name in calls}
+    # Round-robin, so load drifting during the run hits every variant alike.
+    for _ in range(REPEATS):
+        for name, call in calls.items():
+            start = time.perf_counter_ns()
+            call()
+            times[name].append(time.perf_counter_ns() - start)
+        torch_npu.calls.clear()
+    return {name: statistics.median(t[REPEATS // 10:]) / 1000 for name, t in times.items()}
+
+
+def main() -> None:
+    sys.path.insert(0, str(DOUBLE))
+    import torch
+    import torch_npu
+
+    import runtime_guard
+
+    # The double computes real packed attention for TND; the guard's cost is what is measured,
+    # so the double's kernel is made trivial (the dispatcher round trip stays).
+    torch_npu.reference_packed_attention = lambda q, k, v, q_ends, kv_ends, scale: q.new_zeros(q.shape[0], q.shape[1], v.shape[2])
+    op = torch_npu.npu_fusion_attention
+    runtime_guard.install("raise")
+    guarded_op = torch_npu.npu_fusion_attention
+    assert guarded_op is not op, "the guard did not patch npu_fusion_attention"
+    rows = {}
+    try:
+        for batch in BATCHES:
+            rows[batch] = _measure(torch, torch_npu, op, guarded_op, batch)
+    finally:
+        runtime_guard.uninstall()
+    print(json.dumps(rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+"""One command for every speed target of issue 5: ``python -m benchmarks`` (or ``benchmarks/run.py``).
+
+Prints one table: each target, what was measured, the ratio against its reference from the same
+run, and PASS/FAIL. The tree defaults to the installed torch package (found without importing
+torch); ``--tree`` adds more trees for the findings-equivalence check (e.g. a serving codebase).
+``--skip-slow-path`` leaves out the parse-everything run (minutes on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+GUARD_BATCH = 64
+
+
+@dataclass
+class Row:
+    target: str
+    measured: str
+    ratio: float | None
+    limit: float | None
+
+    @property
+    def verdict(self) -> str:
+        if self.limit is None:
+            return "info"
+        return "PASS" if self.ratio is not None and self.ratio <= self.limit else "FAIL"
+
+
+def timed(cmd: list[str], env: dict | None = None) -> tuple[float, int]:
+    """(wall seconds, peak RSS in MB of the process and its reaped children)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
+    _, _, usage = os.wait4(proc.pid, 0)
+    proc.returncode = 0
+    return time.perf_counter() - start, usage.ru_maxrss // 1024
+
+
+def best_of(cmd: list[str], runs: int) -> float:
+    return statistics.median(timed(cmd)[0] for _ in range(runs))
+
+
+def torch_tree() -> str:
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("benchmarks: torch is not installed; pass --tree PATH")
+    return list(spec.submodule_search_locations)[0]
+
+
+def lint_rows(tree: str, small_file: str) -> list[Row]:
+    ruff = [str(BIN / "ruff"), "check", "--select", "E,F", "--no-cache", "--isolated", tree]
+    kvlint = [str(BIN / "kvlint"), "check", "--exit-zero", "--format", "concise"]
+    ruff_s = best_of(ruff, 3)
+    cold_runs = [timed([*kvlint, "--no-cache", tree]) for _ in range(3)]
+    cold_s = statistics.median(t for t, _ in cold_runs)
+    peak = max(rss for _, rss in cold_runs)
+    with tempfile.TemporaryDirectory() as cache:
+        timed([*kvlint, "--cache-dir", cache, tree])
+        warm_s = best_of([*kvlint, "--cache-dir", cache, tree], 3)
+    imports_s = best_of([sys.executable, "-c", "import libcst, rich"], 5)
+    small_s = best_of([*kvlint, "--no-cache", small_file], 5)
+    return [
+        Row("reference: ruff check --select E,F --no-cache", f"{ruff_s:.2f} s", None, None),
+        Row("cold kvlint check, no cache <= 3x ruff", f"{cold_s:.2f} s", cold_s / ruff_s, 3.0),
+        Row("cold kvlint peak RSS <= 300 MB", f"{peak} MB", peak / 300, 1.0),
+        Row("warm kvlint check (cache) <= 1x ruff cold", f"{warm_s:.2f} s", warm_s / ruff_s, 1.0),
+        Row("kvlint check FILE <= 1.5x import libcst, rich", f"{small_s:.2f} s vs {imports_s:.2f} s", small_s / imports_s, 1.5),
+    ]
+
+
+def python_files(tree: str) -> list[str]:
+    from linter.files import discover
+    from linter.settings import Settings
+
+    return discover([tree], Settings())[0]
+
+
+def equivalence_rows(trees: list[str], jobs: int) -> list[Row]:
+    from benchmarks.equivalence import findings
+
+    rows = []
+    for tree in trees:
+        paths = python_files(tree)
+        start = time.perf_counter()
+        slow = set(findings(paths, prefilter=False, jobs=jobs))
+        slow_s = time.perf_counter() - start
+        start = time.perf_counter()
+        fast = set(findings(paths, prefilter=True, jobs=jobs))
+        fast_s = time.perf_counter() - start
+        missed, extra = slow - fast, fast - slow
+        for item in sorted(missed)[:5]:
+            print(f"  fast path misses: {item}", file=sys.stderr)
+        name = Path(tree).name
+        rows.append(Row(f"{name}: libcst parse-everything (slow path)", f"{slow_s:.1f} s, {len(slow)} findings", None, None))
+        rows.append(Row(f"{name}: fast path, same findings", f"{fast_s:.1f} s; {len(missed)} missed, {len(extra)} extra",
+                        float(len(missed) + len(extra)), 0.0))
+    return rows
+
+
+def guard_rows() -> list[Row]:
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "guard_bench.py")], capture_output=True, text=True, check=True)
+    data = {int(k): v for k, v in json.loads(out.stdout.strip().splitlines()[-1]).items()}
+    added = {b: d["guarded"] - d["unguarded"] for b, d in data.items()}
+    base = {b: d["baseline"] - d["unguarded"] for b, d in data.items()}
+    rows = [
+        Row(f"guard added cost, batch {b} (baseline validator {base[b]:.1f} us)", f"{added[b]:.1f} us", None, None)
+        for b in sorted(data)
+    ]
+    batches = sorted(data)
+    growth = (added[batches[-1]] - added[batches[0]]) / (batches[-1] - batches[0])
+    rows += [
+        Row(f"guard added cost, batch {GUARD_BATCH} <= 10 us", f"{added[GUARD_BATCH]:.1f} us", added[GUARD_BATCH] / 10, 1.0),
+        Row(f"guard added cost, batch {GUARD_BATCH} <= baseline validator", f"{added[GUARD_BATCH]:.1f} vs {base[GUARD_BATCH]:.1f} us",
+            added[GUARD_BATCH] / max(base[GUARD_BATCH], 1e-9), 1.0),
+        Row("guard growth per extra sequence < 0.05 us", f"{growth:.4f} us", growth / 0.05, 1.0),
+    ]
+    return rows
+
+
+def idle_rows() -> list[Row]:
+    env = {k: v for k, v in os.environ.items() if k != "KVGUARD"}
+    probe = "import sys; print(sorted(m for m in ('torch', 'torch_npu', 'runtime_guard') if m in sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True).stdout.strip()
+    pth = next(Path(p) / "kvlint_guard.pth" for p in sys.path if (Path(p) / "kvlint_guard.pth").exists())
+    line = pth.read_text().strip()
+    code = compile(line, str(pth), "exec")
+    saved = os.environ.pop("KVGUARD", None)
+    try:
+        count = 20000
+        start = time.perf_counter()
+        for _ in range(count):
+            exec(code, {})
+        per_start_us = (time.perf_counter() - start) / count * 1e6
+    finally:
+        if saved is not None:
+            os.environ["KVGUARD"] = saved
+    import_probe = "import sys, time; t = time.perf_counter(); import runtime_guard; print(time.perf_counter() - t, 'torch' in sys.modules)"
+    import_s, torch_loaded = subprocess.run([sys.executable, "-c", import_probe], capture_output=True, text=True, env=env, check=True).stdout.split()
+    return [
+        Row("KVGUARD unset: modules loaded at start-up", loaded, float(loaded != "[]"), 0.0),
+        Row("KVGUARD unset: .pth hook cost per interpreter start", f"{per_start_us:.2f} us", per_start_us / 1000, 1.0),
+        Row("KVGUARD unset: import runtime_guard (no torch)", f"{float(import_s) * 1000:.1f} ms, torch loaded: {torch_loaded}",
+            float(torch_loaded == "True"), 0.0),
+    ]
+
+
+def print_table(rows: list[Row]) -> None:
+    width = max(len(r.target) for r in rows)
+    measured = max(len(r.measured) for r in rows)
+    print(f"{'target':<{width}}  {'measured':<{measured}}  {'ratio':>7}  verdict")
+    for r in rows:
+        ratio = "" if r.ratio is None or r.limit is None else f"{r.ratio:7.2f}"
+        print(f"{r.target:<{width}}  {r.measured:<{measured}}  {ratio:>7}  {r.verdict}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    parser.add_argument("--tree", action="append", default=[], help="extra tree for the equivalence check")
+    parser.add_argument("--skip-slow-path", action="store_true", help="skip the parse-everything equivalence run")
+    parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    tree = torch_tree()
+    small = str(ROOT / "linter" / "prefilter.py")
+    rows = lint_rows(tree, small)
+    if not args.skip_slow_path:
+        rows += equivalence_rows([tree, *args.tree], args.jobs)
+    rows += guard_rows() + idle_rows()
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), "unknown CPU")
+    print(f"machine: {os.cpu_count()} CPUs ({len(os.sched_getaffinity(0))} usable), {cpu}; tree: {tree}")
+    print_table(rows)
+    return 1 if any(r.verdict == "FAIL" for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    raise SystemExit(main())

@@ -1,0 +1,65 @@
+"""The pre-filter never changes what kvlint reports: fast path == slow path (every file parsed).
+
+The corpus here is every rule's own VALID/INVALID example plus the attention, transformer and
+activation modules of the installed torch (about 23k lines, where K/V names and attention code
+are densest). The whole torch tree, and any other tree, is compared by ``python -m benchmarks``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from dataclasses import replace
+
+from benchmarks.equivalence import default_settings, differences, findings
+from linter.rules import all_rules
+
+
+def _torch_sample() -> list[str]:
+    spec = importlib.util.find_spec("torch")
+    assert spec is not None and spec.submodule_search_locations, "torch is a test dependency"
+    root = Path(list(spec.submodule_search_locations)[0])
+    words = ("attention", "transformer", "activation", "multihead")
+    return sorted(str(p) for p in root.rglob("*.py") if any(w in p.name.lower() for w in words))
+
+
+@pytest.fixture(scope="module")
+def example_files(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    root = tmp_path_factory.mktemp("examples")
+    paths = []
+    for rule in all_rules():
+        for kind, examples in (("valid", rule.VALID), ("invalid", rule.INVALID)):
+            for i, example in enumerate(examples):
+                path = root / f"{rule.code}_{kind}_{i}.py"
+                path.write_text(example.code)
+                paths.append(str(path))
+    return paths
+
+
+def test_rule_examples_give_the_same_findings_with_and_without_the_prefilter(example_files: list[str]) -> None:
+    assert differences(example_files, jobs=1) == ([], [])
+
+
+def test_every_invalid_example_still_reports_through_the_fast_path(example_files: list[str]) -> None:
+    reported = {path for path, *_ in findings(example_files, prefilter=True, jobs=1)}
+    invalid = {p for p in example_files if "_invalid_" in p}
+    assert invalid <= reported
+
+
+def test_extra_pairs_from_settings_reach_the_prefilter(tmp_path: Path) -> None:
+    path = tmp_path / "ring.py"
+    path.write_text("def f(q, keys_in, vals_in, t):\n    keys_in = keys_in[:t]\n"
+                    "    return flash_attn_func(q, keys_in, vals_in)\n")
+    settings = replace(default_settings(), extra_pairs=(("keys_in", "vals_in"),))
+    slow = findings([str(path)], prefilter=False, jobs=1, settings=settings)
+    assert slow, "the slow path must report this custom pair for the comparison to mean anything"
+    assert findings([str(path)], prefilter=True, jobs=1, settings=settings) == slow
+
+
+def test_torch_attention_modules_give_the_same_findings_with_and_without_the_prefilter() -> None:
+    sample = _torch_sample()
+    assert len(sample) > 20
+    assert differences(sample, jobs=1) == ([], [])
