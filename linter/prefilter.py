@@ -26,7 +26,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Iterable
 
-from linter.pairs import K_SIDE_TOKENS, ATTENTION_CALLABLES, is_attention_word, is_kv_projection, is_kv_tensor_name, kv_side, value_counterpart
+from linter.pairs import (
+    ATTENTION_CALLABLES,
+    K_SIDE_TOKENS,
+    is_attention_word,
+    is_kv_projection,
+    is_kv_tensor_name,
+    kv_side,
+    value_counterpart,
+)
 from linter.reshapes import RESHAPE_CALLS
 from linter.rules.base import Rule
 from linter.settings import Settings

@@ -8,11 +8,10 @@ are densest). The whole torch tree, and any other tree, is compared by ``python 
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
-from dataclasses import replace
 
 from benchmarks.equivalence import default_settings, differences, findings
 from linter.rules import all_rules
@@ -21,7 +20,7 @@ from linter.rules import all_rules
 def _torch_sample() -> list[str]:
     spec = importlib.util.find_spec("torch")
     assert spec is not None and spec.submodule_search_locations, "torch is a test dependency"
-    root = Path(list(spec.submodule_search_locations)[0])
+    root = Path(next(iter(spec.submodule_search_locations)))
     words = ("attention", "transformer", "activation", "multihead")
     return sorted(str(p) for p in root.rglob("*.py") if any(w in p.name.lower() for w in words))
 
