@@ -89,7 +89,7 @@ def _hidden_heads(layout: str, q: Any, k: Any, v: Any, heads: Any, names: tuple)
     named = ((names[1], q),)
     if type(heads) is not int:
         if heads is ABSENT or c.is_int(heads):
-            return c.Violation("head_count_matches", f"layout {layout} needs an integer head count to split {c.describe(names[1], q)}, got {heads!r}", "a missing or wrongly typed head count", named)
+            return c.Violation("head_count_matches", f"layout {layout} needs an integer head count to split {c.describe(names[1], q)}, got {'none' if heads is ABSENT else repr(heads)}", "a missing or wrongly typed head count", named)
         return c.int_argument(names[4], heads, f"layout {layout} splits the hidden size of {c.describe(names[1], q)} by it")
     q_hidden, k_hidden, v_hidden = q.shape[2], k.shape[2], v.shape[2]
     if heads <= 0 or q_hidden % heads:

@@ -90,7 +90,7 @@ def test_run_guarded_stops_the_truncated_tnd_call_then_runs_the_fixed_one():
     assert "caught KVConsistencyError" in caught
     # The message names the op and layout, both tensors with their shapes, the cause and the call site.
     assert "varlen_attention (layout TND)" in caught
-    assert "key (12, 2, 16)" in caught and "value (16, 2, 16)" in caught
+    assert "k (12, 2, 16)" in caught and "v (16, 2, 16)" in caught  # the decorated function's own parameter names
     assert "K was sliced without V" in caught
     assert "run_guarded.py:" in caught and "in main" in caught
     assert after.strip() == "out (12, 4, 16)"
