@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from linter.finding import Finding
 from linter.rules import all_rules
@@ -23,6 +23,19 @@ class SourceError(Exception):
         self.row = row
 
 
+class _LazyPositions:
+    """Node -> CodeRange, computed for the whole module on the first finding only."""
+
+    def __init__(self, wrapper: MetadataWrapper) -> None:
+        self._wrapper = wrapper
+        self._ranges = None
+
+    def __call__(self, node: cst.CSTNode) -> CodeRange:
+        if self._ranges is None:
+            self._ranges = self._wrapper.resolve(PositionProvider)
+        return self._ranges[node]
+
+
 def selected_rules(codes: Iterable[str] | None = None) -> list[type[Rule]]:
     wanted = None if codes is None else set(codes)
     return [rule for rule in all_rules() if wanted is None or rule.code in wanted]
@@ -31,11 +44,12 @@ def selected_rules(codes: Iterable[str] | None = None) -> list[type[Rule]]:
 def lint_module(
     module: cst.Module, path: str, settings: Settings, rules: Iterable[type[Rule]]
 ) -> list[Finding]:
-    context = RuleContext(path=path, settings=settings)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    context = RuleContext(path=path, settings=settings, position=_LazyPositions(wrapper))
     visitors = [rule(context) for rule in rules]
     if not visitors:
         return []
-    MetadataWrapper(module, unsafe_skip_copy=True).visit_batched(visitors)
+    wrapper.visit_batched(visitors)
     findings = [finding for visitor in visitors for finding in visitor.findings]
     return sorted(findings, key=lambda f: f.sort_key)
 

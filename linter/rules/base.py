@@ -7,12 +7,12 @@ examples and the test suite runs every rule against its own examples.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 import libcst as cst
-from libcst.metadata import PositionProvider
+from libcst.metadata import CodeRange
 
 from linter.finding import Finding, Fix, Related, Span
 from linter.settings import Settings
@@ -31,11 +31,12 @@ class Example:
 class RuleContext:
     path: str
     settings: Settings
+    # Where a node sits. Resolved lazily by the engine: most parsed files have no finding, and
+    # libcst's position pass costs more than the parse itself.
+    position: Callable[[cst.CSTNode], CodeRange]
 
 
 class Rule(cst.BatchableCSTVisitor):
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
     code: ClassVar[str]  # "KV101"
     name: ClassVar[str]  # "key-only-reshape"
     summary: ClassVar[str]  # one line for `kvlint rules`
@@ -63,7 +64,7 @@ class Rule(cst.BatchableCSTVisitor):
         return self.context.settings.extra_attention_callables
 
     def span(self, node: cst.CSTNode) -> Span:
-        rng = self.get_metadata(PositionProvider, node)
+        rng = self.context.position(node)
         # libcst columns are 0-based; ours are 1-based like ruff's.
         return Span(rng.start.line, rng.start.column + 1, rng.end.line, rng.end.column + 1)
 
