@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Settings:
-    select: frozenset[str] = frozenset()  # empty: every rule
+    # Concrete codes, already expanded by config.load_settings (whose default is ALL);
+    # the runner runs exactly these, so an empty set runs nothing.
+    select: frozenset[str] = frozenset()
     ignore: frozenset[str] = frozenset()
     per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()  # (glob, codes)
     exclude: tuple[str, ...] = ()
