@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
+from functools import cached_property
 from itertools import accumulate
 from pathlib import Path
 
@@ -56,6 +57,14 @@ class Job:
     unsafe_fixes: bool = False
     # False parses every file: the slow path the pre-filter is checked against.
     prefilter: bool = True
+
+    @cached_property
+    def cache(self) -> Cache | None:
+        # Built once per job (per worker), not per file: its salt hashes settings and rules.
+        if self.cache_dir is None:
+            return None
+        rule_ids = [f"{r.__module__}.{r.__qualname__}" for r in self.rules]
+        return Cache(Path(self.cache_dir), self.settings.fingerprint(), rule_ids)
 
 
 def job_for(settings: Settings, cache_dir: str | None = None, fix: bool = False, unsafe_fixes: bool = False) -> Job:
@@ -118,9 +127,8 @@ def _worker_check(path: str) -> FileResult:
 
 
 def _check_bytes(path: str, data: bytes, job: Job) -> FileResult:
-    cache = key = None
-    if job.cache_dir is not None:
-        cache = Cache(Path(job.cache_dir), job.settings.fingerprint(), [f"{r.__module__}.{r.__qualname__}" for r in job.rules])
+    cache, key = job.cache, None
+    if cache is not None:
         key = cache.key(path, data)
         hit = cache.get(key)
         if hit is not None:
@@ -140,7 +148,7 @@ def _check_bytes(path: str, data: bytes, job: Job) -> FileResult:
         findings, problems = [], [_internal_error(path, exc)]
     else:
         problems = []
-    if cache is not None and key is not None and not any(p.code == "EKV999" for p in problems):
+    if key is not None and not any(p.code == "EKV999" for p in problems):
         cache.put(key, findings, problems)
     result = FileResult(path, findings, problems, source.text if findings else None, encoding=source.encoding)
     if job.fix and findings:
