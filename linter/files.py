@@ -70,8 +70,16 @@ def path_matches(path: str, pattern: str, is_dir: bool = False) -> bool:
     )
 
 
+def posix_absolute(path: str) -> str:
+    """``path`` made absolute, with ``/`` separators (what exclude and ignore patterns see)."""
+    absolute = os.path.abspath(path)
+    return absolute if os.sep == "/" else absolute.replace(os.sep, "/")
+
+
 def is_excluded(path: str, settings: Settings, is_dir: bool = False) -> bool:
-    absolute = Path(os.path.abspath(path)).as_posix()
+    if not settings.exclude:
+        return False
+    absolute = posix_absolute(path)
     return any(path_matches(absolute, p, is_dir) for p in settings.exclude)
 
 
@@ -182,7 +190,7 @@ class GitignoreRules:
                 lines = handle.read().splitlines()
         except OSError:
             return self
-        base = Path(os.path.abspath(directory)).as_posix()
+        base = posix_absolute(directory)
         added = []
         for line in lines:
             line = line.rstrip()
@@ -195,7 +203,9 @@ class GitignoreRules:
         return GitignoreRules(self.rules + tuple(added))
 
     def ignores(self, path: str, is_dir: bool) -> bool:
-        absolute = Path(os.path.abspath(path)).as_posix()
+        if not self.rules:
+            return False
+        absolute = posix_absolute(path)
         verdict = False
         for base, pattern, negated, dir_only in self.rules:
             if dir_only and not is_dir:

@@ -1,6 +1,7 @@
 """The per-file pipeline and the pool that runs it over many files.
 
-read bytes -> (cache) -> decode -> pre-filter -> parse -> rules -> ``# noqa`` -> per-file-ignores
+read bytes -> (cache) -> decode -> pre-filter (nothing / some definitions / the whole file)
+-> parse -> rules -> ``# noqa`` -> per-file-ignores
 [-> fix, re-lint, until nothing more applies]. Every way a file can fail becomes a
 ``FileProblem`` for that file; nothing a file contains can stop the run. Rules are injected
 (``Job.rules``) so tests can run the pipeline with rules of their own.
@@ -9,7 +10,6 @@ read bytes -> (cache) -> decode -> pre-filter -> parse -> rules -> ``# noqa`` ->
 from __future__ import annotations
 
 import ast
-import os
 import re
 import warnings
 from collections.abc import Sequence
@@ -28,7 +28,7 @@ from linter.diagnostics import FileProblem
 from linter.engine import lint_module
 from linter.finding import Finding
 from linter.fixes import apply_fixes, has_applicable_fix
-from linter.prefilter import may_have_findings
+from linter.prefilter import parse_plan
 from linter.rules import all_rules
 from linter.rules.base import Rule
 from linter.settings import Settings
@@ -195,17 +195,37 @@ class _Unlintable(Exception):
 
 
 def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
-    if not job.rules or (job.prefilter and not may_have_findings(text, job.rules, job.settings)):
+    if not job.rules:
         return []
+    if job.prefilter:
+        plan = parse_plan(text, job.rules, job.settings)
+        if not plan.whole and (not plan.ranges or _excerpt_is_clean(plan.excerpt(text), path, job)):
+            return []
+    return _not_ignored(unsuppressed(_parse_and_lint(text, path, job), text), path, job.settings)
+
+
+def _excerpt_is_clean(excerpt: str, path: str, job: Job) -> bool:
+    """Do the rules report nothing on the planned definitions alone?
+
+    Anything else (a finding, or an excerpt that does not parse because the cut was wrong)
+    sends the whole file through, so findings, their positions and fixes always come from the
+    file itself.
+    """
+    try:
+        return not _parse_and_lint(excerpt, path, job)
+    except _Unlintable:
+        return False
+
+
+def _parse_and_lint(text: str, path: str, job: Job) -> list[Finding]:
     _refuse_unparsable(text, path)
     try:
         module = cst.parse_module(text)
-        findings = lint_module(module, path, job.settings, job.rules)
+        return lint_module(module, path, job.settings, job.rules)
     except cst.ParserSyntaxError as exc:
         raise _Unlintable(FileProblem(path, "E999", f"syntax error: {exc.message}", exc.editor_line, exc.editor_column)) from None
     except RecursionError:
         raise _Unlintable(FileProblem(path, "EKV003", "nested too deeply to parse; split the expression or statement")) from None
-    return _not_ignored(unsuppressed(findings, text), path, job.settings)
 
 
 def _refuse_unparsable(text: str, path: str) -> None:
@@ -243,6 +263,6 @@ def _bracket_depth(text: str) -> int:
 def _not_ignored(findings: list[Finding], path: str, settings: Settings) -> list[Finding]:
     if not settings.per_file_ignores or not findings:
         return findings
-    absolute = Path(os.path.abspath(path)).as_posix()
+    absolute = files.posix_absolute(path)
     ignored = frozenset().union(*(codes for pattern, codes in settings.per_file_ignores if files.path_matches(absolute, pattern)))
     return [f for f in findings if f.code not in ignored]
