@@ -1,12 +1,20 @@
-"""Prove, from the text alone, that a file cannot produce a finding, so libcst never parses it.
+"""Prove, from the text alone, that (part of) a file cannot produce a finding, so libcst never
+parses it.
 
 Each rule gets a necessary condition derived from what its detection needs before it can
-report; a file is parsed only when some enabled rule's condition holds. Every condition
-over-approximates: identifiers are collected from the whole text (strings and comments too),
-and "followed by ``[``" tolerates any whitespace, line continuation or comment in between, so a
-condition can be true for a file without findings but never false for one with findings. A rule
-this module does not know is always run. ``tests/linter/test_fast_path_equivalence.py`` and the
-benchmark compare the result with the slow path (every file parsed).
+report. ``parse_plan`` applies them in rising cost: plain substring tests on the raw text, the
+conditions on the raw text, the conditions again on the text reduced to code (``code_only``:
+no comments, no plain string contents), and last per top-level statement (``segments``): a rule
+whose findings all come from facts inside one function or class (one class, for KV203), or
+from the rest of the module, can only report inside a definition whose own code meets its
+condition, or in the rest when that does. The parser then sees only those definitions, or the
+whole file when the rest of the module is involved or a rule is one this module does not know.
+
+Every condition over-approximates: identifiers are collected from the whole text, and
+"followed by ``[``" tolerates any whitespace or line continuation in between, so a condition
+can be true for code without findings but never false for code with findings.
+``tests/linter/test_fast_path_equivalence.py`` and the benchmark compare the result with the
+slow path (every file parsed).
 
 The conditions, by rule:
 
@@ -25,7 +33,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
 
+from linter.chains import assigned_reaches, root_reaches
+from linter.code_only import code_only
 from linter.pairs import (
     ATTENTION_CALLABLES,
     K_SIDE_TOKENS,
@@ -37,24 +48,27 @@ from linter.pairs import (
 )
 from linter.reshapes import RESHAPE_CALLS
 from linter.rules.base import Rule
+from linter.segments import Segment, header, top_level_segments
 from linter.settings import Settings
 from linter.sizes import is_kv_head_count_name
+from linter.tensor_roots import SAME_TENSOR_METHODS
 
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
 # Identifiers with a K-side part (``k``, ``cache_k``, ``key_states``): candidates for kv_side.
 # Matched against the file's distinct identifiers, one per line.
 _K_CANDIDATE = re.compile(rf"^(?:\w*_)?(?:{'|'.join(sorted(K_SIDE_TOKENS))})(?:_\w*)?$", re.MULTILINE)
-# Identifiers that can be K/V projections (``pairs.is_kv_projection``) or KV head counts.
-_PROJECTION_CANDIDATE = re.compile(r"^(?:\w*(?:proj|linear|dense)\w*|wk|wv|to_k|to_v)$", re.MULTILINE)
-_HEAD_COUNT_CANDIDATE = re.compile(r"^\w*(?:head|group)\w*$", re.MULTILINE)
+_WORD = re.compile(r"\w*")
 # Anything the tokenizer lets stand between two tokens inside brackets.
 # Each alternative matches in only one way (a comment runs to its newline), so no backtracking
 # blow-up on banner lines such as ``########``.
 _GAP = r"(?:\s|\\\r?\n|#[^\n]*\n)*"
 _RESHAPE_ALT = "|".join(sorted(RESHAPE_CALLS))
-# ``torch.narrow(k, ...)`` / ``narrow(k, ...)``: the tensor is an argument, not the receiver.
-_RESHAPE_WORD = re.compile(rf"\b(?:{_RESHAPE_ALT})\b")
-_TENSOR_NAMESPACE = re.compile(rf"\b(?:torch|Tensor){_GAP}\.{_GAP}$")
+# ``narrow(k, ...)``, ``torch.narrow(self.k, ...)``: group 1 is the tail of the first positional
+# argument when that argument is a dotted name (star arguments before it are skipped).
+_ARGUMENT_RESHAPE = re.compile(
+    rf"\b(?:{_RESHAPE_ALT}){_GAP}\({_GAP}(?:\*[^,()]*,{_GAP})*(?:\({_GAP})*"
+    rf"(?:\w+{_GAP}\.{_GAP})*(\w+){_GAP}\)*{_GAP}[,)]"
+)
 # Callables that are attention calls without an attention word in their name (none today).
 _UNWORDED_CALLABLES = frozenset(c for c in ATTENTION_CALLABLES if not is_attention_word(c))
 # Mirrors of the rules' own vocabularies (KV103's cache words and indexed calls, KV202's views,
@@ -63,16 +77,19 @@ _UNWORDED_CALLABLES = frozenset(c for c in ATTENTION_CALLABLES if not is_attenti
 _CACHE_PARTS = frozenset({
     "cache", "caches", "pool", "pools", "buf", "buffer", "buffers", "pages", "past", "mem", "memory",
 })
+# Every cache part contains one of these.
+_CACHE_PARTS_SHORT = ("cache", "pool", "buf", "pages", "past", "mem")
 _CACHE_SCOPE = re.compile(r"kv|cache|pool", re.IGNORECASE)
 _INDEXED_CALLS = frozenset({
     "index_copy_", "index_copy", "index_put_", "index_put", "index_add_", "index_fill_",
     "index_select", "scatter_", "scatter", "scatter_add_", "masked_scatter_",
     "npu_scatter_nd_update_", "npu_scatter_nd_update", "scatter_update_", "scatter_update",
 })
-_DEFINITION = re.compile(r"^(?=[ \t]*(?:(?:async[ \t]+)?def|class)\b|[ \t]*@)", re.MULTILINE)
-_TOP_LEVEL = re.compile(r"^(?:(?:async[ \t]+)?def\b|class\b|@)", re.MULTILINE)
-# A column-0 line that can start a module-level statement (closing brackets and comments cannot).
-_MODULE_LINE = re.compile(r"^[^\s#)\]}]", re.MULTILINE)
+# A line that starts a definition, found from the newline before it (a leading literal lets
+# ``re`` skip ahead; ``^`` in multiline mode would be tried at every position).
+_DEFINITION = re.compile(r"\n(?=[ \t]*(?:(?:async[ \t]+)?def|class)\b|[ \t]*@)")
+# Every name ``pairs.is_kv_projection`` accepts contains one of these.
+_PROJECTION_WORDS = ("proj", "linear", "dense", "wk", "wv", "to_k", "to_v")
 _VIEW_CALLS = frozenset({"view", "reshape", "unflatten", "rearrange"})
 _SPLIT_CALLS = frozenset({"chunk", "split", "tensor_split"})
 
@@ -80,13 +97,22 @@ _SPLIT_CALLS = frozenset({"chunk", "split", "tensor_split"})
 class _File:
     """Lazily computed facts about one file's text, shared by the rule conditions."""
 
-    def __init__(self, text: str, settings: Settings) -> None:
+    def __init__(self, text: str, settings: Settings, reduced: bool = False) -> None:
         self.text = text
         self.settings = settings
+        # Reduced by ``code_only``: no strings or comments, so brackets can be counted.
+        self.reduced = reduced
         self._identifiers: frozenset[str] | None = None
         self._pairs: list[str] | None = None
         self._lower: str | None = None
         self._chunks: list[str] | None = None
+        self._with: dict[frozenset[str], list[str]] = {}
+        self._attention: bool | None = None
+        self._reshaped_arguments: frozenset[str] | None = None
+
+    @property
+    def extra_tails(self) -> frozenset[str]:
+        return frozenset(c.rsplit(".", 1)[-1] for c in self.settings.extra_attention_callables)
 
     @property
     def lower(self) -> str:
@@ -101,32 +127,34 @@ class _File:
         return self._identifiers
 
     @property
-    def identifier_lines(self) -> str:
-        """The distinct identifiers, one per line, for anchored regexes."""
-        return "\n".join(self.identifiers)
-
-    @property
     def k_names(self) -> list[str]:
         """K-side identifiers whose V counterpart also occurs."""
         if self._pairs is None:
-            extra = self.settings.extra_pairs
-            ids = self.identifiers
-            candidates = set(_K_CANDIDATE.findall(self.identifier_lines))
-            candidates.update(k for k, _ in extra if k in ids)
-            self._pairs = [
-                name for name in candidates
-                if kv_side(name, extra) == "k" and value_counterpart(name, extra) in ids
-            ]
+            self._pairs = self.pairs_among(self.identifiers)
         return self._pairs
 
+    def pairs_among(self, ids: frozenset[str]) -> list[str]:
+        """The K-side names in ``ids`` whose V counterpart is in ``ids`` too."""
+        extra = self.settings.extra_pairs
+        candidates = set(_K_CANDIDATE.findall("\n".join(ids)))
+        candidates.update(k for k, _ in extra if k in ids)
+        return [
+            name for name in candidates
+            if kv_side(name, extra) == "k" and value_counterpart(name, extra) in ids
+        ]
+
+    def pairs_near(self, words: frozenset[str]) -> list[str]:
+        """K-side names whose K and V sides both share a statement with one of ``words``."""
+        return self.pairs_among(frozenset(_IDENTIFIER.findall("\n".join(self._chunks_with(words)))))
+
     def attention_context(self) -> bool:
-        if "attn" in self.lower or "attention" in self.lower:
-            return True
-        ids = self.identifiers
-        extra_tails = {c.rsplit(".", 1)[-1] for c in self.settings.extra_attention_callables}
-        return bool(ids & (_UNWORDED_CALLABLES | extra_tails)) or any(
-            is_kv_projection(w) for w in _PROJECTION_CANDIDATE.findall(self.identifier_lines)
-        )
+        if self._attention is None:
+            self._attention = (
+                "attn" in self.lower or "attention" in self.lower
+                or self.has_any(_UNWORDED_CALLABLES | self.extra_tails)
+                or any(is_kv_projection(n) for part in _PROJECTION_WORDS for n in self.names_containing(part))
+            )
+        return self._attention
 
     @property
     def chunks(self) -> list[str]:
@@ -137,17 +165,18 @@ class _File:
         starts like a definition).
         """
         if self._chunks is None:
-            self._chunks = _DEFINITION.split(self.text)
+            text = self.text
+            cuts = [0, *(m.end() for m in _DEFINITION.finditer(text)), len(text)]
+            self._chunks = [text[a:b] for a, b in zip(cuts, cuts[1:])]
         return self._chunks
 
-    def together(self, name: str, words: Collection[str]) -> bool:
-        """Does some statement mention identifier ``name`` and one of ``words``?"""
-        pattern = re.compile(rf"\b{re.escape(name)}\b")
-        return any(
-            any(word in chunk for word in words) and pattern.search(chunk) is not None
-            and not set(_IDENTIFIER.findall(chunk)).isdisjoint(words)
-            for chunk in self.chunks
-        )
+    def _chunks_with(self, words: frozenset[str]) -> list[str]:
+        found = self._with.get(words)
+        if found is None:
+            pattern = re.compile(rf"(?<!\w)(?:{'|'.join(map(re.escape, sorted(words)))})(?!\w)")
+            found = [c for c in self.chunks if any(w in c for w in words) and pattern.search(c)]
+            self._with[words] = found
+        return found
 
     def followed_by(self, name: str, pattern: str) -> bool:
         # No leading \b: a literal prefix lets ``re`` skip ahead; the boundary is checked here.
@@ -161,34 +190,73 @@ class _File:
         return self.followed_by(name, r"\[")
 
     def reshaped(self, name: str) -> bool:
-        return self.subscripted(name) or self.followed_by(name, rf"\.{_GAP}(?:{_RESHAPE_ALT})\b") or (
-            self.function_reshape()
+        return (
+            self.subscripted(name)
+            or self.followed_by(name, rf"\.{_GAP}(?:{_RESHAPE_ALT})\b")
+            or self.argument_reshaped(name)
         )
 
-    def function_reshape(self) -> bool:
-        """A reshape called as a function (``torch.narrow(k, ...)``), taking the tensor as an argument."""
-        if self.identifiers.isdisjoint(RESHAPE_CALLS):
-            return False
-        for match in _RESHAPE_WORD.finditer(self.text):
-            before = self.text[max(0, match.start() - 200):match.start()]
-            if not before.rstrip().endswith(".") or _TENSOR_NAMESPACE.search(before):
-                return True
-        return False
+    def argument_reshaped(self, name: str) -> bool:
+        """``torch.narrow(k, ...)``, ``narrow(self.k, ...)``: a reshape whose first positional
+        argument is a dotted name ending in ``name`` (what ``reshapes`` takes as its base)."""
+        if self._reshaped_arguments is None:
+            found = ()
+            if not self.identifiers.isdisjoint(RESHAPE_CALLS):
+                found = (m.group(1) for m in _ARGUMENT_RESHAPE.finditer(self.text))
+            self._reshaped_arguments = frozenset(found)
+        return name in self._reshaped_arguments
+
+    def viewed(self, name: str) -> bool:
+        """Can a KV202 view be about ``name``: its receiver's root, or the target assigned it?
+
+        Without strings and comments gone this cannot be read; ``pairs_near`` is all we know.
+        """
+        if not self.reduced:
+            return True
+        text = self.text
+        return (
+            root_reaches(text, name, _VIEW_CALLS, SAME_TENSOR_METHODS)
+            or assigned_reaches(text, name, _VIEW_CALLS)
+            or re.search(rf"\b(?:reshape|unflatten|rearrange)\s*\((?:\s|\()*(?:\w+\s*\.\s*)*{re.escape(name)}\b", text) is not None
+        )
 
     def has_any(self, words: Collection[str]) -> bool:
-        return any(word in self.text for word in words) and not self.identifiers.isdisjoint(words)
+        present = [word for word in words if word in self.text]
+        if not present:
+            return False
+        if self._identifiers is not None:
+            return not self._identifiers.isdisjoint(present)
+        return re.search(rf"(?<!\w)(?:{'|'.join(map(re.escape, present))})(?!\w)", self.text) is not None
+
+    def names_containing(self, part: str, ignore_case: bool = False) -> set[str]:
+        """Every identifier with ``part`` in it (any case: ``part`` is lower case), found
+        without tokenising the whole text."""
+        text = self.text
+        haystack = self.lower if ignore_case else text
+        if len(haystack) != len(text):  # lower() changed some character's length
+            return {n for n in self.identifiers if part in n.lower()}
+        names = set()
+        start = haystack.find(part)
+        while start != -1:
+            left = start
+            while left > 0 and (text[left - 1].isalnum() or text[left - 1] == "_"):
+                left -= 1
+            right = max(_WORD.match(text, start).end(), start + len(part))
+            name = text[left:right]
+            if name[:1].isalpha() or name[:1] == "_":
+                names.add(name)
+            start = haystack.find(part, right)
+        return names
 
 
 def _kv101(f: _File) -> bool:
     extra = f.settings.extra_pairs
-    return bool(f.k_names) and f.attention_context() and any(
-        is_kv_tensor_name(k, extra) and f.reshaped(k) for k in f.k_names
-    )
+    return f.attention_context() and any(is_kv_tensor_name(k, extra) and f.reshaped(k) for k in f.k_names)
 
 
 def _kv102(f: _File) -> bool:
     extra = f.settings.extra_pairs
-    return bool(f.k_names) and f.attention_context() and any(
+    return "[" in f.text and f.attention_context() and any(
         is_kv_tensor_name(k, extra) and f.subscripted(k) and f.subscripted(value_counterpart(k, extra) or k)
         for k in f.k_names
     )
@@ -196,9 +264,12 @@ def _kv102(f: _File) -> bool:
 
 def _kv103(f: _File) -> bool:
     extra = f.settings.extra_pairs
+    names = set().union(*(f.names_containing(part, ignore_case=True) for part in _CACHE_PARTS_SHORT))
     cache_names = [
-        k for k in f.k_names
-        if is_kv_tensor_name(k, extra) and any(part.lower() in _CACHE_PARTS for part in k.split("_"))
+        k for k in names
+        if kv_side(k, extra) == "k" and is_kv_tensor_name(k, extra)
+        and any(part.lower() in _CACHE_PARTS for part in k.split("_"))
+        and f.has_any([value_counterpart(k, extra) or k])
     ]
     if not cache_names:
         return False
@@ -209,27 +280,27 @@ def _kv103(f: _File) -> bool:
 
 def _kv201(f: _File) -> bool:
     # Both projections are declared by a statement that calls a ``*Linear`` class.
-    extra = f.settings.extra_pairs
-    linears = {w for w in f.identifiers if w.endswith("Linear")}
-    return "class" in f.text and bool(linears) and any(
-        f.together(k, linears) and f.together(value_counterpart(k, extra) or k, linears)
-        for k in f.k_names
-    )
+    if "class" not in f.text or "Linear" not in f.text:
+        return False
+    linears = frozenset(w for w in f.names_containing("Linear") if w.endswith("Linear"))
+    return bool(linears) and bool(f.pairs_near(linears))
 
 
 def _kv202(f: _File) -> bool:
     # The K view's statement names the K tensor (receiver root or assignment target), the V
     # view's statement the V one.
+    if not f.has_any(_VIEW_CALLS):
+        return False
     extra = f.settings.extra_pairs
-    return f.has_any(_VIEW_CALLS) and any(
-        f.together(k, _VIEW_CALLS) and f.together(value_counterpart(k, extra) or k, _VIEW_CALLS)
-        for k in f.k_names
+    return any(
+        f.viewed(k) and f.viewed(value_counterpart(k, extra) or k) for k in f.pairs_near(_VIEW_CALLS)
     )
 
 
 def _kv203(f: _File) -> bool:
+    # A KV head count's name has "head" or "group" in it (``sizes.is_kv_head_count_name``).
     return ("head" in f.text or "group" in f.text) and f.has_any(_SPLIT_CALLS) and any(
-        is_kv_head_count_name(w) for w in _HEAD_COUNT_CANDIDATE.findall(f.identifier_lines)
+        is_kv_head_count_name(w) for w in f.names_containing("head") | f.names_containing("group")
     )
 
 
@@ -237,53 +308,84 @@ def _always(_: _File) -> bool:
     return True
 
 
-# Rules whose every finding comes from facts inside one function or class scope (or the
-# module scope); KV203 pairs a split with a head count anywhere in the module, so it is not.
-_SCOPED = frozenset({_kv101, _kv102, _kv103, _kv201, _kv202})
 _CONDITIONS: dict[str, Callable[[_File], bool]] = {
     "KV101": _kv101, "KV102": _kv102, "KV103": _kv103,
     "KV201": _kv201, "KV202": _kv202, "KV203": _kv203,
 }
 
 
+def _is_definition(segment: Segment) -> bool:
+    return segment.definition
+
+
+def _is_class(segment: Segment) -> bool:
+    return segment.kind == "class"
+
+
+# For each known condition, the top-level statements that hold all the facts any one of its
+# findings rests on; the rest of the file is the module's part. KV101-KV202 reason inside one
+# function or class scope (or the module scope); KV203 pairs a split with a KV head count
+# anywhere in one class, or anywhere outside classes (the module and its functions).
+_OWN_UNIT: dict[Callable[[_File], bool], Callable[[Segment], bool]] = {
+    _kv101: _is_definition, _kv102: _is_definition, _kv103: _is_definition,
+    _kv201: _is_definition, _kv202: _is_definition, _kv203: _is_class,
+}
+
+
+@dataclass(frozen=True)
+class ParsePlan:
+    """What libcst must parse of one file: all of it, some top-level definitions, or nothing."""
+
+    whole: bool
+    ranges: tuple[tuple[int, int], ...] = ()  # (first line, end line), 0-based, when not whole
+
+    @property
+    def needed(self) -> bool:
+        return self.whole or bool(self.ranges)
+
+    def excerpt(self, text: str) -> str:
+        """The planned definitions of ``text``, joined: valid Python when the cut was right."""
+        lines = text.split("\n")
+        return "\n".join("\n".join(lines[start:end]) for start, end in self.ranges) + "\n"
+
+
+NOTHING = ParsePlan(False)
+WHOLE = ParsePlan(True)
+
+
+def parse_plan(text: str, rules: Iterable[type[Rule]], settings: Settings) -> ParsePlan:
+    """What of ``text`` must be parsed for ``rules`` to report everything they would on it all."""
+    raw = _File(text, settings)
+    live = [c for c in dict.fromkeys(map(_condition, rules)) if c(raw)]
+    if not live:
+        return NOTHING
+    if any(c not in _OWN_UNIT for c in live):
+        return WHOLE
+    code = code_only(text)
+    reduced = _File(code, settings, reduced=True)
+    live = [c for c in live if c(reduced)]
+    if not live:
+        return NOTHING
+    segments = top_level_segments(code)
+    for condition in live:
+        own = _OWN_UNIT[condition]
+        # What lies outside the units, plus the names the units bind there.
+        rest = "\n".join(header(s) if own(s) else s.text for s in segments)
+        if condition(_File(rest, settings, reduced=True)):
+            return WHOLE
+    ranges = []
+    for segment in segments:
+        relevant = [c for c in live if _OWN_UNIT[c](segment)]
+        if relevant:
+            unit = _File(segment.text, settings, reduced=True)
+            if any(c(unit) for c in relevant):
+                ranges.append((segment.start, segment.end))
+    return ParsePlan(False, tuple(ranges))
+
+
 def may_have_findings(text: str, rules: Iterable[type[Rule]], settings: Settings) -> bool:
     """False only when none of ``rules`` can report anything on ``text``."""
-    whole = _File(text, settings)
-    candidates = [c for c in map(_condition, rules) if c(whole)]
-    if not candidates or any(c not in _SCOPED for c in candidates):
-        return bool(candidates)
-    parts = [_File(unit, settings) for unit in units(text)]
-    return any(c(part) for c in candidates for part in parts)
-
-
-def units(text: str) -> list[str]:
-    """Pieces of ``text`` such that every function or class scope lies inside one of them.
-
-    The text is cut before each column-0 ``def``/``class``/decorator line (a top-level
-    definition, which runs until the next one). Module-level statements can sit in any piece
-    after a definition's body, so every piece that has a column-0 line besides its header is
-    also part of one more unit, their concatenation, where the module scope's facts meet.
-    """
-    blocks = _blocks(text)
-    module = [b for b in blocks if _MODULE_LINE.search(b, 1) or not _TOP_LEVEL.match(b)]
-    return [*blocks, "\n".join(module)]
-
-
-def _blocks(text: str) -> list[str]:
-    # A column-0 "def" inside a triple-quoted string (a doctest, a code template) is not a
-    # definition: cut only where the triple quotes seen so far are balanced.
-    blocks: list[str] = []
-    start = counted = doubles = singles = 0
-    for match in _TOP_LEVEL.finditer(text):
-        cut = match.start()
-        doubles += text.count('"""', counted, cut)
-        singles += text.count("'''", counted, cut)
-        counted = cut
-        if cut > start and not doubles % 2 and not singles % 2:
-            blocks.append(text[start:cut])
-            start = cut
-    blocks.append(text[start:])
-    return blocks
+    return parse_plan(text, rules, settings).needed
 
 
 def _condition(rule: type[Rule]) -> Callable[[_File], bool]:

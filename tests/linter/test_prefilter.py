@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from linter.prefilter import may_have_findings, units
+from linter.prefilter import WHOLE, may_have_findings, parse_plan
 from linter.rules import all_rules, rules_by_code
 from linter.settings import Settings
 from tests.linter.fakes import FlagMe
@@ -35,11 +35,41 @@ def test_a_rule_the_prefilter_does_not_know_always_runs() -> None:
     assert may_have_findings("x = 1\n", [FlagMe], Settings())
 
 
+KV101 = [rules_by_code()["KV101"]]
+ATTENTION = "def attention(q, k, v, t):\n    k = k[:, :t]\n    return flash_attn_func(q, k, v)\n"
+
+
+def test_only_the_definition_with_attention_code_is_planned_for_parsing() -> None:
+    text = "import torch\n\ndef helper(a):\n    return a + 1\n\n" + ATTENTION + "\ndef other():\n    pass\n"
+    plan = parse_plan(text, KV101, Settings())
+    assert not plan.whole
+    assert plan.excerpt(text).strip() == ATTENTION.strip()
+
+
 def test_a_column_0_def_inside_a_docstring_does_not_split_the_function() -> None:
-    text = 'def attention(k, v):\n    """Example:\ndef other(): pass\n"""\n    return k[:1], v\n'
-    assert text in units(text)
+    text = 'def attention(q, k, v, t):\n    """Example:\ndef other(): pass\n"""\n    k = k[:t]\n    return flash_attn_func(q, k, v)\n'
+    assert parse_plan(text, KV101, Settings()).excerpt(text).strip() == text.strip()
 
 
-def test_module_level_code_after_a_function_joins_the_module_unit() -> None:
-    text = "import torch\n\ndef f():\n    pass\nk = k_cache[:1]\n"
-    assert any("import torch" in unit and "k = k_cache[:1]" in unit for unit in units(text))
+def test_decorators_stay_with_their_definition() -> None:
+    text = "@torch.no_grad()\n@other(\n    1)\n" + ATTENTION
+    assert parse_plan(text, KV101, Settings()).excerpt(text).strip() == text.strip()
+
+
+def test_kv_code_at_module_level_sends_the_whole_file() -> None:
+    text = "import torch\n\ndef f():\n    pass\nk = k_cache[:1]\nout = flash_attn_func(q, k, v_cache)\n"
+    assert parse_plan(text, KV101, Settings()) == WHOLE
+
+
+def test_kv_code_only_in_strings_and_comments_needs_no_parse() -> None:
+    code = "    k = k[:, :t]\n    out = flash_attn_func(q, k, v)\n"
+    as_code = "def doc(q, k, v, t):\n" + code
+    as_text = 'def doc(q, k, v, t):\n    """\n' + code + '    """\n' + "".join(f"    # {line}\n" for line in code.splitlines())
+    assert parse_plan(as_code, KV101, Settings()).needed
+    assert not parse_plan(as_text, KV101, Settings()).needed
+
+
+def test_a_module_wide_rule_always_sees_the_whole_file() -> None:
+    text = ("num_key_value_heads = 2\n\ndef split(qkv, num_heads):\n"
+            "    q, k, v = qkv.chunk(3, dim=-1)\n    return q, k, v\n")
+    assert parse_plan(text, [rules_by_code()["KV203"]], Settings()) == WHOLE

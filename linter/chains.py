@@ -1,0 +1,90 @@
+"""Method chains read from reduced source text (``code_only``), for the pre-filter.
+
+``k.transpose(1, 2).view(b, s, h, d)`` is one chain: a root name, then calls, subscripts and
+attributes. The pre-filter asks whether a name starts (or is assigned) a chain that reaches a
+given attribute, the way ``tensor_roots.tensor_root`` and KV202 read the same code from the
+syntax tree. Brackets are skipped by counting, which is only sound on text whose strings and
+comments are gone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+_BRACKET = re.compile(r"[()\[\]{}]")
+_SPACE = re.compile(r"\s*")
+_NAME = re.compile(r"[^\W\d]\w*")
+_ASSIGN = re.compile(r"\s*=(?!=)")
+
+
+def _after_group(text: str, start: int) -> int:
+    """The offset just after the bracket group opening at ``start`` (the end of text if unclosed)."""
+    depth = 0
+    for match in _BRACKET.finditer(text, start):
+        depth += 1 if match.group() in "([{" else -1
+        if depth == 0:
+            return match.end()
+    return len(text)
+
+
+def _chain_reaches(text: str, i: int, targets: Collection[str], passes: Collection[str] | None) -> bool:
+    """Does the chain continuing at ``i`` reach ``.target``?
+
+    Calls and subscripts are stepped over, and so is a closing parenthesis (``(k).view``; it
+    also lets ``f(k).view`` through, which only costs a parse); an attribute in ``targets``
+    ends the search with yes, one in ``passes`` (None: any attribute) lets the chain go on, any
+    other ends it with no.
+    """
+    n = len(text)
+    while True:
+        i = _SPACE.match(text, i).end()
+        if i >= n:
+            return False
+        char = text[i]
+        if char in "([":
+            i = _after_group(text, i)
+            continue
+        if char == ")":
+            i += 1
+            continue
+        if char != ".":
+            return False
+        name = _NAME.match(text, _SPACE.match(text, i + 1).end())
+        if name is None:
+            return False
+        if name.group() in targets:
+            return True
+        if passes is not None and name.group() not in passes:
+            return False
+        i = name.end()
+
+
+def root_reaches(text: str, name: str, targets: Collection[str], passes: Collection[str]) -> bool:
+    """Is some chain rooted at identifier ``name`` continued through ``passes`` to ``.target``?"""
+    for match in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text):
+        if _chain_reaches(text, match.end(), targets, passes):
+            return True
+    return False
+
+
+def assigned_reaches(text: str, name: str, targets: Collection[str]) -> bool:
+    """Is ``name`` (or ``x.name``) assigned a value whose outer chain names one of ``targets``?
+
+    ``k = x.view(...)``, ``k = torch.reshape(x, ...)`` and ``k = rearrange(x, ...)`` all do.
+    """
+    for match in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text):
+        assign = _ASSIGN.match(text, match.end())
+        if assign is None:
+            continue
+        i = _SPACE.match(text, assign.end()).end()
+        if i < len(text) and text[i] in "([{":
+            reached = _chain_reaches(text, _after_group(text, i), targets, None)
+        else:
+            head = _NAME.match(text, i)
+            if head is None:
+                continue
+            reached = head.group() in targets or _chain_reaches(text, head.end(), targets, None)
+        if reached:
+            return True
+    return False

@@ -1,0 +1,84 @@
+"""Cut reduced source text (``code_only``) into its top-level statements, by line.
+
+A top-level statement starts on a column-0 line that is not inside brackets, not after a
+backslash continuation, and not the ``else``/``elif``/``except``/``finally`` clause of the
+statement before; decorators belong to the ``def``/``class`` they decorate. Comments and plain
+strings are gone from the reduced text, so brackets and column-0 lines can be trusted (an
+f-string with unbalanced brackets inside can still mislead the count: the runner falls back to
+parsing the whole file whenever the pieces it joins do not parse).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_COLUMN_0 = re.compile(r"^[^\s)\]}]", re.MULTILINE)
+_CLAUSE = re.compile(r"(?:else|elif|except|finally)\b")
+_DEFINITION = re.compile(r"(?:(?:async\s+)?def|class)\b")
+_DEFINITION_LINE = re.compile(r"^(?:(?:async\s+)?def|class)\b[^\n]*", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Segment:
+    start: int  # first line, 0-based
+    end: int  # one past the last line
+    kind: str  # "def" or "class" (with its decorators), or "statement" for anything else
+    text: str  # the segment's reduced text
+
+    @property
+    def definition(self) -> bool:
+        return self.kind != "statement"
+
+
+def top_level_segments(code: str) -> list[Segment]:
+    """The top-level statements of ``code`` in order; together they cover every line."""
+    cuts: list[tuple[int, int, bool]] = []  # (offset, line, definition)
+    depth = line = counted = 0
+    decorating = False
+    for match in _COLUMN_0.finditer(code):
+        offset = match.start()
+        depth += _opened(code, counted, offset)
+        line += code.count("\n", counted, offset)
+        counted = offset
+        if depth > 0 or _continued(code, offset) or _CLAUSE.match(code, offset):
+            continue
+        decorator = code[offset] == "@"
+        definition = decorator or _DEFINITION.match(code, offset) is not None
+        if not (decorating and definition):
+            cuts.append((offset, line, definition))
+        decorating = decorator
+    if not cuts or cuts[0][0] != 0:
+        cuts.insert(0, (0, 0, False))
+    total = code.count("\n") + 1
+    ends = [(offset, line) for offset, line, _ in cuts[1:]] + [(len(code), total)]
+    segments = []
+    for (offset, line, definition), (end, end_line) in zip(cuts, ends):
+        text = code[offset:end]
+        kind = "statement"
+        if definition:
+            kind = "class" if _header(text).startswith("class") else "def"
+        segments.append(Segment(line, end_line, kind, text))
+    return segments
+
+
+def _opened(code: str, start: int, end: int) -> int:
+    opened = code.count("(", start, end) + code.count("[", start, end) + code.count("{", start, end)
+    closed = code.count(")", start, end) + code.count("]", start, end) + code.count("}", start, end)
+    return opened - closed
+
+
+def _continued(code: str, offset: int) -> bool:
+    """Does the line before ``offset`` end with a backslash continuation?"""
+    before = code[max(0, offset - 3):offset].rstrip("\r\n")
+    return before.endswith("\\")
+
+
+def header(segment: Segment) -> str:
+    """A definition's ``def``/``class`` line: the name it binds in the module scope."""
+    return _header(segment.text)
+
+
+def _header(text: str) -> str:
+    match = _DEFINITION_LINE.search(text)
+    return "" if match is None else match.group(0)
