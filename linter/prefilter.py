@@ -34,24 +34,27 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from linter.chains import assigned_reaches, root_reaches
 from linter.code_only import code_only
-from linter.pairs import (
+from linter.names import (
     ATTENTION_CALLABLES,
     K_SIDE_TOKENS,
+    RESHAPE_CALLS,
+    SAME_TENSOR_METHODS,
     is_attention_word,
+    is_kv_head_count_name,
     is_kv_projection,
     is_kv_tensor_name,
     kv_side,
     value_counterpart,
 )
-from linter.reshapes import RESHAPE_CALLS
-from linter.rules.base import Rule
 from linter.segments import Segment, header, top_level_segments
 from linter.settings import Settings
-from linter.sizes import is_kv_head_count_name
-from linter.tensor_roots import SAME_TENSOR_METHODS
+
+if TYPE_CHECKING:
+    from linter.rules.base import Rule
 
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
 # Identifiers with a K-side part (``k``, ``cache_k``, ``key_states``): candidates for kv_side.
@@ -353,8 +356,9 @@ NOTHING = ParsePlan(False)
 WHOLE = ParsePlan(True)
 
 
-def parse_plan(text: str, rules: Iterable[type[Rule]], settings: Settings) -> ParsePlan:
-    """What of ``text`` must be parsed for ``rules`` to report everything they would on it all."""
+def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings) -> ParsePlan:
+    """What of ``text`` must be parsed for ``rules`` (kvlint's own by code, or Rule classes) to
+    report everything they would on all of it."""
     raw = _File(text, settings)
     live = [c for c in dict.fromkeys(map(_condition, rules)) if c(raw)]
     if not live:
@@ -383,13 +387,15 @@ def parse_plan(text: str, rules: Iterable[type[Rule]], settings: Settings) -> Pa
     return ParsePlan(False, tuple(ranges))
 
 
-def may_have_findings(text: str, rules: Iterable[type[Rule]], settings: Settings) -> bool:
+def may_have_findings(text: str, rules: Iterable[str | type[Rule]], settings: Settings) -> bool:
     """False only when none of ``rules`` can report anything on ``text``."""
     return parse_plan(text, rules, settings).needed
 
 
-def _condition(rule: type[Rule]) -> Callable[[_File], bool]:
+def _condition(rule: str | type[Rule]) -> Callable[[_File], bool]:
     # Only kvlint's own rules have known conditions; any other rule (a test's) always runs.
+    if isinstance(rule, str):
+        return _CONDITIONS.get(rule, _always)
     if not rule.__module__.startswith("linter.rules."):
         return _always
     return _CONDITIONS.get(rule.code, _always)

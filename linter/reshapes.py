@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from linter.names import AXISLESS_RESHAPES, RESHAPE_CALLS, RESHAPE_DIM_ARGS
 from linter.pairs import dotted_name, normalized
 
 TOKEN_HEAD = "token/head"
@@ -28,20 +29,6 @@ SHAPE_KEEPING = frozenset({
     "view_as", "reshape_as", "cuda", "cpu", "npu", "movedim", "swapaxes", "mul", "div", "t",
 })
 
-# method -> (positional index of ``dim`` in method form, default dim); the function form
-# (``torch.narrow(k, ...)``) has the tensor first, so its dim sits one position later.
-_DIM_ARG = {
-    "narrow": (0, None),
-    "chunk": (1, 0),
-    "split": (1, 0),
-    "tensor_split": (1, 0),
-    "unbind": (0, 0),
-    "index_select": (0, None),
-    "repeat_interleave": (1, 0),
-}
-# Ops whose axis is not an argument: expand/repeat only ever grow size-1 token/head axes.
-_AXISLESS = frozenset({"expand", "repeat"})
-RESHAPE_CALLS = frozenset(_DIM_ARG) | _AXISLESS
 # Ops whose result is a sequence of pieces (``k.chunk(n)[i]``).
 PIECEWISE = frozenset({"chunk", "split", "tensor_split", "unbind"})
 
@@ -59,7 +46,7 @@ class Reshape:
     axes: tuple[tuple[int | None, str, bool], ...]
 
     def roles(self, rank: int | None = None) -> list[str]:
-        if self.kind in _AXISLESS:
+        if self.kind in AXISLESS_RESHAPES:
             return [TOKEN_HEAD]
         return [axis_role(axis, bound, not_last, rank) for axis, bound, not_last in self.axes]
 
@@ -161,9 +148,9 @@ def _call_reshape(call: cst.Call) -> Reshape | None:
         base, shift = dotted_name(positional[0]), 1
     else:
         return None
-    if tail in _AXISLESS:
+    if tail in AXISLESS_RESHAPES:
         return Reshape(call, base, tail, ())
-    position, default = _DIM_ARG[tail]
+    position, default = RESHAPE_DIM_ARGS[tail]
     dim_node = next(
         (arg.value for arg in call.args if arg.keyword and arg.keyword.value == "dim"), None
     )

@@ -18,14 +18,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from linter.pairs import (
-    callee_tail,
-    dotted_name,
-    is_attention_call,
-    is_attention_word,
-    is_kv_projection,
-    source_of,
-)
+from linter.names import is_attention_word, is_kv_projection
+from linter.pairs import callee_tail, dotted_name, is_attention_call, source_of
 
 # Calls whose arguments are only displayed or checked, never computed with.
 _QUIET_CALLS = frozenset({

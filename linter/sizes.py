@@ -11,68 +11,14 @@ sequence length, a name we do not know) keeps the rules silent.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from enum import Enum
 
 import libcst as cst
 
+from linter.names import Role, name_role
 from linter.pairs import normalized
-
-
-class Role(Enum):
-    HEAD_DIM = "head dim"
-    Q_HEADS = "query head count"
-    KV_HEADS = "KV head count"
-    Q_WIDTH = "query width"
-    KV_WIDTH = "KV width"
-    UNKNOWN = "unknown"
-
-
-# Checked in this order: widths first because ``all_head_size`` contains ``head_size``.
-_KV_WIDTH = re.compile(
-    r"^(inner_kv_dim|kv_(dim|size|hidden_size|hidden_dim|proj_size|width|out_dim|out_features|inner_dim))$"
-)
-_Q_WIDTH = re.compile(
-    r"^(hidden_size|hidden_dim|embed_dim|embedding_dim|emb_dim|d_model|n_embd|n_embed|dim|model_dim"
-    r"|all_head_size|inner_dim|q_size|q_dim|query_dim|width|n_state|hidden|attention_dim)$"
-)
-_HEAD_DIM = re.compile(
-    r"head_dim|head_size|head_[a-z]{1,3}_(dim|size)|headdim|dim_head|dim_per_head|size_per_head|d_head|head_channels"
-    r"|kv_channels|rope|nope|rotary|^d_?[kv]$"
-)
-_HEADS = re.compile(r"(^|_)(n|num|total_num|num_local|num_attention|local_num)?_?heads?(_|$)|^n_?heads?|heads?_")
-# Megatron's num_query_groups and ChatGLM's multi_query_group_num count KV heads;
-# HF's num_key_value_groups is the repeat factor num_heads // num_kv_heads, not a count.
-_KV_GROUPS = re.compile(r"query_groups?|multi_query_group")
-# Linear-attention layers count K and V heads separately (num_k_heads, num_v_heads): both KV-side.
-_KV_TOKEN = re.compile(r"(^|_)(kv|k|v|key_value|kvh)(_|$)|key_value|^n?kv")
-
-
-def name_role(name: str) -> Role:
-    """Classify an identifier (the last component of a dotted name)."""
-    low = name.lower()
-    if _KV_WIDTH.match(low):
-        return Role.KV_WIDTH
-    if _Q_WIDTH.match(low):
-        return Role.Q_WIDTH
-    if _HEAD_DIM.search(low):
-        return Role.HEAD_DIM
-    if _KV_GROUPS.search(low):
-        return Role.KV_HEADS
-    if "group" in low or "per_kv" in low or "rep" in low.split("_"):
-        return Role.UNKNOWN
-    if _HEADS.search(low) and low != "head":
-        return Role.KV_HEADS if _KV_TOKEN.search(low) else Role.Q_HEADS
-    return Role.UNKNOWN
-
-
-def is_kv_head_count_name(name: str) -> bool:
-    # Cheap pre-test first: this runs on every identifier of a class.
-    return ("head" in name or "group" in name) and name_role(name) is Role.KV_HEADS
-
 
 # Resolves ``x`` / ``self.x`` to the single expression it was assigned, or None.
 Resolver = Callable[[cst.BaseExpression], "cst.BaseExpression | None"]

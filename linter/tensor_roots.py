@@ -9,11 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-# Methods whose result is the same tensor for pairing purposes.
-SAME_TENSOR_METHODS = frozenset({
-    "contiguous", "transpose", "permute", "float", "half", "bfloat16", "to", "clone", "detach",
-    "type_as", "squeeze", "unsqueeze", "flatten", "view", "reshape",
-})
+from linter.names import SAME_TENSOR_METHODS
 
 
 def tensor_root(expr: cst.BaseExpression) -> str | None:

@@ -8,19 +8,16 @@ from dataclasses import dataclass
 import libcst as cst
 
 from linter.finding import Edit, Fix, Span
-from linter.pairs import (
-    attention_kv_args,
+from linter.names import (
+    RESHAPE_CALLS,
     counterpart_of_dotted,
-    dotted_name,
-    is_attention_call,
     is_kv_tensor_name,
     kv_side,
-    source_of,
     swap_kv_text,
 )
+from linter.pairs import attention_kv_args, dotted_name, is_attention_call, source_of
 from linter.reshapes import (
     PIECEWISE,
-    RESHAPE_CALLS,
     TOKEN_HEAD,
     Reshape,
     reshape_of,

@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from linter.pairs import (
-    counterpart_of_dotted,
-    is_kv_tensor_name,
-    kv_side,
-    source_of,
-    swap_kv_text,
-)
+from linter.names import counterpart_of_dotted, is_kv_tensor_name, kv_side, swap_kv_text
+from linter.pairs import source_of
 from linter.reshapes import HEAD_DIM, TOKEN_HEAD, axis_role, reshape_of
 from linter.rules.base import Example, Rule
 from linter.scopes import (

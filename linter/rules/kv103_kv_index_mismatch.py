@@ -7,15 +7,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from linter.pairs import (
-    counterpart_of_dotted,
-    dotted_name,
-    is_kv_tensor_name,
-    kv_side,
-    normalized,
-    source_of,
-    swap_kv_text,
-)
+from linter.names import counterpart_of_dotted, is_kv_tensor_name, kv_side, swap_kv_text
+from linter.pairs import dotted_name, normalized, source_of
 from linter.rules.base import Example, Rule
 from linter.scopes import (
     DIFFER,

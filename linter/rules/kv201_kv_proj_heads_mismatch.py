@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from linter.pairs import callee_tail, dotted_name, kv_side, source_of, value_counterpart
+from linter.names import kv_side, value_counterpart
+from linter.pairs import callee_tail, dotted_name, source_of
 from linter.rules.base import Example, Rule
 from linter.sizes import Aliases, describe, heads_mismatch
 

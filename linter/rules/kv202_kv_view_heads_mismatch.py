@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from linter.pairs import dotted_name, kv_side, normalized, source_of, value_counterpart
+from linter.names import kv_side, value_counterpart
+from linter.pairs import dotted_name, normalized, source_of
 from linter.rules.base import Example, Rule
 from linter.sizes import Aliases, HeadsMismatch, describe, heads_mismatch
 from linter.tensor_roots import tensor_root

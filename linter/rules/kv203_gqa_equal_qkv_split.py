@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from linter.pairs import dotted_name, kv_side, normalized, source_of
+from linter.names import Role, is_kv_head_count_name, kv_side
+from linter.pairs import dotted_name, normalized, source_of
 from linter.rules.base import Example, Rule
-from linter.sizes import Aliases, Role, factors, int_value, is_kv_head_count_name
+from linter.sizes import Aliases, factors, int_value
 from linter.tensor_roots import tensor_root
 
 _SPLITS = frozenset({"chunk", "tensor_split", "split"})

@@ -5,7 +5,13 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from linter.reshapes import AMBIGUOUS, HEAD_DIM, TOKEN_HEAD, reshape_of, strip_shape_keeping
+from linter.reshapes import (
+    AMBIGUOUS,
+    HEAD_DIM,
+    TOKEN_HEAD,
+    reshape_of,
+    strip_shape_keeping,
+)
 
 
 def role(expression: str, rank: int | None = None) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from linter.sizes import Aliases, Role, heads_mismatch, is_kv_head_count_name, name_role
+from linter.names import Role, is_kv_head_count_name, name_role
+from linter.sizes import Aliases, heads_mismatch
 
 
 @pytest.mark.parametrize(
