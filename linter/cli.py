@@ -28,8 +28,8 @@ from linter.config import (
 from linter.diagnostics import FileProblem
 from linter.files import discover
 from linter.fixes import write_atomic
-from linter.report import FORMATS, Outcome, is_fixable, renderers
-from linter.rules import all_rules, rules_by_code
+from linter.report import FORMATS, Outcome, is_fixable, renderer
+from linter.rules import all_rules, rule_codes, rules_by_code
 
 
 class UsageError(Exception):
@@ -134,7 +134,7 @@ def _check(args: argparse.Namespace) -> int:
 
     display = args.stdin_filename or "-"
     config = args.config or find_config(common_directory([args.stdin_filename or "."] if stdin else paths))
-    codes = [r.code for r in all_rules()]
+    codes = rule_codes()
     settings = load_settings(config, CliOptions(args.select, args.extend_select, args.ignore), codes)
     job = runner.job_for(
         settings,
@@ -177,7 +177,7 @@ def _check(args: argparse.Namespace) -> int:
     if args.statistics:
         _statistics(findings, out)
     elif not (args.diff and args.format in ("full", "concise")):
-        renderers()[args.format](outcome, out, _color(out))
+        renderer(args.format)(outcome, out, _color(out))
     if problems:
         return 2
     if args.diff:

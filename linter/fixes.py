@@ -10,8 +10,6 @@ import stat
 import tempfile
 from collections.abc import Iterable
 
-import libcst as cst
-
 from linter.finding import Edit, Finding
 
 # Python's own line ends; str.splitlines would also split on form feeds and \u2028, which the
@@ -81,6 +79,9 @@ def apply_fixes(source: str, findings: Iterable[Finding], unsafe: bool = False) 
         fixed = fixed[:lo] + content + fixed[hi:]
     if fixed == source:
         return source
+    # Imported here: a run with nothing to fix (and --fix's callers) never needs libcst.
+    import libcst as cst
+
     try:
         cst.parse_module(fixed)
     except cst.ParserSyntaxError:

@@ -5,6 +5,9 @@ read bytes -> (cache) -> decode -> pre-filter (nothing / some definitions / the 
 [-> fix, re-lint, until nothing more applies]. Every way a file can fail becomes a
 ``FileProblem`` for that file; nothing a file contains can stop the run. Rules are injected
 (``Job.rules``) so tests can run the pipeline with rules of their own.
+
+libcst and the rules are imported only when a file needs parsing: most files never do, and a
+pre-commit run on one such file should cost little more than starting Python.
 """
 
 from __future__ import annotations
@@ -13,26 +16,25 @@ import ast
 import re
 import warnings
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from functools import cached_property
 from itertools import accumulate
 from pathlib import Path
-
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from linter import files
 from linter.cache import Cache
 from linter.config import enabled_codes
 from linter.diagnostics import FileProblem
-from linter.engine import lint_module
 from linter.finding import Finding
 from linter.fixes import apply_fixes, has_applicable_fix
 from linter.prefilter import parse_plan
-from linter.rules import all_rules
-from linter.rules.base import Rule
+from linter.rules import rules_by_code
 from linter.settings import Settings
 from linter.suppress import unsuppressed
+
+if TYPE_CHECKING:
+    from linter.rules.base import Rule
 
 # Fixes that overlap are applied on later passes; a fix that keeps re-creating work stops here.
 MAX_FIX_PASSES = 10
@@ -51,7 +53,8 @@ POOL_THRESHOLD = 16
 @dataclass(frozen=True)
 class Job:
     settings: Settings
-    rules: tuple[type[Rule], ...]
+    # kvlint's own rules by code, or Rule classes (tests bring their own).
+    rules: tuple[str | type[Rule], ...]
     cache_dir: str | None = None
     fix: bool = False  # compute fixed text (for --fix and --diff)
     unsafe_fixes: bool = False
@@ -63,14 +66,18 @@ class Job:
         # Built once per job (per worker), not per file: its salt hashes settings and rules.
         if self.cache_dir is None:
             return None
-        rule_ids = [f"{r.__module__}.{r.__qualname__}" for r in self.rules]
+        rule_ids = [r if isinstance(r, str) else f"{r.__module__}.{r.__qualname__}" for r in self.rules]
         return Cache(Path(self.cache_dir), self.settings.fingerprint(), rule_ids)
+
+    @cached_property
+    def rule_classes(self) -> tuple[type[Rule], ...]:
+        known = rules_by_code() if any(isinstance(r, str) for r in self.rules) else {}
+        return tuple(known[r] if isinstance(r, str) else r for r in self.rules)
 
 
 def job_for(settings: Settings, cache_dir: str | None = None, fix: bool = False, unsafe_fixes: bool = False) -> Job:
     """A job running the rules that ``settings`` enable."""
-    codes = enabled_codes(settings)
-    return Job(settings, tuple(r for r in all_rules() if r.code in codes), cache_dir, fix, unsafe_fixes)
+    return Job(settings, tuple(sorted(enabled_codes(settings))), cache_dir, fix, unsafe_fixes)
 
 
 @dataclass
@@ -109,6 +116,8 @@ def check_paths(paths: Sequence[str], job: Job, jobs: int) -> list[FileResult]:
     # Small chunks: file sizes vary by orders of magnitude, and one big chunk left to one worker
     # at the end would leave the others idle.
     chunksize = max(1, min(8, len(paths) // (jobs * 8)))
+    from concurrent.futures import ProcessPoolExecutor
+
     with ProcessPoolExecutor(max_workers=jobs, initializer=_set_worker_job, initargs=(job,)) as pool:
         return list(pool.map(_worker_check, paths, chunksize=chunksize))
 
@@ -219,9 +228,13 @@ def _excerpt_is_clean(excerpt: str, path: str, job: Job) -> bool:
 
 def _parse_and_lint(text: str, path: str, job: Job) -> list[Finding]:
     _refuse_unparsable(text, path)
+    import libcst as cst
+
+    from linter.engine import lint_module
+
     try:
         module = cst.parse_module(text)
-        return lint_module(module, path, job.settings, job.rules)
+        return lint_module(module, path, job.settings, job.rule_classes)
     except cst.ParserSyntaxError as exc:
         raise _Unlintable(FileProblem(path, "E999", f"syntax error: {exc.message}", exc.editor_line, exc.editor_column)) from None
     except RecursionError:

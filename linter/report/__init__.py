@@ -9,13 +9,16 @@ for syntax errors, with its own code), ``sarif`` as tool execution notifications
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from linter.diagnostics import FileProblem
 from linter.finding import Finding
-from linter.rules.base import Rule
+
+if TYPE_CHECKING:
+    from linter.rules.base import Rule
 
 
 @dataclass
@@ -36,16 +39,10 @@ def is_fixable(rule: type[Rule]) -> bool:
     return any(example.expected_fix is not None for example in rule.INVALID)
 
 
-def renderers() -> dict[str, Renderer]:
-    from linter.report import concise, full, github, json_format, sarif
-
-    return {
-        "full": full.render,
-        "concise": concise.render,
-        "json": json_format.render,
-        "sarif": sarif.render,
-        "github": github.render,
-    }
+# Format name -> module; imported on use, so a run pays only for the format it prints.
+_MODULES = {"full": "full", "concise": "concise", "json": "json_format", "sarif": "sarif", "github": "github"}
+FORMATS = tuple(_MODULES)
 
 
-FORMATS = ("full", "concise", "json", "sarif", "github")
+def renderer(name: str) -> Renderer:
+    return importlib.import_module(f"{__name__}.{_MODULES[name]}").render

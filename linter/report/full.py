@@ -14,15 +14,15 @@ set (the caller decides and passes ``color``).
 
 from __future__ import annotations
 
-from typing import TextIO
-
-from rich.console import Console
-from rich.text import Text
+from typing import TYPE_CHECKING, TextIO
 
 from linter.files import source_lines
 from linter.finding import Finding, Span
 from linter.report import Outcome
 from linter.report.summary import summary
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 
 def _frame_rows(finding: Finding) -> list[tuple[int, Span | None, str, str]]:
@@ -33,6 +33,8 @@ def _frame_rows(finding: Finding) -> list[tuple[int, Span | None, str, str]]:
 
 
 def _finding_text(finding: Finding, lines: list[str]) -> Text:
+    from rich.text import Text
+
     text = Text()
     text.append(f"{finding.path}:{finding.span.row}:{finding.span.column}: ", style="bold")
     text.append(finding.code, style="bold red")
@@ -68,6 +70,13 @@ def _finding_text(finding: Finding, lines: list[str]) -> Text:
 
 
 def render(outcome: Outcome, out: TextIO, color: bool) -> None:
+    if not outcome.findings and not color:
+        # rich costs as much to import as a clean file costs to check.
+        out.write(summary(outcome) + "\n")
+        return
+    from rich.console import Console
+    from rich.text import Text
+
     console = Console(
         file=out, force_terminal=color, no_color=not color, color_system="auto" if color else None,
         highlight=False, soft_wrap=True, emoji=False, markup=False,

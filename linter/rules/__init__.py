@@ -1,16 +1,31 @@
-"""Rule registry: every ``kvNNN_*.py`` module in this package defines exactly one Rule."""
+"""Rule registry: every ``kvNNN_*.py`` module in this package defines exactly one Rule.
+
+The codes come from the file names, so knowing which rules exist (for configuration and the
+pre-filter) imports neither the rules nor libcst; ``all_rules`` imports them.
+"""
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
 from functools import cache
+from typing import TYPE_CHECKING
 
-from linter.rules.base import Rule
+if TYPE_CHECKING:
+    from linter.rules.base import Rule
+
+
+@cache
+def rule_codes() -> tuple[str, ...]:
+    """``("KV101", ...)``, from the ``kvNNN_*.py`` module names."""
+    return tuple(sorted(info.name.split("_", 1)[0].upper() for info in pkgutil.iter_modules(__path__)
+                        if info.name.startswith("kv")))
 
 
 @cache
 def all_rules() -> tuple[type[Rule], ...]:
+    from linter.rules.base import Rule
+
     found: list[type[Rule]] = []
     for info in pkgutil.iter_modules(__path__):
         if not info.name.startswith("kv"):

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from linter.diagnostics import FileProblem
-from linter.report import Outcome, renderers
+from linter.report import Outcome, renderer
 from linter.runner import check_file
 from tests.linter.fakes import fake_job
 
@@ -27,7 +27,7 @@ def outcome(tmp_path, monkeypatch) -> Outcome:
 
 def _render(fmt: str, outcome: Outcome, color: bool = False) -> str:
     out = io.StringIO()
-    renderers()[fmt](outcome, out, color)
+    renderer(fmt)(outcome, out, color)
     return out.getvalue()
 
 
