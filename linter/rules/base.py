@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import ClassVar
 
 import libcst as cst
@@ -54,6 +55,11 @@ class Rule(cst.BatchableCSTVisitor):
         super().__init__()
         self.context = context
         self.findings: list[Finding] = []
+
+    def get_visitors(self) -> dict[str, Callable]:
+        # libcst finds visitor methods with inspect.getmembers on every instance, which cost more
+        # than linting a small file; the names depend only on the class.
+        return {name: getattr(self, name) for name in _visitor_names(type(self))}
 
     @property
     def extra_pairs(self) -> tuple[tuple[str, str], ...]:
@@ -102,3 +108,13 @@ class Rule(cst.BatchableCSTVisitor):
             f"## Use instead\n```python\n{cls.good.rstrip()}\n```\n\n"
             f"## Fix\n{cls.fix_text}\n"
         )
+
+
+@cache
+def _visitor_names(cls: type[Rule]) -> tuple[str, ...]:
+    """The ``visit_*``/``leave_*`` methods of ``cls`` that are not libcst's empty stubs."""
+    return tuple(
+        name for name in dir(cls)
+        if name.startswith(("visit_", "leave_"))
+        and callable(getattr(cls, name)) and not getattr(getattr(cls, name), "_is_no_op", False)
+    )
