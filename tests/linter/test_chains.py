@@ -1,0 +1,104 @@
+"""``chains``: does a name start, or get assigned, a method chain reaching a view call?"""
+
+from __future__ import annotations
+
+import pytest
+
+from linter.chains import assigned_reaches, root_reaches
+from linter.tensor_roots import SAME_TENSOR_METHODS
+
+VIEWS = frozenset({"view", "reshape", "unflatten", "rearrange"})
+
+
+def _root(text: str, name: str = "k") -> bool:
+    return root_reaches(text, name, VIEWS, SAME_TENSOR_METHODS)
+
+
+def _assigned(text: str, name: str = "k") -> bool:
+    return assigned_reaches(text, name, VIEWS)
+
+
+def test_a_direct_method_call_is_reached() -> None:
+    assert _root("y = k.view(b, s, h, d)")
+
+
+def test_a_chain_through_same_tensor_methods_and_their_calls_is_reached() -> None:
+    assert _root("y = k.transpose(1, 2).contiguous().view(b, s, h, d)")
+
+
+def test_a_chain_through_a_subscript_is_reached() -> None:
+    assert _root("y = k[:, :t].float()[0].reshape(b, -1)")
+
+
+def test_a_parenthesised_root_is_reached() -> None:
+    assert _root("y = (k).view(b, s, h, d)")
+
+
+def test_whitespace_and_newlines_inside_brackets_are_stepped_over() -> None:
+    assert _root("y = (k\n    .transpose(1,\n 2)\n    .view(b, s, h, d))")
+
+
+@pytest.mark.xfail(strict=True, reason="chains: a backslash continuation ends the chain")
+def test_a_backslash_continuation_is_stepped_over() -> None:
+    assert _root("y = k.transpose(1, 2) \\\n    .view(b, s, h, d)")
+
+
+def test_an_attribute_of_the_root_object_is_a_chain_from_its_name() -> None:
+    assert _root("y = self.k.view(b, s, h, d)")
+
+
+def test_a_tensor_attribute_that_is_not_a_same_tensor_method_stops_the_chain() -> None:
+    assert not _root("y = k.shape.view(b, s)")
+
+
+def test_an_unknown_method_stops_the_chain() -> None:
+    assert not _root("y = k.gather(1, i).view(b, s)")
+
+
+def test_a_longer_name_with_the_same_start_is_not_the_root() -> None:
+    assert not _root("y = kk.view(b, s) + k_cache.view(b, s)")
+
+
+def test_a_name_used_elsewhere_than_as_a_root_is_not_a_chain() -> None:
+    assert not _root("y = x.view(k, s)")
+
+
+def test_an_unclosed_call_ends_the_search_without_error() -> None:
+    assert not _root("y = k.transpose(1, 2")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["k = x.view(b, s, h, d)", "k = torch.reshape(x, (b, s, h, d))", "k = rearrange(x, 'b s (h d) -> b s h d', h=h)"],
+    ids=["method", "torch-function", "einops"],
+)
+def test_an_assigned_view_is_reached(text: str) -> None:
+    assert _assigned(text)
+
+
+def test_an_assignment_to_an_attribute_with_the_name_counts() -> None:
+    assert _assigned("self.k = self.k_proj(x).view(b, s, h, d)")
+
+
+def test_an_assigned_chain_passes_any_method() -> None:
+    assert _assigned("k = self.k_proj(x).gather(1, i).view(b, s, h, d)")
+
+
+def test_a_parenthesised_value_is_stepped_over() -> None:
+    assert _assigned("k = (x + y).view(b, s, h, d)")
+
+
+def test_a_comparison_is_not_an_assignment() -> None:
+    assert not _assigned("ok = k == x.view(b, s)")
+
+
+def test_an_assigned_value_without_a_view_is_not_reached() -> None:
+    assert not _assigned("k = x.transpose(1, 2)")
+
+
+def test_a_view_inside_an_argument_is_not_the_outer_chain() -> None:
+    assert not _assigned("k = torch.cat([x.view(b, s), y])")
+
+
+def test_a_view_of_another_name_on_its_own_line_is_not_an_assignment_of_the_name() -> None:
+    assert not _assigned("k = x\ny = z.view(b, s)")
