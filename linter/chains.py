@@ -13,7 +13,8 @@ import re
 from collections.abc import Collection
 
 _BRACKET = re.compile(r"[()\[\]{}]")
-_SPACE = re.compile(r"\s*")
+# Whitespace, and backslash line continuations.
+_SPACE = re.compile(r"(?:\s|\\\r?\n)*")
 _NAME = re.compile(r"[^\W\d]\w*")
 _ASSIGN = re.compile(r"\s*=(?!=)")
 

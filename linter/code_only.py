@@ -22,8 +22,8 @@ _LITERAL = re.compile(
       (?P<body>
           \"\"\"[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*(?:\"\"\"|\Z)
         | '''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*(?:'''|\Z)
-        | "[^"\\\n]*(?:\\.[^"\\\n]*)*(?:"|$)
-        | '[^'\\\n]*(?:\\.[^'\\\n]*)*(?:'|$)
+        | "[^"\\\n]*(?:\\(?:\r\n|.)[^"\\\n]*)*(?:"|$)
+        | '[^'\\\n]*(?:\\(?:\r\n|.)[^'\\\n]*)*(?:'|$)
       )
     """,
     re.VERBOSE | re.DOTALL | re.MULTILINE,
@@ -60,6 +60,10 @@ def _fields(body: str) -> list[str]:
                     i += 2
                     continue
                 depth, start = 1, i + 1
+        elif char in "'\"":
+            # A string inside a field: its brackets are text (``{d[')']}``).
+            end = body.find(char, i + 1)
+            i = n if end == -1 else end
         elif char in "{[(":
             depth += 1
         elif char in "}])":

@@ -38,7 +38,6 @@ def test_whitespace_and_newlines_inside_brackets_are_stepped_over() -> None:
     assert _root("y = (k\n    .transpose(1,\n 2)\n    .view(b, s, h, d))")
 
 
-@pytest.mark.xfail(strict=True, reason="chains: a backslash continuation ends the chain")
 def test_a_backslash_continuation_is_stepped_over() -> None:
     assert _root("y = k.transpose(1, 2) \\\n    .view(b, s, h, d)")
 
