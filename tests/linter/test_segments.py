@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from linter.code_only import code_only
 from linter.segments import Segment, header, top_level_segments
 
@@ -68,6 +70,11 @@ def test_a_backslash_continuation_line_at_column_0_continues_the_statement() -> 
 
 def test_a_backslash_crlf_continuation_line_at_column_0_continues_the_statement() -> None:
     assert _cuts("x = 1 + \\\r\n2\r\ny = 3\r\n") == [(0, 2, "statement"), (2, 4, "statement")]
+
+
+@pytest.mark.xfail(strict=True, reason="segments: a leading form feed hides a column-0 line (Python resets the column)")
+def test_a_form_feed_before_a_def_does_not_join_it_to_the_class_before() -> None:
+    assert _cuts("class A:\n    pass\n\fdef f():\n    pass\n") == [(0, 2, "class"), (2, 5, "def")]
 
 
 def test_module_level_if_else_is_one_statement() -> None:
