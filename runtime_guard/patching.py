@@ -15,7 +15,7 @@ import threading
 import warnings
 from typing import Any
 
-from runtime_guard import ops, validators
+from runtime_guard import fast_paths, ops, validators
 from runtime_guard.reporting import (
     KVConsistencyError,
     KVGuardInternalWarning,
@@ -124,6 +124,7 @@ class GuardedOp:
         self._kvguard_original = original
         self._row = row
         self._binder = ops.Binder(row, ops.schema_params(original) if params is None else params)
+        self._accepts = fast_paths.for_op(row, self._binder.slots)
         self._label = label
         self._overloads: dict = {}
         self._mode = mode  # set for guard()-decorated functions that always check
@@ -133,17 +134,22 @@ class GuardedOp:
         if mode is not None and not _is_compiling():
             if _inner_possible and getattr(_inner, "row", None) is self._row:
                 return self._kvguard_original(*args, **kwargs)  # handed back by a TorchFunctionMode
-            try:
-                values = self._binder.bind(args, kwargs)
-                found = self._row.validate(*values)
-            except Exception as exc:  # noqa: BLE001 - a guard bug must not become the user's bug
-                _guard_failed(self, mode, exc, args, kwargs)
-            else:
-                if found is not None:
-                    _report(self, mode, values, found)
+            if not self._accepts(args, kwargs):
+                self._judge(mode, args, kwargs)
             if _function_mode_enabled():
                 return _call_marked(self, args, kwargs)
         return self._kvguard_original(*args, **kwargs)
+
+    def _judge(self, mode: str, args: tuple, kwargs: dict) -> None:
+        """The general path: bind every role, run the op's validator, report what it finds."""
+        try:
+            values = self._binder.bind(args, kwargs)
+            found = self._row.validate(*values)
+        except Exception as exc:  # noqa: BLE001 - a guard bug must not become the user's bug
+            _guard_failed(self, mode, exc, args, kwargs)
+        else:
+            if found is not None:
+                _report(self, mode, values, found)
 
     def __getattr__(self, name: str) -> Any:
         # .default, .out and every other overload are checked too; anything else passes through.

@@ -165,7 +165,7 @@ def test_a_guard_bug_in_raise_mode_is_an_internal_error_not_a_violation(guard, m
     wrapper = torch_npu.npu_fusion_attention
     monkeypatch.setattr(wrapper, "_row", wrapper._row._replace(validate=broken))
     with pytest.raises(KVGuardInternalError) as info:
-        AttentionCase("npu_fusion_attention", "TND").call()
+        AttentionCase("npu_fusion_attention", "BSND").call()  # BSND: judged by the validator, not the TND fast path
     assert not isinstance(info.value, ValueError) and "ZeroDivisionError" in str(info.value)
 
 
@@ -175,7 +175,7 @@ def test_a_guard_bug_in_warn_mode_warns_and_lets_the_call_through(warn_guard, mo
 
     wrapper = torch_npu.npu_fusion_attention
     monkeypatch.setattr(wrapper, "_row", wrapper._row._replace(validate=broken))
-    case = AttentionCase("npu_fusion_attention", "TND")
+    case = AttentionCase("npu_fusion_attention", "BSND")  # judged by the validator, not the TND fast path
     with pytest.warns(KVGuardInternalWarning):
         case.call()
     assert torch_npu.calls[-1].args[0] is case.q
