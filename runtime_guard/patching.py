@@ -122,6 +122,7 @@ class GuardedOp:
 
     def __init__(self, original: Any, row: ops.OpRow, label: str, params: list | None = None, mode: str | None = None) -> None:
         self._kvguard_original = original
+        self._entry = _entry_point(original)
         self._row = row
         self._binder = ops.Binder(row, ops.schema_params(original) if params is None else params)
         self._accepts = fast_paths.for_op(row, self._binder.slots)
@@ -138,7 +139,8 @@ class GuardedOp:
                 self._judge(mode, args, kwargs)
             if _function_mode_enabled():
                 return _call_marked(self, args, kwargs)
-        return self._kvguard_original(*args, **kwargs)
+            return self._entry(*args, **kwargs)
+        return self._kvguard_original(*args, **kwargs)  # what torch.compile traces, too
 
     def _judge(self, mode: str, args: tuple, kwargs: dict) -> None:
         """The general path: bind every role, run the op's validator, report what it finds."""
@@ -164,6 +166,22 @@ class GuardedOp:
 
     def __repr__(self) -> str:
         return f"<kvlint guard around {self._kvguard_original!r}>"
+
+
+def _entry_point(original: Any) -> Any:
+    """What a checked call hands its arguments to.
+
+    An OpOverload's __call__, and an OpOverloadPacket's when none of its overloads takes a
+    torchbind object, does nothing but call the op's C++ entry point ``_op``; calling that
+    directly saves the guarded call one Python frame. Anything else (a guard()-decorated
+    function, a subclass, another torch) is called as it is.
+    """
+    torch_ops = sys.modules.get("torch._ops")
+    if torch_ops is None:
+        return original
+    if type(original) is torch_ops.OpOverload or (type(original) is torch_ops.OpOverloadPacket and getattr(original, "_has_torchbind_op_overload", True) is False):
+        return getattr(original, "_op", original)
+    return original
 
 
 def _is_overload(value: Any) -> bool:

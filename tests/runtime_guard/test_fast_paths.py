@@ -42,11 +42,11 @@ def judged_by_both(op: Any, args: tuple, kwargs: dict) -> tuple:
 
 @st.composite
 def tnd_calls(draw: Callable) -> Attention:
-    """Valid TND npu_fusion_attention calls, GQA and MLA included, with or without EOD zeros."""
+    """Valid TND npu_fusion_attention calls, GQA and MLA included, short and long length lists."""
     kv_heads, groups = draw(st.integers(1, 3)), draw(st.integers(1, 3))
     dim = draw(st.sampled_from((2, 4, 8)))
     v_dim = draw(st.sampled_from((dim, dim, 2, 6)))
-    batch = draw(st.integers(1, 5))
+    batch = draw(st.integers(1, 5) | st.integers(fast_paths._SHORT - 2, fast_paths._SHORT + 30))  # long lists take the C-level checks
     seqs = st.lists(st.integers(0, 5), min_size=batch, max_size=batch).filter(any)
     q_seqs = draw(seqs)
     kv_seqs = q_seqs if draw(st.booleans()) else draw(seqs)
@@ -118,7 +118,7 @@ def test_a_row_whose_arguments_sit_elsewhere_gets_no_fast_path():
 def test_every_valid_hot_call_is_accepted_by_the_fast_path(case, via):
     accepted, found = judged_by_both(target("npu_fusion_attention", "npu", via), *case.arguments())
     assert found is None and accepted is True, case
-    count("fast path: valid TND calls accepted")
+    count("fast path: valid TND calls accepted", "long lists" if len(case.q_lens) > fast_paths._SHORT else "short lists")
 
 
 OWN_KINDS = ("change a dtype", "move a tensor to another device", "truncate K tokens", "change V heads", "wrong head_num", "non-divisible GQA", "wrong rank", "make lengths decrease", "end lengths at the wrong total", "different batch counts")
