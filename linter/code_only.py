@@ -2,7 +2,8 @@
 
 The pre-filter asks its questions of this text, so an identifier, a ``def`` or a bracket inside
 a docstring or a comment no longer counts as code. The line count is kept (a string spanning n
-lines leaves n newlines), so line numbers in the reduced text are line numbers in the file.
+lines leaves n newlines), so line numbers in the reduced text are line numbers in the file;
+lines end at "\n" (the pre-filter parses a file with lone "\r" line ends whole).
 
 An f-string keeps only its replacement fields (``{k.shape}``): they are code a rule may read;
 its literal text goes like any string's. Nothing in a plain string literal is evidence for any

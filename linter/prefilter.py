@@ -61,6 +61,7 @@ _IDENTIFIER = re.compile(r"[^\W\d]\w*")
 # Matched against the file's distinct identifiers, one per line.
 _K_CANDIDATE = re.compile(rf"^(?:\w*_)?(?:{'|'.join(sorted(K_SIDE_TOKENS))})(?:_\w*)?$", re.MULTILINE)
 _WORD = re.compile(r"\w*")
+_LONE_CR = re.compile(r"\r(?!\n)")
 # Anything the tokenizer lets stand between two tokens inside brackets.
 # Each alternative matches in only one way (a comment runs to its newline), so no backtracking
 # blow-up on banner lines such as ``########``.
@@ -363,7 +364,8 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
     live = [c for c in dict.fromkeys(map(_condition, rules)) if c(raw)]
     if not live:
         return NOTHING
-    if any(c not in _OWN_UNIT for c in live):
+    if any(c not in _OWN_UNIT for c in live) or _LONE_CR.search(text):
+        # Old Mac line ends: code_only and segments count lines by "\n" only.
         return WHOLE
     code = code_only(text)
     reduced = _File(code, settings, reduced=True)

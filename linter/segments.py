@@ -13,10 +13,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_COLUMN_0 = re.compile(r"^[^\s)\]}]", re.MULTILINE)
+# A line starting in column 0; Python resets the column after leading form feeds.
+_COLUMN_0 = re.compile(r"^\f*(?=[^\s)\]}])", re.MULTILINE)
 _CLAUSE = re.compile(r"(?:else|elif|except|finally)\b")
 _DEFINITION = re.compile(r"(?:(?:async\s+)?def|class)\b")
-_DEFINITION_LINE = re.compile(r"^(?:(?:async\s+)?def|class)\b[^\n]*", re.MULTILINE)
+_DEFINITION_LINE = re.compile(r"^\f*(?:(?:async\s+)?def|class)\b[^\n]*", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -37,16 +38,16 @@ def top_level_segments(code: str) -> list[Segment]:
     depth = line = counted = 0
     decorating = False
     for match in _COLUMN_0.finditer(code):
-        offset = match.start()
-        depth += _opened(code, counted, offset)
-        line += code.count("\n", counted, offset)
-        counted = offset
-        if depth > 0 or _continued(code, offset) or _CLAUSE.match(code, offset):
+        start, first = match.start(), match.end()
+        depth += _opened(code, counted, start)
+        line += code.count("\n", counted, start)
+        counted = start
+        if depth > 0 or _continued(code, start) or _CLAUSE.match(code, first):
             continue
-        decorator = code[offset] == "@"
-        definition = decorator or _DEFINITION.match(code, offset) is not None
+        decorator = code[first] == "@"
+        definition = decorator or _DEFINITION.match(code, first) is not None
         if not (decorating and definition):
-            cuts.append((offset, line, definition))
+            cuts.append((start, line, definition))
         decorating = decorator
     if not cuts or cuts[0][0] != 0:
         cuts.insert(0, (0, 0, False))

@@ -73,3 +73,10 @@ def test_a_module_wide_rule_always_sees_the_whole_file() -> None:
     text = ("num_key_value_heads = 2\n\ndef split(qkv, num_heads):\n"
             "    q, k, v = qkv.chunk(3, dim=-1)\n    return q, k, v\n")
     assert parse_plan(text, [rules_by_code()["KV203"]], Settings()) == WHOLE
+
+
+def test_a_file_with_old_mac_line_ends_is_parsed_whole() -> None:
+    # code_only and segments count lines by "\n"; a lone "\r" ends a line for Python too.
+    text = ("# note\ndef attention(q, k, v, n):\n    k = k[:n]\n    v = v[:n - 1]\n"
+            "    return F.scaled_dot_product_attention(q, k, v)\n").replace("\n", "\r")
+    assert parse_plan(text, [rules_by_code()["KV102"]], Settings()) == WHOLE

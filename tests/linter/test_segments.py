@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from linter.code_only import code_only
 from linter.segments import Segment, header, top_level_segments
 
@@ -72,7 +70,6 @@ def test_a_backslash_crlf_continuation_line_at_column_0_continues_the_statement(
     assert _cuts("x = 1 + \\\r\n2\r\ny = 3\r\n") == [(0, 2, "statement"), (2, 4, "statement")]
 
 
-@pytest.mark.xfail(strict=True, reason="segments: a leading form feed hides a column-0 line (Python resets the column)")
 def test_a_form_feed_before_a_def_does_not_join_it_to_the_class_before() -> None:
     assert _cuts("class A:\n    pass\n\fdef f():\n    pass\n") == [(0, 2, "class"), (2, 5, "def")]
 
