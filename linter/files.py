@@ -14,8 +14,6 @@ import codecs
 import io
 import os
 import re
-import shutil
-import subprocess
 import tokenize
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -128,6 +126,10 @@ def _excluded_on_the_way(root: str, parts: tuple[str, ...], settings: Settings) 
 
 def _git_listing(root: str) -> list[str] | None:
     """Files under ``root`` that git does not ignore, or None when git cannot tell us."""
+    # Imported here: checking named files (the pre-commit case) never starts git.
+    import shutil
+    import subprocess
+
     git = shutil.which("git")
     if git is None:
         return None

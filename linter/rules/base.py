@@ -112,9 +112,16 @@ class Rule(cst.BatchableCSTVisitor):
 
 @cache
 def _visitor_names(cls: type[Rule]) -> tuple[str, ...]:
-    """The ``visit_*``/``leave_*`` methods of ``cls`` that are not libcst's empty stubs."""
-    return tuple(
-        name for name in dir(cls)
-        if name.startswith(("visit_", "leave_"))
-        and callable(getattr(cls, name)) and not getattr(getattr(cls, name), "_is_no_op", False)
-    )
+    """The ``visit_*``/``leave_*`` methods of ``cls`` that are not libcst's empty stubs.
+
+    Only our own classes in the MRO can define real ones; libcst's visitor bases hold a no-op
+    stub for every node type, thousands of names not worth looking at.
+    """
+    names = {
+        name for klass in cls.__mro__ if not klass.__module__.startswith("libcst")
+        for name in vars(klass) if name.startswith(("visit_", "leave_"))
+    }
+    return tuple(sorted(
+        name for name in names
+        if callable(getattr(cls, name)) and not getattr(getattr(cls, name), "_is_no_op", False)
+    ))
