@@ -83,7 +83,8 @@ _CACHE_PARTS = frozenset({
 })
 # Every cache part contains one of these.
 _CACHE_PARTS_SHORT = ("cache", "pool", "buf", "pages", "past", "mem")
-_CACHE_SCOPE = re.compile(r"kv|cache|pool", re.IGNORECASE)
+# KV103 speaks in attention code or in a scope named for a cache (any case).
+_CACHE_SCOPE_WORDS = ("kv", "cache", "pool")
 _INDEXED_CALLS = frozenset({
     "index_copy_", "index_copy", "index_put_", "index_put", "index_add_", "index_fill_",
     "index_select", "scatter_", "scatter", "scatter_add_", "masked_scatter_",
@@ -154,7 +155,8 @@ class _File:
     def attention_context(self) -> bool:
         if self._attention is None:
             self._attention = (
-                "attn" in self.lower or "attention" in self.lower
+                # ``scopes`` also reads multi-head latent attention (``forward_mla``) as attention.
+                "attn" in self.lower or "attention" in self.lower or "mla" in self.lower
                 or self.has_any(_UNWORDED_CALLABLES | self.extra_tails)
                 or any(is_kv_projection(n) for part in _PROJECTION_WORDS for n in self.names_containing(part))
             )
@@ -267,6 +269,8 @@ def _kv102(f: _File) -> bool:
 
 
 def _kv103(f: _File) -> bool:
+    if not (f.attention_context() or any(word in f.lower for word in _CACHE_SCOPE_WORDS)):
+        return False
     extra = f.settings.extra_pairs
     names = set().union(*(f.names_containing(part, ignore_case=True) for part in _CACHE_PARTS_SHORT))
     cache_names = [
@@ -276,8 +280,6 @@ def _kv103(f: _File) -> bool:
         and f.has_any([value_counterpart(k, extra) or k])
     ]
     if not cache_names:
-        return False
-    if not (f.attention_context() or _CACHE_SCOPE.search(f.text)):
         return False
     return f.has_any(_INDEXED_CALLS) or any(f.subscripted(k) for k in cache_names)
 

@@ -80,3 +80,9 @@ def test_a_file_with_old_mac_line_ends_is_parsed_whole() -> None:
     text = ("# note\ndef attention(q, k, v, n):\n    k = k[:n]\n    v = v[:n - 1]\n"
             "    return F.scaled_dot_product_attention(q, k, v)\n").replace("\n", "\r")
     assert parse_plan(text, [rules_by_code()["KV102"]], Settings()) == WHOLE
+
+
+def test_a_latent_attention_scope_counts_as_attention_code() -> None:
+    # scopes.py reads ``forward_mla`` as attention code, with no "attn" anywhere.
+    text = "def forward_mla(self, q, k, v, n):\n    k = k[:, :n]\n    return self.core(q, k, v)\n"
+    assert parse_plan(text, KV101, Settings()).needed
