@@ -20,7 +20,7 @@ from runtime_guard.ops import OpRow
 # position (as its callers pass them) and the cumulative lengths by keyword.
 _POSITIONAL_ROLES = ("input_layout", "query", "key", "value", "head_num")
 _FIXED_ROLES = ((-1, "", ABSENT), (-1, "", None), (-1, "", 0))  # KV heads, block table, block size
-_SHORT = 128  # length lists up to this long are checked in one Python loop (measured, 2-core box)
+_SHORT = 128  # length lists up to this long are checked in one Python loop (measured on the 2-core box)
 
 
 def none(args: tuple, kwargs: dict) -> bool:
@@ -53,8 +53,7 @@ def _packed_attention(q_name: str, kv_name: str) -> Callable:
     def accepts(args: tuple, kwargs: dict) -> bool:
         """TND, host length lists without trailing EOD zeros, every rule of validators.attention holding.
 
-        Every tensor attribute is read once. Length entries are type-checked before any comparison,
-        so no entry's own code runs (a tensor entry would otherwise be read back from the device).
+        Every tensor attribute is read once.
         """
         nonlocal npu_device
         try:
@@ -79,34 +78,28 @@ def _packed_attention(q_name: str, kv_name: str) -> Callable:
             q_lens = kwargs.get(q_name)
             kv_lens = kwargs.get(kv_name)
             if kv_lens is q_lens:  # self-attention passes one list twice: judge it once
-                if q_lens is None:
-                    return True
-                if k_tokens != q_tokens:
-                    return False
-                sides = ((q_lens, q_tokens),)
-            elif type(q_lens) is not list or type(kv_lens) is not list or len(q_lens) != len(kv_lens):
-                return False
-            else:
-                sides = ((q_lens, q_tokens), (kv_lens, k_tokens))
-            # Each list: exact ints, cumulative from >= 0, ending (non-zero: no EOD padding) at the
-            # token count. A short list costs least as one loop; a long one as C-level passes
-            # (about 13 ns an entry against 19).
-            for lengths, total in sides:
-                if type(lengths) is not list:
-                    return False
-                if len(lengths) > _SHORT:
-                    if not (countOf(map(type, lengths), int) == len(lengths) and lengths[0] >= 0 and 0 != lengths[-1] == total and sorted(lengths) == lengths):
-                        return False
-                    continue
-                previous = 0
-                for end in lengths:
-                    if type(end) is not int or end < previous:
-                        return False
-                    previous = end
-                if previous == 0 or previous != total:
-                    return False
-            return True
+                return q_lens is None or (k_tokens == q_tokens and _cumulative(q_lens, q_tokens))
+            return _cumulative(q_lens, q_tokens) and _cumulative(kv_lens, k_tokens) and len(q_lens) == len(kv_lens)
         except Exception:  # noqa: BLE001 - not sure is not valid: the general path judges (and reports) it
             return False
 
     return accepts
+
+
+def _cumulative(lengths: object, total: int) -> bool:
+    """A list of exact ints, from >= 0, non-decreasing, ending (non-zero: no EOD padding) at ``total``.
+
+    Each entry's type is checked before it is compared, so no entry's own code runs (a tensor
+    entry would be read back from the device). A short list costs least as one loop, a long one
+    as C-level passes (about 13 ns an entry against 19).
+    """
+    if type(lengths) is not list:
+        return False
+    if len(lengths) > _SHORT:
+        return countOf(map(type, lengths), int) == len(lengths) and lengths[0] >= 0 and 0 != lengths[-1] == total and sorted(lengths) == lengths
+    previous = 0
+    for end in lengths:
+        if type(end) is not int or end < previous:
+            return False
+        previous = end
+    return previous != 0 and previous == total
