@@ -82,6 +82,9 @@ def main() -> None:
     # The double computes real packed attention for TND; the guard's cost is what is measured,
     # so the double's kernel is made trivial (the dispatcher round trip stays).
     torch_npu.reference_packed_attention = lambda q, k, v, q_ends, kv_ends, scale: q.new_zeros(q.shape[0], q.shape[1], v.shape[2])
+    # That zero fill runs on torch's thread pool from batch 256 up; with the other core busy its
+    # barrier stalls for milliseconds and drowns the microseconds measured here.
+    torch.set_num_threads(1)
     op = torch_npu.npu_fusion_attention
     runtime_guard.install("raise")
     guarded_op = torch_npu.npu_fusion_attention
