@@ -2,7 +2,8 @@
 
 Run in a fresh interpreter (``run.py`` does): it puts the test double on ``sys.path``.
 Prints one JSON object: per batch size, the median call time unguarded, guarded, and through a
-hand-written baseline validator, in microseconds.
+hand-written baseline validator, and the added costs (``guarded_added``, ``baseline_added``: the
+median of per-round differences to the unguarded call), in microseconds.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 DOUBLE = Path(__file__).resolve().parent.parent / "tests" / "runtime_guard" / "double"
 BATCHES = (1, 8, 64, 256, 1024)
 HEADS, KV_HEADS, DIM, SEQ = 8, 2, 16, 2
-REPEATS = 400
+REPEATS = 2000
 
 
 def baseline_validator(q, k, v, head_num, layout, actual_seq_qlen, actual_seq_kvlen):
@@ -69,7 +70,14 @@ def _measure(torch, torch_npu, op, guarded_op, batch: int) -> dict:
             call()
             times[name].append(time.perf_counter_ns() - start)
         torch_npu.calls.clear()
-    return {name: statistics.median(t[REPEATS // 10:]) / 1000 for name, t in times.items()}
+    kept = slice(REPEATS // 10, None)  # warm-up rounds dropped
+    medians = {name: statistics.median(t[kept]) / 1000 for name, t in times.items()}
+    # Added cost: the median of each round's difference to that round's unguarded call, so a
+    # slow stretch (another process, the kernel's allocator) hits both sides of a difference.
+    for name in ("baseline", "guarded"):
+        pairs = zip(times[name][kept], times["unguarded"][kept])
+        medians[f"{name}_added"] = statistics.median(a - b for a, b in pairs) / 1000
+    return medians
 
 
 def main() -> None:

@@ -140,8 +140,8 @@ def equivalence_rows(trees: list[str], jobs: int) -> list[Row]:
 def guard_rows() -> list[Row]:
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "guard_bench.py")], capture_output=True, text=True, check=True)
     data = {int(k): v for k, v in json.loads(out.stdout.strip().splitlines()[-1]).items()}
-    added = {b: d["guarded"] - d["unguarded"] for b, d in data.items()}
-    base = {b: d["baseline"] - d["unguarded"] for b, d in data.items()}
+    added = {b: d["guarded_added"] for b, d in data.items()}
+    base = {b: d["baseline_added"] for b, d in data.items()}
     rows = [
         Row(f"guard added cost, batch {b} (baseline validator {base[b]:.1f} us)", f"{added[b]:.1f} us", None, None)
         for b in sorted(data)
