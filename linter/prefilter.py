@@ -375,11 +375,14 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
     if not live:
         return NOTHING
     segments = top_level_segments(code)
+    rests: dict[Callable[[Segment], bool], _File] = {}
     for condition in live:
         own = _OWN_UNIT[condition]
-        # What lies outside the units, plus the names the units bind there.
-        rest = "\n".join(header(s) if own(s) else s.text for s in segments)
-        if condition(_File(rest, settings, reduced=True)):
+        if own not in rests:
+            # What lies outside the units, plus the names the units bind there.
+            rest = "\n".join(header(s) if own(s) else s.text for s in segments)
+            rests[own] = _File(rest, settings, reduced=True)
+        if condition(rests[own]):
             return WHOLE
     ranges = []
     for segment in segments:
