@@ -3,8 +3,9 @@
 ``k.transpose(1, 2).view(b, s, h, d)`` is one chain: a root name, then calls, subscripts and
 attributes. The pre-filter asks whether a name starts (or is assigned) a chain that reaches a
 given attribute, the way ``tensor_roots.tensor_root`` and KV202 read the same code from the
-syntax tree. Brackets are skipped by counting, which is only sound on text whose strings and
-comments are gone.
+syntax tree. Brackets are skipped by counting, which is only sound where no string or comment
+stands in the way: on raw text (``raw=True``) a quote or ``#`` met on the way makes the answer
+"maybe" (True), so the answer can be wrong only towards parsing more.
 """
 
 from __future__ import annotations
@@ -19,17 +20,25 @@ _NAME = re.compile(r"[^\W\d]\w*")
 _ASSIGN = re.compile(r"\s*=(?!=)")
 
 
-def _after_group(text: str, start: int) -> int:
-    """The offset just after the bracket group opening at ``start`` (the end of text if unclosed)."""
+_UNREADABLE = re.compile(r"[\"'#]")
+
+
+def _after_group(text: str, start: int, raw: bool) -> int | None:
+    """The offset just after the bracket group opening at ``start`` (the end of text if unclosed);
+    None when ``raw`` and a string or comment in it may hide a bracket."""
+    end = len(text)
     depth = 0
     for match in _BRACKET.finditer(text, start):
         depth += 1 if match.group() in "([{" else -1
         if depth == 0:
-            return match.end()
-    return len(text)
+            end = match.end()
+            break
+    if raw and _UNREADABLE.search(text, start, end):
+        return None
+    return end
 
 
-def _chain_reaches(text: str, i: int, targets: Collection[str], passes: Collection[str] | None) -> bool:
+def _chain_reaches(text: str, i: int, targets: Collection[str], passes: Collection[str] | None, raw: bool) -> bool:
     """Does the chain continuing at ``i`` reach ``.target``?
 
     Calls and subscripts are stepped over, and so is a closing parenthesis (``(k).view``; it
@@ -44,8 +53,13 @@ def _chain_reaches(text: str, i: int, targets: Collection[str], passes: Collecti
             return False
         char = text[i]
         if char in "([":
-            i = _after_group(text, i)
+            after = _after_group(text, i, raw)
+            if after is None:
+                return True
+            i = after
             continue
+        if raw and char in "\"'#":
+            return True
         if char == ")":
             i += 1
             continue
@@ -61,15 +75,15 @@ def _chain_reaches(text: str, i: int, targets: Collection[str], passes: Collecti
         i = name.end()
 
 
-def root_reaches(text: str, name: str, targets: Collection[str], passes: Collection[str]) -> bool:
+def root_reaches(text: str, name: str, targets: Collection[str], passes: Collection[str], raw: bool = False) -> bool:
     """Is some chain rooted at identifier ``name`` continued through ``passes`` to ``.target``?"""
     for match in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text):
-        if _chain_reaches(text, match.end(), targets, passes):
+        if _chain_reaches(text, match.end(), targets, passes, raw):
             return True
     return False
 
 
-def assigned_reaches(text: str, name: str, targets: Collection[str]) -> bool:
+def assigned_reaches(text: str, name: str, targets: Collection[str], raw: bool = False) -> bool:
     """Is ``name`` (or ``x.name``) assigned a value whose outer chain names one of ``targets``?
 
     ``k = x.view(...)``, ``k = torch.reshape(x, ...)`` and ``k = rearrange(x, ...)`` all do.
@@ -79,13 +93,16 @@ def assigned_reaches(text: str, name: str, targets: Collection[str]) -> bool:
         if assign is None:
             continue
         i = _SPACE.match(text, assign.end()).end()
+        if raw and i < len(text) and text[i] in "\"'#":
+            return True
         if i < len(text) and text[i] in "([{":
-            reached = _chain_reaches(text, _after_group(text, i), targets, None)
+            after = _after_group(text, i, raw)
+            reached = after is None or _chain_reaches(text, after, targets, None, raw)
         else:
             head = _NAME.match(text, i)
             if head is None:
                 continue
-            reached = head.group() in targets or _chain_reaches(text, head.end(), targets, None)
+            reached = head.group() in targets or _chain_reaches(text, head.end(), targets, None, raw)
         if reached:
             return True
     return False

@@ -114,6 +114,7 @@ class _File:
         self._with: dict[frozenset[str], list[str]] = {}
         self._attention: bool | None = None
         self._reshaped_arguments: frozenset[str] | None = None
+        self._views: str | None = None
 
     @property
     def extra_tails(self) -> frozenset[str]:
@@ -215,16 +216,21 @@ class _File:
     def viewed(self, name: str) -> bool:
         """Can a KV202 view be about ``name``: its receiver's root, or the target assigned it?
 
-        Without strings and comments gone this cannot be read; ``pairs_near`` is all we know.
+        Read in the statements that mention a view call: a view's chain lies within one.
         """
-        if not self.reduced:
-            return True
-        text = self.text
+        text, raw = self._view_text(), not self.reduced
         return (
-            root_reaches(text, name, _VIEW_CALLS, SAME_TENSOR_METHODS)
-            or assigned_reaches(text, name, _VIEW_CALLS)
-            or re.search(rf"\b(?:reshape|unflatten|rearrange)\s*\((?:\s|\()*(?:\w+\s*\.\s*)*{re.escape(name)}\b", text) is not None
+            root_reaches(text, name, _VIEW_CALLS, SAME_TENSOR_METHODS, raw)
+            or assigned_reaches(text, name, _VIEW_CALLS, raw)
+            or re.search(
+                rf"\b(?:reshape|unflatten|rearrange){_GAP}\((?:{_GAP}\()*{_GAP}(?:\w+{_GAP}\.{_GAP})*{re.escape(name)}\b", text
+            ) is not None
         )
+
+    def _view_text(self) -> str:
+        if self._views is None:
+            self._views = "\n".join(self._chunks_with(_VIEW_CALLS))
+        return self._views
 
     def has_any(self, words: Collection[str]) -> bool:
         present = [word for word in words if word in self.text]

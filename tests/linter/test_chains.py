@@ -101,3 +101,24 @@ def test_a_view_inside_an_argument_is_not_the_outer_chain() -> None:
 
 def test_a_view_of_another_name_on_its_own_line_is_not_an_assignment_of_the_name() -> None:
     assert not _assigned("k = x\ny = z.view(b, s)")
+
+
+# Raw text (strings and comments still there): anything that could hide a bracket is a "maybe".
+
+def test_on_raw_text_a_string_inside_a_group_makes_the_answer_maybe() -> None:
+    text = 'y = k.transpose(")").view(b, s, h, d)'
+    assert root_reaches(text, "k", VIEWS, SAME_TENSOR_METHODS, raw=True)
+
+
+def test_on_raw_text_a_comment_inside_the_chain_makes_the_answer_maybe() -> None:
+    text = "y = (k  # note\n     .view(b, s, h, d))"
+    assert root_reaches(text, "k", VIEWS, SAME_TENSOR_METHODS, raw=True)
+
+
+def test_on_raw_text_a_chain_without_strings_or_comments_is_still_read_exactly() -> None:
+    assert not root_reaches("y = k.transpose(1, 2).sum()", "k", VIEWS, SAME_TENSOR_METHODS, raw=True)
+    assert not assigned_reaches("k = x.transpose(1, 2).sum()", "k", VIEWS, raw=True)
+
+
+def test_on_raw_text_an_assigned_value_in_brackets_with_a_string_is_maybe() -> None:
+    assert assigned_reaches("k = (x, ']')[0]", "k", VIEWS, raw=True)
