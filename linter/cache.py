@@ -10,10 +10,8 @@ truncated, garbage, from another version, or for another key is ignored, never t
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict
 from functools import cache
@@ -33,16 +31,21 @@ def code_fingerprint() -> str:
     stats = sorted(
         (str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*.py")
     )
+    import hashlib  # imported on use, like in Cache: a --no-cache run never hashes
+
     return hashlib.sha256(repr((linter.__version__, stats)).encode()).hexdigest()
 
 
 class Cache:
     def __init__(self, directory: Path, settings_fingerprint: str, rule_ids: Sequence[str]) -> None:
+        import hashlib
+
+        self._sha256 = hashlib.sha256
         self.directory = directory
         self.salt = repr((_FORMAT, code_fingerprint(), settings_fingerprint, tuple(rule_ids)))
 
     def key(self, path: str, data: bytes) -> str:
-        digest = hashlib.sha256(self.salt.encode())
+        digest = self._sha256(self.salt.encode())
         digest.update(b"\0" + os.path.abspath(path).encode("utf-8", "surrogateescape") + b"\0")
         digest.update(data)
         return digest.hexdigest()
@@ -72,6 +75,8 @@ class Cache:
         try:
             self._prepare()
             entry.parent.mkdir(exist_ok=True)
+            import tempfile
+
             fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-")
             try:
                 with os.fdopen(fd, "wb") as handle:

@@ -8,7 +8,6 @@ checked and reported).
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import sys
 from collections import Counter
@@ -196,6 +195,8 @@ def _apply_fixes(results: list[runner.FileResult], args: argparse.Namespace, std
             continue
         changed += 1
         if args.diff:
+            import difflib
+
             sys.stdout.writelines(difflib.unified_diff(
                 result.original.splitlines(keepends=True), result.text.splitlines(keepends=True),
                 fromfile=f"a/{result.path}", tofile=f"b/{result.path}",

@@ -29,11 +29,6 @@ from pathlib import Path
 
 from linter.settings import Settings
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
-
 
 class ConfigError(Exception):
     """A one-line, user-facing configuration error."""
@@ -59,7 +54,7 @@ def find_config(start: Path) -> Path | None:
     directory = start.resolve()
     for candidate_dir in (directory, *directory.parents):
         candidate = candidate_dir / "pyproject.toml"
-        if candidate.is_file() and _kvlint_table(_read_toml(candidate), candidate) is not None:
+        if _mentions_kvlint(candidate) and _kvlint_table(_read_toml(candidate), candidate) is not None:
             return candidate
     return None
 
@@ -81,7 +76,23 @@ def common_directory(paths: Iterable[str]) -> Path:
     return Path(os.path.commonpath(dirs)) if dirs else Path.cwd()
 
 
+def _mentions_kvlint(path: Path) -> bool:
+    """Can ``path`` hold a ``[tool.kvlint]`` table? Every spelling of one names ``kvlint``, so a
+    project's other pyproject.toml files are not parsed (nor their errors ours to report)."""
+    try:
+        with open(path, "rb") as handle:
+            return b"kvlint" in handle.read()
+    except OSError:
+        return False
+
+
 def _read_toml(path: Path) -> dict:
+    # Imported here: most runs find no kvlint configuration to parse.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
+
     try:
         with open(path, "rb") as handle:
             return tomllib.load(handle)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Iterable
 
 from linter.finding import Edit, Finding
@@ -34,6 +33,8 @@ def write_atomic(path: str, data: bytes) -> None:
     The temporary file lives in the same directory (``os.replace`` is atomic only within one
     file system), is fsynced before the rename, and takes the original's permission bits.
     """
+    import tempfile  # imported on use: most runs write nothing
+
     target = os.path.realpath(path)
     mode = stat.S_IMODE(os.stat(target).st_mode)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=f".{os.path.basename(target)}.", suffix=".kvlint-tmp")

@@ -98,6 +98,15 @@ def test_nearest_pyproject_with_a_kvlint_table_wins(tmp_path):
     assert find_config(inner) == outer.resolve()
 
 
+def test_a_pyproject_that_never_mentions_kvlint_is_not_parsed(tmp_path):
+    # Another tool's broken pyproject.toml is not kvlint's to report; the one above it is found.
+    outer = _write(tmp_path, "[tool.kvlint]\n")
+    inner = tmp_path / "pkg"
+    inner.mkdir()
+    (inner / "pyproject.toml").write_text("[project\nname = 'x'\n")
+    assert find_config(inner) == outer.resolve()
+
+
 def test_settings_fingerprint_changes_with_selection(tmp_path):
     a = load_settings(None, CliOptions(select=["KV101"]), CODES)
     b = load_settings(None, CliOptions(select=["KV102"]), CODES)
