@@ -49,10 +49,6 @@ def timed(cmd: list[str], env: dict | None = None) -> tuple[float, int]:
     return time.perf_counter() - start, usage.ru_maxrss // 1024
 
 
-def best_of(cmd: list[str], runs: int) -> float:
-    return statistics.median(timed(cmd)[0] for _ in range(runs))
-
-
 def torch_tree() -> str:
     spec = importlib.util.find_spec("torch")
     if spec is None or not spec.submodule_search_locations:
@@ -63,15 +59,28 @@ def torch_tree() -> str:
 def lint_rows(tree: str, small_files: dict[str, str]) -> list[Row]:
     ruff = [str(BIN / "ruff"), "check", "--select", "E,F", "--no-cache", "--isolated", tree]
     kvlint = [str(BIN / "kvlint"), "check", "--exit-zero", "--format", "concise"]
-    ruff_s = best_of(ruff, 3)
-    cold_runs = [timed([*kvlint, "--no-cache", tree]) for _ in range(3)]
-    cold_s = statistics.median(t for t, _ in cold_runs)
-    peak = max(rss for _, rss in cold_runs)
+    # ruff, cold kvlint and warm kvlint in turn, round after round (see below).
+    ruff_runs, cold_runs, warm_runs = [], [], []
     with tempfile.TemporaryDirectory() as cache:
         timed([*kvlint, "--cache-dir", cache, tree])
-        warm_s = best_of([*kvlint, "--cache-dir", cache, tree], 3)
-    imports_s = best_of([sys.executable, "-c", "import libcst, rich"], 5)
-    small = {label: best_of([*kvlint, "--no-cache", path], 5) for label, path in small_files.items()}
+        for _ in range(3):
+            ruff_runs.append(timed(ruff)[0])
+            cold_runs.append(timed([*kvlint, "--no-cache", tree]))
+            warm_runs.append(timed([*kvlint, "--cache-dir", cache, tree])[0])
+    ruff_s = statistics.median(ruff_runs)
+    cold_s = statistics.median(t for t, _ in cold_runs)
+    peak = max(rss for _, rss in cold_runs)
+    warm_s = statistics.median(warm_runs)
+    # The reference and each file in turn, round after round: start-up times drift with the
+    # machine's load, and a drift between two blocks of runs would land on one side only.
+    commands = {"reference": [sys.executable, "-c", "import libcst, rich"]}
+    commands.update({label: [*kvlint, "--no-cache", path] for label, path in small_files.items()})
+    times: dict[str, list[float]] = {label: [] for label in commands}
+    for _ in range(11):
+        for label, cmd in commands.items():
+            times[label].append(timed(cmd)[0])
+    imports_s = statistics.median(times.pop("reference"))
+    small = {label: statistics.median(t) for label, t in times.items()}
     return [
         Row("reference: ruff check --select E,F --no-cache", f"{ruff_s:.2f} s", None, None),
         Row("cold kvlint check, no cache <= 3x ruff", f"{cold_s:.2f} s", cold_s / ruff_s, 3.0),
