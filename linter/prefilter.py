@@ -400,11 +400,6 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
     return ParsePlan(False, tuple(ranges))
 
 
-def may_have_findings(text: str, rules: Iterable[str | type[Rule]], settings: Settings) -> bool:
-    """False only when none of ``rules`` can report anything on ``text``."""
-    return parse_plan(text, rules, settings).needed
-
-
 def _condition(rule: str | type[Rule]) -> Callable[[_File], bool]:
     # Only kvlint's own rules have known conditions; any other rule (a test's) always runs.
     if isinstance(rule, str):

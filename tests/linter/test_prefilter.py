@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from linter.prefilter import WHOLE, may_have_findings, parse_plan
+from linter.prefilter import WHOLE, parse_plan
 from linter.rules import all_rules, rules_by_code
 from linter.settings import Settings
 from tests.linter.fakes import FlagMe
@@ -11,28 +11,28 @@ RULES = all_rules()
 
 
 def test_a_file_without_any_kv_pair_or_head_count_is_rejected() -> None:
-    assert not may_have_findings("def add(a, b):\n    return a[0] + b[1]\n", RULES, Settings())
+    assert not parse_plan("def add(a, b):\n    return a[0] + b[1]\n", RULES, Settings()).needed
 
 
 def test_every_invalid_example_passes_its_own_rule_condition() -> None:
     for rule in RULES:
         for example in rule.INVALID:
-            assert may_have_findings(example.code, [rule], Settings()), (rule.code, example.code)
+            assert parse_plan(example.code, [rule], Settings()).needed, (rule.code, example.code)
 
 
 def test_a_comment_between_the_key_and_its_subscript_does_not_hide_the_slice() -> None:
     text = ("def attention(q, k, v, t):\n    k = (k  # trim\n         [:t])\n"
             "    return flash_attn_func(q, k, v)\n")
-    assert may_have_findings(text, [rules_by_code()["KV101"]], Settings())
+    assert parse_plan(text, [rules_by_code()["KV101"]], Settings()).needed
 
 
 def test_kv_names_without_attention_context_are_rejected_for_kv101() -> None:
     text = "def take(k, v, n):\n    k = k[:n]\n    return combine(k, v)\n"
-    assert not may_have_findings(text, [rules_by_code()["KV101"]], Settings())
+    assert not parse_plan(text, [rules_by_code()["KV101"]], Settings()).needed
 
 
 def test_a_rule_the_prefilter_does_not_know_always_runs() -> None:
-    assert may_have_findings("x = 1\n", [FlagMe], Settings())
+    assert parse_plan("x = 1\n", [FlagMe], Settings()).needed
 
 
 KV101 = [rules_by_code()["KV101"]]
