@@ -241,3 +241,14 @@ def test_torch_compile_traces_through_the_guard_and_the_graph_is_checked_when_it
         out = compiled(q, k, v)  # host tensors for an npu kernel: flagged at run time, not during tracing
     assert out.shape == (4, 2, 8)
     assert [row[1] for row in warn_guard.summary_rows()] == ["one_device_of_type"]
+
+
+def test_a_call_traced_by_non_strict_export_goes_to_the_original_unchecked(guard, monkeypatch):
+    # Non-strict export runs the wrapper's Python with torch.compiler's compiling flag set (Dynamo
+    # is not involved): the call must go to the raw op, as under torch.compile.
+    q, k, v = torch.randn(4, 2, 8), torch.randn(4, 2, 8), torch.randn(4, 2, 8)  # host tensors for an npu kernel
+    call = lambda: torch_npu.npu_fusion_attention(q, k, v, 2, "TND", actual_seq_qlen=[4], actual_seq_kvlen=[4])
+    with pytest.raises(KVConsistencyError, match="one npu device"):
+        call()
+    monkeypatch.setattr(torch.compiler, "_is_compiling_flag", True)
+    assert call()[0].shape == (4, 2, 8)  # not raised: handed to the op unchecked
