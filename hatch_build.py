@@ -1,0 +1,68 @@
+"""Hatchling build hook: compile runtime_guard/_lengths.c when a C compiler is at hand.
+
+The extension only speeds up the runtime guard's check of length lists; it is never required.
+Without a compiler, on a platform this hook does not know how to drive (Windows), with
+KVLINT_PURE_PYTHON set, or on any build error, the wheel stays pure Python and the guard uses
+runtime_guard.fast_paths.cumulative_py, which gives the same answers. The linter never uses it.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+SOURCE = Path("runtime_guard", "_lengths.c")
+
+
+def compile_extension(source: Path, target: Path) -> str | None:
+    """Build ``target`` from ``source``; None on success, else why not."""
+    linker = sysconfig.get_config_var("LDSHARED")
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    if not linker or not suffix or sys.platform == "win32":
+        return "no Unix-style shared-library command for this Python"
+    command = shlex.split(linker)
+    if shutil.which(command[0]) is None:
+        return f"no C compiler ({command[0]} not found)"
+    flags = shlex.split(sysconfig.get_config_var("CCSHARED") or "-fPIC")
+    command += [*flags, "-O2", f"-I{sysconfig.get_paths()['include']}", str(source), "-o", str(target)]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{command[0]} failed to run: {exc}"
+    if result.returncode != 0:
+        return f"{' '.join(command)} exited {result.returncode}:\n{result.stderr.strip()}"
+    return None
+
+
+class CustomBuildHook(BuildHookInterface):
+    def initialize(self, version: str, build_data: dict[str, Any]) -> None:
+        if self.target_name != "wheel" or os.environ.get("KVLINT_PURE_PYTHON"):
+            return
+        name = "_lengths" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
+        if version == "editable":
+            target = Path(self.root, "runtime_guard", name)  # imported from the source tree
+        else:
+            self._scratch = tempfile.mkdtemp(prefix="kvlint-build-")
+            target = Path(self._scratch, name)
+        why_not = compile_extension(Path(self.root, SOURCE), target)
+        if why_not is not None:
+            print(f"kvlint: building without the compiled guard helper ({why_not}); the pure-Python check is used instead", file=sys.stderr)
+            return
+        build_data["pure_python"] = False
+        build_data["infer_tag"] = True
+        if version != "editable":
+            build_data["force_include"][str(target)] = f"runtime_guard/{name}"
+
+    def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
+        scratch = getattr(self, "_scratch", None)
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
