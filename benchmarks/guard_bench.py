@@ -1,9 +1,11 @@
 """Added cost per guarded TND ``npu_fusion_attention`` call, through the torch_npu test double.
 
 Run in a fresh interpreter (``run.py`` does): it puts the test double on ``sys.path``.
-Prints one JSON object: per batch size, the median call time unguarded, guarded, and through a
-hand-written baseline validator, and the added costs (``guarded_added``, ``baseline_added``: the
-median of per-round differences to the unguarded call), in microseconds.
+Prints one JSON object: per batch size, the median call time unguarded, guarded, guarded with the
+pure-Python length check (what a build without a C compiler runs), and through a hand-written
+baseline validator, and the added costs (``guarded_added``, ``guarded_py_added``,
+``baseline_added``: the median of per-round differences to the unguarded call), in microseconds;
+under ``"lengths_check"``, which length check ``guarded`` used.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ def baseline_validator(q, k, v, head_num, layout, actual_seq_qlen, actual_seq_kv
         raise ValueError("cu_seqlens do not end at the token count")
 
 
-def _measure(torch, torch_npu, op, guarded_op, batch: int) -> dict:
+def _measure(torch, torch_npu, op, guarded_op, guarded_py, batch: int) -> dict:
     tokens = batch * SEQ
     q = torch_npu.npu(torch.zeros(tokens, HEADS, DIM, dtype=torch.float16))
     k = torch_npu.npu(torch.zeros(tokens, KV_HEADS, DIM, dtype=torch.float16))
@@ -57,7 +59,10 @@ def _measure(torch, torch_npu, op, guarded_op, batch: int) -> dict:
     def guarded():
         return guarded_op(q, k, v, HEADS, "TND", actual_seq_qlen=ends, actual_seq_kvlen=ends, scale=0.5)
 
-    calls = [("unguarded", unguarded), ("baseline", baseline), ("guarded", guarded)]
+    def guarded_pure_python():
+        return guarded_py(q, k, v, HEADS, "TND", actual_seq_qlen=ends, actual_seq_kvlen=ends, scale=0.5)
+
+    calls = [("unguarded", unguarded), ("baseline", baseline), ("guarded", guarded), ("guarded_py", guarded_pure_python)]
     times: dict[str, list[int]] = {name: [] for name, _ in calls}
     # Every variant once per round, so load drifting during the run hits them alike, in an order
     # shuffled each round (seeded): in a fixed order the call right after the unguarded one ran
@@ -74,7 +79,7 @@ def _measure(torch, torch_npu, op, guarded_op, batch: int) -> dict:
     medians = {name: statistics.median(t[kept]) / 1000 for name, t in times.items()}
     # Added cost: the median of each round's difference to that round's unguarded call, so a
     # slow stretch (another process, the kernel's allocator) hits both sides of a difference.
-    for name in ("baseline", "guarded"):
+    for name in ("baseline", "guarded", "guarded_py"):
         pairs = zip(times[name][kept], times["unguarded"][kept])
         medians[f"{name}_added"] = statistics.median(a - b for a, b in pairs) / 1000
     return medians
@@ -86,6 +91,7 @@ def main() -> None:
     import torch_npu
 
     import runtime_guard
+    from runtime_guard import fast_paths
 
     # The double computes real packed attention for TND; the guard's cost is what is measured,
     # so the double's kernel is made trivial (the dispatcher round trip stays).
@@ -97,12 +103,16 @@ def main() -> None:
     runtime_guard.install("raise")
     guarded_op = torch_npu.npu_fusion_attention
     assert guarded_op is not op, "the guard did not patch npu_fusion_attention"
-    rows = {}
+    # The same wrapper with the pure-Python length check in its fast path.
+    guarded_py = object.__new__(type(guarded_op))
+    guarded_py.__dict__.update(vars(guarded_op), _accepts=fast_paths.for_op(guarded_op._row, guarded_op._binder.slots, fast_paths.cumulative_py))
+    rows: dict = {}
     try:
         for batch in BATCHES:
-            rows[batch] = _measure(torch, torch_npu, op, guarded_op, batch)
+            rows[batch] = _measure(torch, torch_npu, op, guarded_op, guarded_py, batch)
     finally:
         runtime_guard.uninstall()
+    rows["lengths_check"] = "compiled (runtime_guard._lengths)" if fast_paths.cumulative is not fast_paths.cumulative_py else "pure Python (not built)"
     print(json.dumps(rows))
 
 
