@@ -28,8 +28,10 @@ except ImportError:
 
 
 def _compiler_at_hand() -> bool:
+    """What hatch_build.py needs: a shared-library command that exists, and Python's headers."""
     linker = sysconfig.get_config_var("LDSHARED")
-    return bool(linker) and shutil.which(shlex.split(linker)[0]) is not None and not os.environ.get("KVLINT_PURE_PYTHON")
+    headers = os.path.join(sysconfig.get_paths()["include"], "Python.h")
+    return bool(linker) and shutil.which(shlex.split(linker)[0]) is not None and os.path.exists(headers) and not os.environ.get("KVLINT_PURE_PYTHON")
 
 
 needs_native = pytest.mark.skipif(native is None, reason="runtime_guard._lengths was not built (no C compiler): the guard uses cumulative_py")
@@ -53,7 +55,7 @@ class PoisonedInt(int):
 
 def test_the_guard_uses_the_compiled_check_where_it_could_be_built():
     if not _compiler_at_hand():
-        pytest.skip("no C compiler here: the wheel is pure Python")
+        pytest.skip("no C compiler or Python headers here: the wheel is pure Python")
     assert native is not None, "a C compiler is at hand but runtime_guard._lengths is missing: reinstall (bash .ci/setup) to build it"
     assert fast_paths.cumulative is native
 
