@@ -12,6 +12,8 @@ import itertools
 import os
 import shlex
 import shutil
+import subprocess
+import sys
 import sysconfig
 
 import pytest
@@ -133,3 +135,10 @@ def test_the_compiled_check_on_named_cases(lengths, total, expected):
 def test_the_compiled_check_rejects_a_wrong_call_with_a_clear_error():
     with pytest.raises(TypeError, match=r"cumulative\(lengths, total\) takes exactly 2 arguments"):
         native([1])
+
+
+def test_without_the_compiled_helper_the_guard_falls_back_to_the_python_check():
+    # What a build without a C compiler gets: the import fails, the Python reference is used.
+    code = "import sys; sys.modules['runtime_guard._lengths'] = None; from runtime_guard import fast_paths; print(fast_paths.cumulative is fast_paths.cumulative_py)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"
