@@ -16,10 +16,10 @@ DEVICE_TYPE = "npu"
 
 # What attention() calls its roles unless told the op's own argument names (the guard re-runs a
 # failing call's validation with them, so naming costs nothing on a passing call).
-ATTENTION_NAMES = ("input_layout", "query", "key", "value", "num_heads", "num_key_value_heads", "actual_seq_lengths", "actual_seq_lengths_kv", "block_table", "block_size")
+ATTENTION_NAMES = ("input_layout", "query", "key", "value", "num_heads", "num_key_value_heads", "actual_seq_lengths", "actual_seq_lengths_kv", "block_table", "block_size", None, "antiquant_scale")
 
 
-def attention(layout_arg: Any, q: Any, k: Any, v: Any, heads: Any, kv_heads: Any, q_lens: Any, kv_lens: Any, block_table: Any, block_size: Any, device_type: str | None = DEVICE_TYPE, names: tuple = ATTENTION_NAMES) -> c.Violation | None:
+def attention(layout_arg: Any, q: Any, k: Any, v: Any, heads: Any, kv_heads: Any, q_lens: Any, kv_lens: Any, block_table: Any, block_size: Any, device_type: str | None = DEVICE_TYPE, kv_scale: Any = ABSENT, names: tuple = ATTENTION_NAMES) -> c.Violation | c.NotJudged | None:
     """npu_fusion_attention, npu_fused_infer_attention_score(_v2), prompt/incre flash attention, guard().
 
     This runs on every call, so each rule is first tested inline and its check function (which
@@ -32,8 +32,8 @@ def attention(layout_arg: Any, q: Any, k: Any, v: Any, heads: Any, kv_heads: Any
     if (device_type is not None and device.type != device_type) or k.device != device or v.device != device:
         return c.one_device_of_type(((names[1], q), (names[2], k), (names[3], v)), device_type)
     dtype = q.dtype
-    if k.dtype is not dtype or v.dtype is not dtype:
-        return c.one_dtype(((names[1], q), (names[2], k), (names[3], v)))
+    if (k.dtype is not dtype or v.dtype is not dtype) and (found := _attention_dtypes(q, k, v, kv_scale, names)):
+        return found
     if type(layout_arg) is not str:
         return c.layout_is_text(layout_arg)
     layout = input_layout(layout_arg)
@@ -75,6 +75,39 @@ def attention(layout_arg: Any, q: Any, k: Any, v: Any, heads: Any, kv_heads: Any
     if found := _per_sequence(names[6], q_lens, q_tokens[1], q_tokens[0], names[1], "'s sequence axis"):
         return found
     return _per_sequence(names[7], kv_lens, k_tokens[1], k_tokens[0], names[2], "'s sequence axis")
+
+
+def _is_float(dtype: Any) -> bool:
+    """float16, bfloat16, float32, float64: dtypes no attention kernel dequantises."""
+    return dtype.is_floating_point and dtype.itemsize >= 2
+
+
+def _attention_dtypes(q: Any, k: Any, v: Any, kv_scale: Any, names: tuple) -> c.Violation | c.NotJudged | None:
+    """Q, K and V share one dtype, except quantised K/V that the op dequantises.
+
+    FIA/IFA take int8 K/V with a float16/bfloat16 query when antiquant scales are given (torch_npu's
+    npu_fused_infer_attention_score doc, antiquant_scale/key_antiquant_scale; FIA_v2's
+    dequant_scale_key/value; vllm-ascend's int8 KV-cache decode). Two float dtypes that differ are
+    always one side cast without the other; any other mix (fp8, int4 packed in int32, an op without
+    quantisation arguments) is the kernel's to judge.
+    """
+    qkv = ((names[1], q), (names[2], k), (names[3], v))
+    if _is_float(q.dtype) and _is_float(k.dtype) and _is_float(v.dtype):
+        return c.one_dtype(qkv)
+    if k.dtype != v.dtype:
+        if _is_float(k.dtype) or _is_float(v.dtype):
+            return c.one_dtype(qkv[1:])
+        return c.NotJudged(f"K/V dtypes {k.dtype} and {v.dtype}")
+    if str(k.dtype) == "torch.int8" and _is_float(q.dtype) and kv_scale is not ABSENT:
+        if kv_scale is not None:
+            return None  # dequantised K/V: the shapes are still checked
+        return c.Violation(
+            "one_dtype",
+            f"{c.describe(names[2], k)} and {c.describe(names[3], v)} are int8 but {c.describe(names[1], q)} is {q.dtype}: int8 K/V need antiquant scales ({names[11] if len(names) > 11 else ATTENTION_NAMES[11]}=...), or K/V of the query's dtype",
+            "a quantised KV cache passed without its scales (or the cache dtype changed without the attention call)",
+            qkv,
+        )
+    return c.NotJudged(f"query {q.dtype} with K/V {k.dtype}")
 
 
 def _declared_kv_heads(arg: str, declared: Any, actual: int, tensor_name: str, tensor: Any) -> c.Violation | None:
@@ -134,17 +167,26 @@ def _per_sequence(arg: str, lengths: Any, capacity: int, batch: int | None, owne
     return c.lengths_argument(arg, lengths, optional)
 
 
-def _paged_attention(layout: Any, q: Any, k: Any, v: Any, heads: Any, kv_heads: Any, q_lens: Any, kv_lens: Any, block_table: Any, block_size: Any, names: tuple) -> c.Violation | None:
-    """Paged K/V: (blocks, block_size, H) or (blocks, KV heads, block_size, D) caches indexed by block_table."""
+# Paged K/V forms npu_fused_infer_attention_score documents, by rank: which axes hold the block
+# size and the KV heads, and which axes both caches must share.
+#   3: (blocks, block_size, H)                      H = KV heads x D
+#   4: (blocks, KV_N, block_size, D)
+#   5: (blocks, KV_N, D/x, block_size, x)           NZ: x = 16 (float16/bfloat16) or 32 (int8)
+# Both caches share blocks, block size and KV heads; V's head dim may differ from K's (MLA).
+PAGED_FORMS = {3: (1, None, (0, 1)), 4: (2, 1, (0, 1, 2)), 5: (3, 1, (0, 1, 3))}
+
+
+def _paged_attention(layout: Any, q: Any, k: Any, v: Any, heads: Any, kv_heads: Any, q_lens: Any, kv_lens: Any, block_table: Any, block_size: Any, names: tuple) -> c.Violation | c.NotJudged | None:
+    """Paged K/V caches indexed by block_table, in any of PAGED_FORMS."""
     if found := c.arguments_are_tensors(((names[8], block_table),)):
         return found
     if found := c.rank_matches_layout(names[1], q, layout.name, layout.rank):
         return found
     k_shape = k.shape
-    if len(k_shape) not in (3, 4):
-        return c.rank_matches_layout(names[2], k, "paged (blocks, block_size, H) or (blocks, N, block_size, D)", 3)
-    block_axis = 1 if len(k_shape) == 3 else 2
-    same_axes = (0, 1) if len(k_shape) == 3 else (0, 1, 2)
+    form = PAGED_FORMS.get(len(k_shape))
+    if form is None:
+        return c.NotJudged(f"paged {names[2]} of rank {len(k_shape)}")
+    block_axis, head_axis, same_axes = form
     if found := c.caches_match(k, v, same_axes, names[2], names[3]):
         return found
     if type(block_size) is not int and (found := c.int_argument(names[9], block_size, f"the block axis of {c.describe(names[2], k)} ({k_shape[block_axis]}), or 0")):
@@ -158,18 +200,52 @@ def _paged_attention(layout: Any, q: Any, k: Any, v: Any, heads: Any, kv_heads: 
         return found
     if type(kv_heads) is not int and kv_heads is not ABSENT and (found := c.int_argument(names[5], kv_heads, f"the KV heads of {c.describe(names[2], k)}, or 0")):
         return found
-    if len(k_shape) == 4 and layout.head_axis is not None:
-        q_heads, k_heads = q.shape[layout.head_axis], k_shape[1]
-        if found := c.q_k_head_dims_match(q, q.shape[layout.dim_axis], names[2], k, k_shape[3], names[1]):
-            return found
-        if heads is not ABSENT and (found := c.head_count_matches(names[4], heads, q_heads, names[1], q)):
-            return found
-        if found := c.kv_heads_divide_q_heads(q_heads, k_heads, q, names[2], k, names[1]):
-            return found
-        if kv_heads is not ABSENT and (found := _declared_kv_heads(names[5], kv_heads, k_heads, names[2], k)):
-            return found
+    if found := _paged_heads(layout, q, k, heads, kv_heads, head_axis, names):
+        return found
+    if layout.packed:
+        q_tokens = q.shape[layout.token_axes[0]]
+        q_host = c.host_ints(q_lens)
+        if q_host is not None:
+            if found := c.cumulative_lengths_valid(names[6], q_host, q_tokens, names[1], q):
+                return found
+        elif q_lens is not None:
+            if not c.is_tensor_like(q_lens):
+                return c.lengths_argument(names[6], q_lens, optional=True)
+            if found := c.length_tensor_shape(names[6], q_lens, None):
+                return found
+    elif found := _per_sequence(names[6], q_lens, q.shape[layout.token_axes[1]], q_batch, names[1], "'s sequence axis"):
+        return found
     capacity = block_table.shape[1] * k_shape[block_axis]
     return _per_sequence(names[7], kv_lens, capacity, block_table.shape[0], names[8], " rows x block size")
+
+
+def _paged_heads(layout: Any, q: Any, k: Any, heads: Any, kv_heads: Any, head_axis: int | None, names: tuple) -> c.Violation | None:
+    """Q's head count and dim against the cache's KV heads and dim, where both can be read."""
+    k_shape = k.shape
+    if layout.head_axis is not None:
+        q_heads, q_dim = q.shape[layout.head_axis], q.shape[layout.dim_axis]
+        if heads is not ABSENT and (found := c.head_count_matches(names[4], heads, q_heads, names[1], q)):
+            return found
+    elif type(heads) is int and heads > 0 and q.shape[2] % heads == 0:
+        q_heads, q_dim = heads, q.shape[2] // heads
+    else:
+        return _hidden_heads(layout.name, q, q, q, heads, names)
+    if head_axis is not None:
+        k_heads, k_dim = k_shape[head_axis], k_shape[-1] * (k_shape[2] if len(k_shape) == 5 else 1)
+    else:
+        # (blocks, block_size, H): H holds num_key_value_heads heads (0: as many as the query).
+        declared = kv_heads if type(kv_heads) is int and kv_heads > 0 else q_heads
+        hidden = k_shape[2]
+        if hidden % declared:
+            return c.divides("head_count_matches", f"{names[5]} must split the hidden axis of {c.describe(names[2], k)}", hidden, declared, ((names[2], k),), c.HEAD_CONFIG)
+        k_heads, k_dim = declared, hidden // declared
+    if found := c.q_k_head_dims_match(q, q_dim, names[2], k, k_dim, names[1]):
+        return found
+    if found := c.kv_heads_divide_q_heads(q_heads, k_heads, q, names[2], k, names[1]):
+        return found
+    if head_axis is not None and kv_heads is not ABSENT and (found := _declared_kv_heads(names[5], kv_heads, k_heads, names[2], k)):
+        return found
+    return None
 
 
 def atb_flash_attention(q: Any, k: Any, v: Any, seq_len: Any, heads: Any, kv_heads: Any) -> c.Violation | None:
