@@ -16,6 +16,7 @@ import warnings
 from typing import Any
 
 from runtime_guard import fast_paths, ops, validators
+from runtime_guard.checks import NotJudged
 from runtime_guard.reporting import (
     KVConsistencyError,
     KVGuardInternalWarning,
@@ -102,9 +103,11 @@ def reporter() -> Reporter:
 
 
 def _print_summary_at_exit() -> None:
-    rows = STATE.reporter.summary_rows() if STATE.reporter else []
-    if rows and STATE.mode == "warn":
-        print(format_summary(rows), file=sys.stderr)
+    if STATE.reporter is None or STATE.mode != "warn":
+        return
+    rows, unjudged = STATE.reporter.summary_rows(), STATE.reporter.not_judged_rows()
+    if rows or unjudged:
+        print(format_summary(rows, unjudged), file=sys.stderr)
 
 
 def _report(op: GuardedOp, mode: str, values: list, found: Any) -> None:
@@ -171,7 +174,11 @@ class GuardedOp:
         except Exception as exc:  # noqa: BLE001 - a guard bug must not become the user's bug
             _guard_failed(self, mode, exc, args, kwargs)
         else:
-            if found is not None:
+            if found is None:
+                return
+            if type(found) is NotJudged:
+                reporter().not_judged(mode, self._label, found.reason)
+            else:
                 _report(self, mode, values, found)
 
     def __getattr__(self, name: str) -> Any:
