@@ -50,8 +50,27 @@ ROWS = (
     OpRow("npu_incre_flash_attention", "npu", ("input_layout", "query", "key", "value", "num_heads", "num_key_value_heads", Fixed(None), "actual_seq_lengths", "block_table", "block_size", NPU, IFA_SCALES), validators.attention, ATTENTION_LAYOUT),
     OpRow("_npu_flash_attention", "atb", ("query", "key", "value", "seq_len", "num_heads", "num_kv_heads"), validators.atb_flash_attention, "packed (T, N, D)"),
     OpRow("_npu_paged_attention", "atb", ("query", "key_cache", "value_cache", "num_heads", "num_kv_heads", "block_table", "context_lens"), validators.atb_paged_attention, "paged (blocks, block_size, N, D)"),
-    OpRow("_npu_reshape_and_cache", "atb", ("key", "value", "key_cache", "value_cache", "slot_indices", Fixed("slot_indices")), validators.cache_write, "paged (blocks, block_size, N, D)"),
-    OpRow("npu_scatter_pa_kv_cache", "npu", ("key", "value", "key_cache", "value_cache", "slot_mapping", Fixed("slot_mapping")), validators.cache_write, "paged (blocks, block_size, N, D)"),
+    OpRow("_npu_reshape_and_cache", "atb", ("key", "value", "key_cache", "value_cache", "slot_indices", Fixed("slot_indices")), validators.cache_write, "paged ND or NZ caches"),
+    OpRow("npu_scatter_pa_kv_cache", "npu", ("key", "value", "key_cache", "value_cache", "slot_mapping", Fixed("slot_mapping"), "cache_mode"), validators.cache_write, "paged caches by cache_mode"),
+    # The ATB prefill variants vllm-ascend's 310P and encoder paths call: _npu_flash_attention's arguments.
+    OpRow("_npu_flash_attention_unpad", "atb", ("query", "key", "value", "seq_len", "num_heads", "num_kv_heads"), validators.atb_flash_attention, "packed (T, N, D)"),
+    OpRow("_npu_flash_attention_unpad_v2", "atb", ("query", "key", "value", "seq_len", "num_heads", "num_kv_heads"), validators.atb_flash_attention, "packed (T, N, D)"),
+    OpRow("_npu_flash_attention_v3", "atb", ("query", "key", "value", "seq_len", "num_heads", "num_kv_heads"), validators.atb_flash_attention, "packed (T, N, D)"),
+    # Chunked prefill over paged caches: packed query tokens, seq_len per sequence (vllm-ascend 310P, sglang).
+    OpRow("_npu_paged_attention_splitfuse", "atb", ("query", "key_cache", "value_cache", "num_heads", "num_kv_heads", "block_table", "context_lens", "seq_len"), validators.atb_chunked_paged, "paged ND or NZ caches"),
+    OpRow("_npu_paged_attention_splitfuse_v2", "atb", ("query", "key_cache", "value_cache", "num_heads", "num_kv_heads", "block_table", "context_lens", "seq_len"), validators.atb_chunked_paged, "paged ND or NZ caches"),
+    OpRow("_npu_flash_attention_qlens", "atb", ("query", "key_cache", "value_cache", "num_heads", "num_kv_heads", "block_table", "context_lens", "seq_len"), validators.atb_chunked_paged, "paged ND or NZ caches"),
+    OpRow("_npu_paged_attention_quant", "atb", ("query", "key_cache", "value_cache", "num_heads", "num_kv_heads", "block_table", "context_lens"), validators.atb_paged_quant, "paged ND or NZ caches"),
+    # Where two caches meet: read together, written at the same slots.
+    OpRow("npu_gather_pa_kv_cache", "npu", ("key_cache", "value_cache", "block_tables", "seq_lens", "key", "value"), validators.gather_cache, "paged caches"),
+    OpRow("npu_paged_cache_load", "atb", ("key_cache", "value_cache", "block_table", "context_lens", "key", "value"), validators.gather_cache, "paged caches"),
+    OpRow("npu_kv_rmsnorm_rope_cache", "npu", ("k_cache", "ckv_cache", "cache_mode"), validators.rope_cache_write, "MLA caches by cache_mode"),
+    OpRow("npu_kv_rmsnorm_rope_cache_v2", "npu", ("k_cache", "ckv_cache", "cache_mode"), validators.rope_cache_write, "MLA caches by cache_mode"),
+    OpRow("npu_mla_prolog_v2", "npu", ("kv_cache", "kr_cache", "cache_mode"), validators.mla_prolog, "MLA caches by cache_mode"),
+    OpRow("npu_mla_prolog_v3", "npu", ("kv_cache", "kr_cache", "cache_mode"), validators.mla_prolog, "MLA caches by cache_mode"),
+    OpRow("npu_kv_quant_sparse_flash_attention", "npu", ("query", "key", "value", "layout_kv"), validators.sparse_kv_attention, "layout_kv"),
+    OpRow("npu_scatter_pa_cache", "npu", ("key", "key_cache", "slot_mapping"), validators.single_cache_write, "one paged cache"),
+    OpRow("_npu_reshape_and_cache_siso", "atb", ("key", "key_cache", "slot_indices"), validators.single_cache_write, "one paged cache"),
 )
 
 ROWS_BY_NAME = {row.name: row for row in ROWS}
@@ -103,7 +122,10 @@ class Binder:
 
 def schema_params(op: Any) -> list:
     """(name, keyword-only, default) of a packet's .default overload or of one overload."""
-    schema = getattr(op, "_schema", None) or op.default._schema
+    schema = getattr(op, "_schema", None)
+    if schema is None:  # a packet: its .default, or its only overload (npu_scatter_pa_cache has just .value)
+        overloads = op.overloads()
+        schema = getattr(op, "default" if "default" in overloads else overloads[0])._schema
     return [(a.name, a.kwarg_only, a.default_value if a.has_default_value() else MISSING) for a in schema.arguments]
 
 
