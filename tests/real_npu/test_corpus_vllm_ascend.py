@@ -232,6 +232,11 @@ CASES = (
         ),
     ),
     Case(
+        VA + "models/minimax_m3/minimax_m3.py:_scatter_index_cache (A5)", "one index cache, (T, 1, D) key", "npu.npu_scatter_pa_cache",
+        (t(12, 1, 128), t(12, dtype="int32")), dict(key_cache=t(64, 128, 1, 128)),
+        (Mutation("slots for other tokens", {1: t(11, dtype="int32")}, "slot_count_matches"),),
+    ),
+    Case(
         "torch_npu:npu_fused_infer_attention_score docstring (PA NZ)", "5-D NZ paged K/V, float16", "npu.npu_fused_infer_attention_score",
         (t(4, 1, 32, 128, dtype="float16"), t(64, 8, 8, 128, 16, dtype="float16"), t(64, 8, 8, 128, 16, dtype="float16")),
         dict(num_heads=32, num_key_value_heads=8, input_layout="BSND", block_table=t(4, 8, dtype="int32"), block_size=128, actual_seq_lengths_kv=[17, 90, 1024, 3]),
