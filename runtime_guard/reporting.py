@@ -21,10 +21,6 @@ class KVConsistencyError(ValueError):
         self.op, self.check, self.call_site = op, check, call_site
 
 
-class KVGuardInternalError(RuntimeError):
-    """The guard itself failed while inspecting a call (a kvlint bug, not a problem in the call)."""
-
-
 class KVConsistencyWarning(UserWarning):
     pass
 
@@ -38,7 +34,7 @@ class KVGuardNotJudgedWarning(UserWarning):
 
 
 # Tracebacks and pytest summaries show the public name users catch.
-for _public in (KVConsistencyError, KVGuardInternalError, KVConsistencyWarning, KVGuardInternalWarning, KVGuardNotJudgedWarning):
+for _public in (KVConsistencyError, KVConsistencyWarning, KVGuardInternalWarning, KVGuardNotJudgedWarning):
     _public.__module__ = "runtime_guard"
 del _public
 
@@ -118,28 +114,34 @@ class Reporter:
             warnings.warn_explicit(message, KVConsistencyWarning, site.file, site.line)
 
     def internal(self, mode: str, op: str, exc: BaseException) -> None:
-        site = user_call_site()
-        text = f"kvlint runtime guard failed while checking {op} at {site}: {type(exc).__name__}: {exc} (the call itself was not judged; please report this)"
-        if mode == "raise":
-            raise KVGuardInternalError(text) from exc
-        key = (op, "internal", type(exc).__name__)
-        with self._lock:
-            first = key not in self._seen
-            self._seen.add(key)
+        """The guard itself failed on a call: in either mode the call goes on to the kernel unjudged
+        (the op's own behaviour is never replaced by a guard bug); say so once per op and error type."""
+        reason = f"the guard failed: {type(exc).__name__}"
+        first, site = self._count_unjudged(op, reason)
         if first:
+            text = (
+                f"kvlint runtime guard failed while checking {op} at {site}: {type(exc).__name__}: {exc}. "
+                "The call went to the kernel unchecked. This is a bug in kvlint, not in your call: please report it "
+                "with this message and the call's argument shapes and dtypes (KVGUARD=off turns the guard off)."
+            )
             warnings.warn_explicit(text, KVGuardInternalWarning, site.file, site.line)
 
-    def not_judged(self, mode: str, op: str, reason: str) -> None:
-        """A call the guard does not understand went to the kernel unjudged: count it, say so once in warn mode."""
+    def _count_unjudged(self, op: str, reason: str) -> tuple:
+        """Count one call let through unjudged; (first time for this op and reason, first call site)."""
         key = (op, reason)
         with self._lock:
             tally = self.unjudged.get(key)
             if tally is not None:
                 self.unjudged[key] = Tally(tally.count + 1, tally.first_site)
-                return
+                return False, tally.first_site
             site = user_call_site()
             self.unjudged[key] = Tally(1, site)
-        if mode == "warn":
+            return True, site
+
+    def not_judged(self, mode: str, op: str, reason: str) -> None:
+        """A call the guard does not understand went to the kernel unjudged: count it, say so once in warn mode."""
+        first, site = self._count_unjudged(op, reason)
+        if first and mode == "warn":
             warnings.warn_explicit(f"kvlint runtime guard did not judge {op} at {site}: {reason}; the call went to the kernel unchecked", KVGuardNotJudgedWarning, site.file, site.line)
 
     def not_judged_rows(self) -> list:

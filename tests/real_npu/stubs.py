@@ -42,7 +42,8 @@ def _run(*command: str) -> str:
 
 
 def _npu_libraries(torch_npu: Path) -> list:
-    return sorted(torch_npu.glob("_C*.so")) + sorted((torch_npu / "lib").glob("*.so"))
+    """torch_npu's own libraries: _C, lib/, and torchair's under dynamo/ (imported by torch.compile)."""
+    return sorted(torch_npu.rglob("*.so"))
 
 
 def _missing_sonames(libraries: list, provided: set) -> list:
@@ -78,7 +79,7 @@ def build(out: Path) -> list:
     """Write the stub libraries into out/lib; return their paths."""
     torch_npu, torch_lib = _package_dir("torch_npu"), _package_dir("torch") / "lib"
     npu_libraries = _npu_libraries(torch_npu)
-    sonames = _missing_sonames(npu_libraries, {p.name for p in torch_lib.glob("*.so*")})
+    sonames = _missing_sonames(npu_libraries, {p.name for p in [*torch_lib.glob("*.so*"), *npu_libraries]})
     defined: set = set()
     for library in [*torch_lib.glob("*.so*"), *npu_libraries, *_system_libraries(torch_lib)]:
         defined |= _dynamic_symbols(library, "--defined-only")
