@@ -490,3 +490,34 @@ def _nd_cache_fits(k: Any, v: Any, key_cache: Any, value_cache: Any) -> c.Violat
     if found := c.axis_matches("q_k_head_dims_match", lambda: f"head dim of {c.describe('key', k)} must equal that of {c.describe('key_cache', key_cache)}", k.shape[2], key_cache.shape[3], (("key", k), ("key_cache", key_cache)), "a cache allocated for another model"):
         return found
     return c.axis_matches("q_k_head_dims_match", lambda: f"head dim of {c.describe('value', v)} must equal that of {c.describe('value_cache', value_cache)}", v.shape[2], value_cache.shape[3], (("value", v), ("value_cache", value_cache)), "a cache allocated for another model")
+
+
+def ring_mla(k_nope: Any, k_rope: Any, value: Any) -> c.Violation | c.NotJudged | None:
+    """torch_npu.atb.npu_ring_mla: k_nope, k_rope and value are (kvNTokens, kvHeadNum, D) (its docstring):
+    the same tokens and heads in all three."""
+    named = (("k_nope", k_nope), ("k_rope", k_rope), ("value", value))
+    if found := c.arguments_are_tensors(named) or c.one_device_of_type(named, DEVICE_TYPE):
+        return found
+    if len(k_nope.shape) != 3 or len(k_rope.shape) != 3 or len(value.shape) != 3:
+        return c.NotJudged("K/V that are not (tokens, heads, D)")
+    for name, tensor in named[1:]:
+        if found := c.k_v_token_counts_match("k_nope", k_nope, (k_nope.shape[0],), name, tensor, (tensor.shape[0],)) or c.k_v_head_counts_match("k_nope", k_nope, k_nope.shape[1], name, tensor, tensor.shape[1]):
+            return found
+    return None
+
+
+def latent_caches(ctkv: Any, k_rope: Any, cache_mode: Any) -> c.Violation | c.NotJudged | None:
+    """torch_npu.atb.npu_multi_head_latent_attention: the latent (ctkv) and rope caches, read through one
+    block table, share their blocks ('krope_ctkv' ND and 'int8_nzcache' NZ forms, its docstring)."""
+    if cache_mode not in (None, "krope_ctkv", "int8_nzcache"):
+        return c.NotJudged(f"cache_mode={cache_mode!r} is not a cache format the guard knows")
+    return paired_caches(ctkv, k_rope, "ctkv", "k_rope")
+
+
+def prefix_encoder(key: Any, value: Any) -> c.Violation | None:
+    """torch_npu.atb.npu_self_attention_prefix_encoder: key and value caches, (numBlocks, blockSize, H) or
+    (numBlocks, blockSize, N, D) (its docstring), share blocks and block size."""
+    named = (("key", key), ("value", value))
+    if found := c.arguments_are_tensors(named) or c.one_device_of_type(named, DEVICE_TYPE):
+        return found
+    return c.caches_match(key, value, (0, 1), "key", "value")
