@@ -70,10 +70,6 @@ ROWS = (
     OpRow("npu_mla_prolog_v3", "npu", ("kv_cache", "kr_cache", "cache_mode"), validators.mla_prolog, "MLA caches by cache_mode"),
     OpRow("npu_kv_quant_sparse_flash_attention", "npu", ("query", "key", "value", "layout_kv"), validators.sparse_kv_attention, "layout_kv"),
     OpRow("npu_scatter_pa_cache", "npu", ("key", "key_cache", "slot_mapping"), validators.single_cache_write, "one paged cache"),
-    # Exposed under torch_npu.atb.*, judged from their docstrings (no vllm-ascend/sglang call site).
-    OpRow("npu_ring_mla", "atb", ("k_nope", "k_rope", "value"), validators.ring_mla, "(tokens, heads, D)"),
-    OpRow("npu_multi_head_latent_attention", "atb", ("ctkv", "k_rope", "cache_mode"), validators.latent_caches, "MLA caches by cache_mode"),
-    OpRow("npu_self_attention_prefix_encoder", "atb", ("key", "value"), validators.prefix_encoder, "paged caches"),
     OpRow("_npu_reshape_and_cache_siso", "atb", ("key", "key_cache", "slot_indices"), validators.single_cache_write, "one paged cache"),
 )
 
