@@ -26,6 +26,14 @@ _QUIET_CALLS = frozenset({
     "print", "debug", "info", "warning", "warn", "error", "exception", "critical", "log",
     "warn_once", "info_once", "assert_close", "_check", "_check_with", "format", "repr", "str",
 })
+# Attributes that read a tensor's metadata, never its elements: ``k_buffer[0].device``,
+# ``k_buffers[0].shape[-1]``, ``k_cache[0].element_size()`` pick one layer only to ask what every
+# layer shares, so the subscript under them is no cache access.
+METADATA_ATTRIBUTES = frozenset({
+    "device", "dtype", "shape", "ndim", "is_cuda", "layout", "itemsize", "nbytes", "size", "dim",
+    "numel", "element_size", "stride", "data_ptr", "is_contiguous", "get_device", "storage_offset",
+    "is_floating_point", "untyped_storage", "nelement",
+})
 # Iterables whose loop targets are keys, indices or counters, not tensors.
 _NON_TENSOR_ITERABLES = frozenset({"items", "keys", "range", "enumerate"})
 # Multi-head latent attention (DeepSeek ``MLA``, ``forward_mla``) names no "attention".
@@ -369,7 +377,7 @@ class _Walker:
 
     def attribute(self, node: cst.Attribute, quiet: bool, store: bool) -> None:
         self.scope.attributes.add(node.attr.value)
-        self.walk(node.value, quiet)
+        self.walk(node.value, quiet or node.attr.value in METADATA_ATTRIBUTES)
 
     def name(self, node: cst.Name, quiet: bool, store: bool) -> None:
         self.scope.names_used.add(node.value)
@@ -445,26 +453,34 @@ DIFFER = "differ"
 class Mismatch:
     key: object  # the K-side site (an Access or CallSite)
     value: object  # the V-side site nearest to it that differs
-    anchor: str  # "k" when the K site has no equal V site, "v" for a leftover V site
+    anchor: str  # "k" when the K site has no equal V site, "v" for a leftover V site read
 
 
 def mismatches(keys: list, values: list, compare, where=lambda site: site.order) -> list[Mismatch]:
     """Pair K and V sites that have no equal counterpart, each with its nearest differing one.
 
     ``compare(k, v)`` returns SAME, DIFFER, or None when the two cannot be compared (then
-    neither evidence of a match nor of a mismatch). A K site equal to any V site is matched;
-    an unmatched V site is reported only when no K finding already names it. ``where`` places
-    a site (its line, say) for choosing the nearest partner.
+    neither evidence of a match nor of a mismatch). A K site equal to any V site is matched.
+    ``where`` places a site (its line, say) for choosing the nearest partner.
+
+    One finding per mismatched pair: K sites whose nearest differing V site is the same are one
+    mismatch, reported once at the K site nearest to it. A V site read with no equal K site
+    (``attn(q, k, v[:m])`` beside ``attn(q, k[:n], v[:n])``) is reported unless a K finding
+    already names it; a V site written to (``v[6:] += 100``, a test perturbing V on purpose) is
+    not: writing into V alone changes values, not which tokens K and V describe.
     """
     verdicts = {(id(k), id(v)): compare(k, v) for k in keys for v in values}
-    found: list[Mismatch] = []
+    by_value: dict[int, Mismatch] = {}
     for k in keys:
         nearest = _nearest_unequal(k, [(verdicts[id(k), id(v)], v) for v in values], where)
-        if nearest is not None:
-            found.append(Mismatch(k, nearest, "k"))
-    named = {id(m.value) for m in found}
+        if nearest is None:
+            continue
+        known = by_value.get(id(nearest))
+        if known is None or abs(where(k) - where(nearest)) < abs(where(known.key) - where(nearest)):
+            by_value[id(nearest)] = Mismatch(k, nearest, "k")
+    found = list(by_value.values())
     for v in values:
-        if id(v) in named:
+        if id(v) in by_value or getattr(v, "store", False):
             continue
         nearest = _nearest_unequal(v, [(verdicts[id(k), id(v)], k) for k in keys], where)
         if nearest is not None:

@@ -196,8 +196,8 @@ def test_every_rule_of_a_traversal_shares_one_model_per_scope():
 
 
 class Site:
-    def __init__(self, text: str, order: int) -> None:
-        self.text, self.order = text, order
+    def __init__(self, text: str, order: int, store: bool = False) -> None:
+        self.text, self.order, self.store = text, order, store
 
 
 def _same_text(k: Site, v: Site) -> str:
@@ -206,16 +206,36 @@ def _same_text(k: Site, v: Site) -> str:
 
 def test_mismatches_skip_a_key_with_any_equal_value():
     k, other, equal = Site("a", 1), Site("b", 2), Site("a", 9)
+    # The key is matched; only the leftover value read with no equal key is reported.
     found = mismatches([k], [other, equal], _same_text)
-    # The key is matched; only the leftover value with no equal key is reported.
     assert [(m.key, m.value, m.anchor) for m in found] == [(k, other, "v")]
     assert mismatches([k], [equal], _same_text) == []
+
+
+def test_mismatches_ignore_a_leftover_value_written_to():
+    # ``v[6:] += 100`` after a matched pair: a test perturbing V on purpose.
+    k, perturbed, equal = Site("a", 1), Site("b", 2, store=True), Site("a", 9)
+    assert mismatches([k], [perturbed, equal], _same_text) == []
 
 
 def test_mismatches_pair_an_unmatched_key_with_the_nearest_differing_value():
     k, near, far = Site("a", 10), Site("b", 11), Site("c", 1)
     found = mismatches([k], [far, near], _same_text)
     assert [(m.key, m.value, m.anchor) for m in found] == [(k, near, "k"), (k, far, "v")]
+
+
+def test_mismatches_report_keys_sharing_one_value_once_at_the_nearest_key():
+    keys = [Site("a", 1), Site("a", 2), Site("c", 3), Site("d", 8)]
+    v = Site("b", 9)
+    found = mismatches(keys, [v], _same_text)
+    assert [(m.key, m.value, m.anchor) for m in found] == [(keys[3], v, "k")]
+
+
+def test_mismatches_report_each_differing_value_once():
+    k1, k2 = Site("a", 1), Site("c", 20)
+    v1, v2 = Site("b", 2), Site("d", 21)
+    found = mismatches([k1, k2], [v1, v2], _same_text)
+    assert [(m.key, m.value, m.anchor) for m in found] == [(k1, v1, "k"), (k2, v2, "k")]
 
 
 def test_mismatches_stay_silent_when_sites_cannot_be_compared():
