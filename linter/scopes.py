@@ -37,7 +37,7 @@ METADATA_ATTRIBUTES = frozenset({
 # Iterables whose loop targets are keys, indices or counters, not tensors.
 _NON_TENSOR_ITERABLES = frozenset({"items", "keys", "range", "enumerate"})
 # Multi-head latent attention (DeepSeek ``MLA``, ``forward_mla``) names no "attention".
-_LATENT_ATTENTION = re.compile(r"MLA|(?:^|_)mla(?:_|$)")
+LATENT_ATTENTION = re.compile(r"MLA|(?:^|_)mla(?:_|$)")
 # Calls that only materialise or reorder an iterable: ``list(d.keys())`` still yields keys.
 _ORDERING_WRAPPERS = frozenset({"list", "tuple", "sorted", "reversed", "set"})
 # Fields that hold only whitespace, brackets and punctuation: never worth descending into.
@@ -128,7 +128,7 @@ class Scope:
 
     def _has_attention_sign(self, extra_callables: tuple[str, ...]) -> bool:
         return (
-            any(is_attention_word(name) or _LATENT_ATTENTION.search(name) for name in self.enclosing)
+            any(is_attention_word(name) or LATENT_ATTENTION.search(name) for name in self.enclosing)
             or any(is_kv_projection(attr) for attr in self.attributes)
             # ``self.attn(...)``, ``ring_flash_attn_forward(...)``: attention-named callees.
             or any(c.tail is not None and is_attention_word(c.tail) for c in self.calls)

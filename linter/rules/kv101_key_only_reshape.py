@@ -24,7 +24,8 @@ from linter.reshapes import (
     strip_shape_keeping,
 )
 from linter.rules.base import Example, Rule
-from linter.scopes import Binding, CallSite, Scope, ScopeTracking
+from linter.scopes import LATENT_ATTENTION, Binding, CallSite, Scope, ScopeTracking
+from linter.tensor_roots import tensor_root
 
 # A V binding built with any of these may already carry the matching token/head change.
 _RESIZING_CALLS = RESHAPE_CALLS | {"cat", "concat", "concatenate", "stack", "pad", "gather", "roll", "repeat_kv"}
@@ -108,6 +109,17 @@ def ring_step(q, k, v, start, end):
         # K trimmed to V's length is a cure, not a cause.
         Example("def attention(q, k, v):\n    k = k[:, : v.shape[1]]\n"
                 "    return F.scaled_dot_product_attention(q, k, v)\n"),
+        # One call carrying two K/V pairs (new tokens, then the prefix): the empty K goes with the
+        # empty V next to it, the whole K with the whole V.
+        Example("class TritonAttnBackend:\n"
+                "    def forward_prefix_only(self, q, k, v, out, indptr):\n"
+                "        self.extend_fwd(q, k[:0], v[:0], out, k, v, indptr)\n"
+                "        self.extend_fwd(q, k, v, out, k[:0], v[:0], indptr)\n"),
+        # A latent (MLA) pool: its K is the compressed KV, the V argument is unused by the parent.
+        Example("class ShardedMLAKVPool(MLAKVPool):\n"
+                "    def set_kv_buffer(self, layer, loc, cache_k, cache_v):\n"
+                "        owned, rows = self._plan(loc)\n"
+                "        super().set_kv_buffer(layer, rows, cache_k.index_select(0, owned), cache_v)\n"),
         # Metadata read.
         Example("def attention(q, k, v):\n    b, s = k.shape[:2]\n"
                 "    return F.scaled_dot_product_attention(q, k, v)\n"),
@@ -153,6 +165,9 @@ def ring_step(q, k, v, start, end):
 
     def check_scope(self, scope: Scope) -> None:
         attention_scope = scope.is_attention_code(self.extra_callables)
+        # A latent (MLA) pool's K is the compressed KV and its "V" is often unused or None: only a
+        # real attention kernel, which reads both, says that they must describe the same tokens.
+        latent = any(LATENT_ATTENTION.search(name) for name in scope.enclosing)
         reported: set[int] = set()
         for site in scope.calls:
             if site.quiet:
@@ -160,19 +175,37 @@ def ring_step(q, k, v, start, end):
             if is_attention_call(site.node, self.extra_callables):
                 key, value, rank = attention_kv_args(site.node)
                 pairs = [(key, value)] if key is not None and value is not None else []
-            elif attention_scope:
+            elif attention_scope and not latent:
                 rank = None
                 args = [arg.value for arg in site.node.args if not arg.star]
-                pairs = [(a, b) for a in args for b in args if a is not b]
+                pairs = [(a, None) for a in args]
             else:
                 continue
             for key, value in pairs:
                 origin = self._origin(scope, key, site.order)
                 if origin is None or id(origin.reshape.node) in reported:
                     continue
-                if self._is_unmatched(scope, origin, value, site.order, rank):
+                if value is None:
+                    value = self._paired_argument(scope, origin, key, args, site.order)
+                if value is not None and self._is_unmatched(scope, origin, value, site.order, rank):
                     reported.add(id(origin.reshape.node))
                     self._report(scope, origin, site, key, value)
+
+    def _paired_argument(self, scope: Scope, origin: _Origin, key: cst.BaseExpression,
+                         args: list[cst.BaseExpression], order: int) -> cst.BaseExpression | None:
+        """The argument of a call of unknown signature that is ``key``'s value: the one naming
+        its V partner nearest to it, later arguments first (``f(q, k[:0], v[:0], out, k, v)``
+        carries two K/V pairs, and ``k[:0]`` goes with ``v[:0]``, not with ``v``)."""
+        partner = counterpart_of_dotted(origin.reshape.base, self.extra_pairs)
+        if partner is None:
+            return None
+        tail = partner.rsplit(".", 1)[-1]
+        at = next(i for i, arg in enumerate(args) if arg is key)
+        named = [
+            (abs(i - at), i < at, arg) for i, arg in enumerate(args)
+            if arg is not key and (tensor_root(arg) == tail or _value_source(scope, arg, order) == partner)
+        ]
+        return min(named, key=lambda item: item[:2])[2] if named else None
 
     def _origin(self, scope: Scope, expr: cst.BaseExpression, order: int, hops: int = 0) -> _Origin | None:
         """The K reshape that ``expr`` (an argument at walk order ``order``) comes from."""
