@@ -141,6 +141,15 @@ class Attention(nn.Module):
         self.k_proj = ColumnParallelLinear(hidden, kv_out, bias=False)
         self.v_proj = ColumnParallelLinear(input_size=hidden, output_size=self.num_kv_heads * head_dim)
 """),
+        # Linear attention: value heads are their own count, by design.
+        Example("""\
+class GatedDeltaNet(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_k_heads, self.num_v_heads = config.linear_num_key_heads, config.linear_num_value_heads
+        self.k_proj = nn.Linear(config.hidden_size, self.num_k_heads * config.head_k_dim, bias=False)
+        self.v_proj = nn.Linear(config.hidden_size, self.num_v_heads * config.head_v_dim, bias=False)
+"""),
     )
     INVALID = (
         Example(bad, line=4),
@@ -238,13 +247,20 @@ class MultiQueryAttention(nn.Module):
             if mismatch is None:
                 continue
             k_text, v_text = source_of(k.size), source_of(v.size)
-            kv_text = k_text if mismatch.left in ("kv", 1) else v_text if mismatch.right in ("kv", 1) else None
+            kv_text = None if mismatch.linear else (
+                k_text if mismatch.left in ("kv", 1) else v_text if mismatch.right in ("kv", 1) else None
+            )
             callee = dotted_name(k.call.func) or callee_tail(k.call)
+            linear = mismatch.linear
+            rule = (
+                "in linear attention K keeps the query/key head count and V its own"
+                if linear else "K and V must have the same number of heads"
+            )
             self.report(
                 k.call,
                 f"K projection `{k.attr}` is declared with output size `{k_text}` "
-                f"({describe(mismatch.left)}) but V projection `{v.attr}` with `{v_text}` "
-                f"({describe(mismatch.right)}): K and V must have the same number of heads",
+                f"({describe(mismatch.left, linear)}) but V projection `{v.attr}` with `{v_text}` "
+                f"({describe(mismatch.right, linear)}): {rule}",
                 suggestion=(
                     f"declare both `{k.attr}` and `{v.attr}` with output size `{kv_text}`"
                     if kv_text is not None

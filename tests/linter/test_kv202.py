@@ -187,3 +187,15 @@ def test_a_matching_v_view_in_the_scope_silences_the_pair():
         setup="v_full = v.view(b, s, self.num_heads, self.head_dim) if expand else None",
     )
     assert findings(source) == []
+
+
+def test_linear_attention_labels_name_query_key_and_value_heads():
+    (finding,) = lint_source(
+        "def forward_decode(self, q, k, v, b):\n"
+        "    key = k.view(b, 1, self.num_v_heads, self.head_k_dim)\n"
+        "    value = v.view(b, 1, self.num_heads, self.head_v_dim)\n",
+        codes=["KV202"],
+    )
+    assert "(value heads)" in finding.message and "(query/key heads)" in finding.message
+    assert "KV heads" not in finding.message and "same number of heads" not in finding.message
+    assert "not the value's `self.num_v_heads`" in finding.suggestion
