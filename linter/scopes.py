@@ -60,6 +60,8 @@ class Binding:
     line: cst.SimpleStatementLine | None = None
     # Walk-order range of the value: the calls and accesses inside it have orders in between.
     value_orders: tuple[int, int] = (0, 0)
+    # Bound by a comprehension's ``for``: visible inside that comprehension only.
+    comprehension: bool = False
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,15 @@ class Scope:
                 break
             found = binding
         return found
+
+    def visible_at(self, name: str, order: int) -> bool:
+        """Can code written at walk order ``order`` (a statement of this body, not inside a
+        comprehension) read ``name``? Names bound nowhere here are globals or builtins; a name
+        bound here must be bound before, and not only by a comprehension's ``for``."""
+        bindings = self.bindings.get(name)
+        if not bindings:
+            return True
+        return any(b.order < order and not b.comprehension for b in bindings)
 
     def rebound_between(self, name: str, start: int, end: int) -> bool:
         return any(start < b.order < end for b in self.bindings.get(name, ()))
@@ -229,12 +240,13 @@ class _Walker:
         self.scope = scope
         self.order = 0
         self.line: cst.SimpleStatementLine | None = None
+        self.comprehension = False  # binding a comprehension ``for``'s targets now
 
     def bind(self, name: str, value: cst.BaseExpression | None, kind: str,
              value_orders: tuple[int, int] = (0, 0), alone: bool = True) -> None:
         line = self.line if kind == "assign" and alone else None
         self.scope.bindings.setdefault(name, []).append(
-            Binding(name, self.order, value, kind, line, value_orders)
+            Binding(name, self.order, value, kind, line, value_orders, self.comprehension)
         )
 
     def walk_all(self, nodes: Iterable[cst.CSTNode], quiet: bool = False, store: bool = False) -> None:
@@ -318,6 +330,19 @@ class _Walker:
 
     def loop(self, node: cst.For | cst.CompFor, quiet: bool, store: bool) -> None:
         self.walk(node.iter, quiet)
+        self.comprehension = isinstance(node, cst.CompFor)
+        self._bind_loop_target(node, quiet)
+        self.comprehension = False
+        if isinstance(node, cst.For):
+            self.walk(node.body, quiet)
+            if node.orelse is not None:
+                self.walk(node.orelse, quiet)
+        else:
+            self.walk_all(node.ifs, quiet)
+            if node.inner_for_in is not None:
+                self.walk(node.inner_for_in, quiet)
+
+    def _bind_loop_target(self, node: cst.For | cst.CompFor, quiet: bool) -> None:
         if _iterates_keys_or_counters(node.iter):
             self.scope.non_tensors.update(_target_names(node.target))
         if isinstance(node.target, cst.Name):
@@ -331,14 +356,6 @@ class _Walker:
                     self.bind_target(name.value, None, quiet)
         else:
             self.bind_target(node.target, None, quiet)
-        if isinstance(node, cst.For):
-            self.walk(node.body, quiet)
-            if node.orelse is not None:
-                self.walk(node.orelse, quiet)
-        else:
-            self.walk_all(node.ifs, quiet)
-            if node.inner_for_in is not None:
-                self.walk(node.inner_for_in, quiet)
 
     def with_item(self, node: cst.WithItem, quiet: bool, store: bool) -> None:
         self.walk(node.item, quiet)
