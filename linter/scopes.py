@@ -49,6 +49,10 @@ _SKIPPED_FIELDS = frozenset({
 })
 
 
+# The ``if`` arms a site sits in: (id of the If node, 0 for its body or 1 for its else/elif).
+Branch = tuple[tuple[int, int], ...]
+
+
 @dataclass(frozen=True)
 class Binding:
     name: str
@@ -74,6 +78,7 @@ class Access:
     order: int
     store: bool
     quiet: bool
+    branch: Branch = ()
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,14 @@ class CallSite:
     tail: str | None
     order: int
     quiet: bool
+    branch: Branch = ()
+
+
+def exclusive(a: object, b: object) -> bool:
+    """Do two sites sit in different arms of one ``if`` (``if is_v: ... else: ...``)? Then no run
+    of the function executes both, and they cannot be compared as a K/V pair."""
+    arms = dict(getattr(a, "branch", ()))
+    return any(node in arms and arms[node] != arm for node, arm in getattr(b, "branch", ()))
 
 
 @dataclass
@@ -241,6 +254,7 @@ class _Walker:
         self.order = 0
         self.line: cst.SimpleStatementLine | None = None
         self.comprehension = False  # binding a comprehension ``for``'s targets now
+        self.branch: Branch = ()
 
     def bind(self, name: str, value: cst.BaseExpression | None, kind: str,
              value_orders: tuple[int, int] = (0, 0), alone: bool = True) -> None:
@@ -357,6 +371,16 @@ class _Walker:
         else:
             self.bind_target(node.target, None, quiet)
 
+    def if_(self, node: cst.If, quiet: bool, store: bool) -> None:
+        self.walk(node.test, quiet)
+        outer = self.branch
+        self.branch = (*outer, (id(node), 0))
+        self.walk(node.body, quiet)
+        if node.orelse is not None:
+            self.branch = (*outer, (id(node), 1))
+            self.walk(node.orelse, quiet)
+        self.branch = outer
+
     def with_item(self, node: cst.WithItem, quiet: bool, store: bool) -> None:
         self.walk(node.item, quiet)
         if node.asname is not None:
@@ -370,7 +394,7 @@ class _Walker:
 
     def call(self, node: cst.Call, quiet: bool, store: bool) -> None:
         tail = callee_tail(node)
-        self.scope.calls.append(CallSite(node, tail, self.order, quiet))
+        self.scope.calls.append(CallSite(node, tail, self.order, quiet, self.branch))
         self.walk(node.func, quiet)
         quiet = quiet or tail in _QUIET_CALLS or (tail or "").startswith("assert")
         for arg in node.args:
@@ -385,7 +409,7 @@ class _Walker:
         base = dotted_name(inner)
         if base is not None:
             self.scope.accesses.append(
-                Access(node, base, tuple(reversed(chain)), self.order, store, quiet)
+                Access(node, base, tuple(reversed(chain)), self.order, store, quiet, self.branch)
             )
         self.walk(inner, quiet)
         for sub in chain:
@@ -451,6 +475,7 @@ _HANDLERS = {
     cst.AugAssign: _Walker.aug_assign,
     cst.For: _Walker.loop,
     cst.CompFor: _Walker.loop,
+    cst.If: _Walker.if_,
     cst.WithItem: _Walker.with_item,
     cst.Assert: _Walker.assert_,
     cst.FormattedString: _Walker.formatted,
@@ -477,7 +502,8 @@ def mismatches(keys: list, values: list, compare, where=lambda site: site.order)
     """Pair K and V sites that have no equal counterpart, each with its nearest differing one.
 
     ``compare(k, v)`` returns SAME, DIFFER, or None when the two cannot be compared (then
-    neither evidence of a match nor of a mismatch). A K site equal to any V site is matched.
+    neither evidence of a match nor of a mismatch), as are sites in different arms of one ``if``.
+    A K site equal to any V site is matched.
     ``where`` places a site (its line, say) for choosing the nearest partner.
 
     One finding per mismatched pair: K sites whose nearest differing V site is the same are one
@@ -486,7 +512,7 @@ def mismatches(keys: list, values: list, compare, where=lambda site: site.order)
     already names it; a V site written to (``v[6:] += 100``, a test perturbing V on purpose) is
     not: writing into V alone changes values, not which tokens K and V describe.
     """
-    verdicts = {(id(k), id(v)): compare(k, v) for k in keys for v in values}
+    verdicts = {(id(k), id(v)): None if exclusive(k, v) else compare(k, v) for k in keys for v in values}
     by_value: dict[int, Mismatch] = {}
     for k in keys:
         nearest = _nearest_unequal(k, [(verdicts[id(k), id(v)], v) for v in values], where)

@@ -14,6 +14,7 @@ from linter.scopes import (
     DIFFER,
     SAME,
     Access,
+    Branch,
     Mismatch,
     Scope,
     ScopeTracking,
@@ -62,6 +63,7 @@ class _Update:
     operand: cst.BaseExpression  # the cache as written: ``k_cache``, ``self.k_buffer[layer_id]``
     chain: tuple[cst.BaseSlice, ...]  # the operand's own subscripts (``[layer_id]``)
     arguments: tuple[cst.CSTNode, ...]  # the index arguments: all but the operand and the data
+    branch: Branch = ()
 
 
 class KVIndexMismatch(ScopeTracking, Rule):
@@ -129,6 +131,16 @@ def write_kv(k_buffer, v_buffer, loc, k, v):
         Example("def unpack_staged_kv(staged, k_buffers, v_buffers, slots, layer):\n"
                 "    dim = k_buffers[0].size(-1)\n    k_buffers[layer][slots] = staged[0].view(-1, dim)\n"
                 "    v_buffers[layer][slots] = staged[1].view(-1, dim)\n"),
+        # K and V handled in different arms of one ``if`` (one call loads K, another V): each
+        # arm has its own tiling, and no run executes both.
+        Example("class PagedKVLoader:\n"
+                "    def load_attn_tile(self, cached_k_pages, cached_v_pages, is_v, owner, step, raw):\n"
+                "        if not is_v:\n"
+                "            for j in range(4):\n"
+                "                raw[j] = cached_k_pages[owner * 4 + j]\n"
+                "        else:\n"
+                "            for j in range(4):\n"
+                "                raw[j] = cached_v_pages[step * 8 + owner * 4 + j]\n"),
         # ``out=`` names the K and V slots of one stacked destination, not an index.
         Example("def stack_kv_pages(k_cache, v_cache, pages):\n"
                 "    kv = k_cache.new_empty((pages.numel(), 2, *k_cache.shape[1:]))\n"
@@ -221,7 +233,7 @@ def write_kv(k_buffer, v_buffer, loc, k, v):
                 side = self._cache_side(scope, base)
                 if side is not None:
                     update = _Update(site.node, site.tail, site.order, operand, chain,
-                                     _index_arguments(site.node, site.tail, arg))
+                                     _index_arguments(site.node, site.tail, arg), site.branch)
                     (keys if side == "k" else values).setdefault((base, site.tail), []).append(update)
                     break
         return keys, values

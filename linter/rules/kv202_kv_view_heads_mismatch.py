@@ -28,6 +28,14 @@ def _sequence(args: list[cst.Arg]) -> list[cst.BaseExpression] | None:
     return [a.value for a in args]
 
 
+_QUERY_PARTS = frozenset({"q", "query", "queries", "xq", "qs"})
+
+
+def _is_query(name: str | None) -> bool:
+    """``q``, ``query_states``, ``q_prefill``: a name only a query tensor carries."""
+    return name is not None and bool(_QUERY_PARTS & set(name.lower().split("_")))
+
+
 @dataclass
 class _View:
     call: cst.Call
@@ -108,6 +116,13 @@ def forward_decode(self, q, k, v, b):
     query = q.view(b, 1, num_heads, head_k_dim)
     key = k.view(b, 1, num_heads, head_k_dim)
     value = v.view(b, 1, num_v_heads, head_v_dim)
+"""),
+        # A K-named view of the query's storage (a launch dummy) is no key.
+        Example("""\
+def decode_dummies(q, k, v, head_dim, tokens):
+    k_pair = q.reshape(2, 1, 128, head_dim)
+    v_pair = v.reshape(-1, 1, head_dim)[:tokens].reshape(-1, 1, 64, head_dim)
+    return k_pair, v_pair
 """),
         Example("""\
 def chunk_delta_rule(self, k, v, t):
@@ -221,7 +236,7 @@ def forward(self, k, v, b, s):
         if root is not None and kv_side(root, self.extra_pairs):
             ids.add(root)
         target, chain = self._targets[-1] if self._targets else (None, set())
-        if target is not None and id(call) in chain:
+        if target is not None and id(call) in chain and not _is_query(root):
             ids.add(target)
         if not ids:
             return None

@@ -199,3 +199,13 @@ def test_linear_attention_labels_name_query_key_and_value_heads():
     assert "(value heads)" in finding.message and "(query/key heads)" in finding.message
     assert "KV heads" not in finding.message and "same number of heads" not in finding.message
     assert "not the value's `self.num_v_heads`" in finding.suggestion
+
+
+def test_a_key_view_of_a_query_tensor_is_no_key_view():
+    source = (
+        "def launch(q, k, v, d, n):\n"
+        "    k_dummy = q.reshape(2, 1, 128, d)\n"
+        "    v_dummy = v.reshape(-1, 1, 64, d)\n"
+    )
+    assert lint_source(source, codes=["KV202"]) == []
+    assert len(lint_source(source.replace("q.reshape", "k.reshape"), codes=["KV202"])) == 1

@@ -6,7 +6,7 @@ from textwrap import dedent
 
 import libcst as cst
 
-from linter.scopes import DIFFER, SAME, mismatches, scope_of
+from linter.scopes import DIFFER, SAME, exclusive, mismatches, scope_of
 
 
 def function_scope(source: str, enclosing: tuple[str, ...] = ("f",)):
@@ -240,3 +240,17 @@ def test_mismatches_report_each_differing_value_once():
 
 def test_mismatches_stay_silent_when_sites_cannot_be_compared():
     assert mismatches([Site("a", 1)], [Site("b", 2)], lambda k, v: None) == []
+
+
+def test_sites_in_different_arms_of_one_if_are_never_compared():
+    scope = function_scope(
+        "def f(k_pool, v_pool, is_v, a, b):\n"
+        "    if is_v:\n        x = v_pool[a]\n"
+        "    elif a:\n        x = k_pool[b]\n        y = v_pool[b]\n"
+        "    else:\n        x = k_pool[a]\n"
+    )
+    v_a, k_b, v_b, k_a = scope.accesses
+    assert exclusive(v_a, k_b) and exclusive(v_a, k_a) and exclusive(k_b, k_a)
+    assert not exclusive(k_b, v_b)
+    # In different arms the verdict is "cannot compare": no mismatch, no match.
+    assert mismatches([k_a], [v_a], lambda k, v: DIFFER) == []
