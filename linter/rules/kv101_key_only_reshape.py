@@ -31,6 +31,7 @@ from linter.tensor_roots import tensor_root
 # A V binding built with any of these may already carry the matching token/head change.
 _RESIZING_CALLS = RESHAPE_CALLS | {"cat", "concat", "concatenate", "stack", "pad", "gather", "roll", "repeat_kv"}
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_STORAGE = re.compile(r"pool|cache|buffer", re.IGNORECASE)
 _MAX_HOPS = 4
 
 
@@ -167,9 +168,12 @@ def ring_step(q, k, v, start, end):
 
     def check_scope(self, scope: Scope) -> None:
         attention_scope = scope.is_attention_code(self.extra_callables)
-        # A latent (MLA) pool's K is the compressed KV and its "V" is often unused or None: only a
-        # real attention kernel, which reads both, says that they must describe the same tokens.
-        latent = any(LATENT_ATTENTION.search(name) for name in scope.enclosing)
+        # A latent (MLA) cache pool's K is the compressed KV and its "V" is often unused or None:
+        # there only a real attention kernel, which reads both, says that they must describe the
+        # same tokens. (MLA attention modules themselves, with real K and V, stay checked.)
+        latent = any(LATENT_ATTENTION.search(name) for name in scope.enclosing) and any(
+            _STORAGE.search(name) for name in scope.enclosing
+        )
         reported: set[int] = set()
         for site in scope.calls:
             if site.quiet:

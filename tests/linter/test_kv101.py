@@ -597,3 +597,14 @@ def test_a_real_attention_kernel_still_checks_latent_code():
         codes=["KV101"],
     )
     assert finding.span.row == 3
+
+
+def test_an_mla_attention_module_with_real_k_and_v_is_still_checked_at_any_call():
+    (finding,) = lint_source(
+        "class DeepseekV2MLA:\n"
+        "    def forward(self, q, k, v, idx):\n"
+        "        k = k[idx]\n"
+        "        return self.attn(q, k, v)\n",
+        codes=["KV101"],
+    )
+    assert finding.span.row == 3
