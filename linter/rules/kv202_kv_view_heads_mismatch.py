@@ -244,6 +244,7 @@ def forward(self, k, v, b, s):
 
     def _check(self, scope: _Scope) -> None:
         views = scope.views
+        reported: set[int] = set()  # one finding per mismatched V view, however many K views
         for k in views:
             partners = {value_counterpart(i, self.extra_pairs) for i in k.ids} - {None}
             if not partners or any(kv_side(i, self.extra_pairs) != "k" for i in k.ids):
@@ -255,7 +256,9 @@ def forward(self, k, v, b, s):
             if any(found is None for _, found in verdicts):
                 continue
             v, (axis, mismatch) = verdicts[0]
-            self._report(k, v, axis, mismatch)
+            if id(v) not in reported:
+                reported.add(id(v))
+                self._report(k, v, axis, mismatch)
 
     @staticmethod
     def _first_mismatch(k: _View, v: _View, aliases: Aliases) -> tuple[str, HeadsMismatch] | None:

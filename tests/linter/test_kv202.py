@@ -209,3 +209,15 @@ def test_a_key_view_of_a_query_tensor_is_no_key_view():
     )
     assert lint_source(source, codes=["KV202"]) == []
     assert len(lint_source(source.replace("q.reshape", "k.reshape"), codes=["KV202"])) == 1
+
+
+def test_one_mismatched_value_view_is_one_finding():
+    source = (
+        "def forward(self, k, v, b, s, cached):\n"
+        "    if cached:\n"
+        "        k = k.view(b, s, self.num_kv_heads, self.head_dim)\n"
+        "    else:\n"
+        "        k = k.view(b, s, self.num_kv_heads, self.head_dim)\n"
+        "    v = v.view(b, s, self.num_heads, self.head_dim)\n"
+    )
+    assert [f.span.row for f in lint_source(source, codes=["KV202"])] == [3]
