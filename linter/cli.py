@@ -159,7 +159,7 @@ def _check(args: argparse.Namespace) -> int:
         count = baseline.write_baseline(args.write_baseline, pairs)
         _report_problems(problems)
         print(f"Recorded {count} finding{'s' * (count != 1)} in {args.write_baseline}.", file=sys.stderr)
-        return 2 if problems else 0
+        return 2 if _failed(problems) else 0
     findings = [f for f, _ in pairs]
     if args.baseline:
         findings = baseline.new_findings(args.baseline, pairs)
@@ -177,7 +177,7 @@ def _check(args: argparse.Namespace) -> int:
         _statistics(findings, out)
     elif not (args.diff and args.format in ("full", "concise")):
         renderer(args.format)(outcome, out, _color(out))
-    if problems:
+    if _failed(problems):
         return 2
     if args.diff:
         return 1 if changed else 0
@@ -207,6 +207,11 @@ def _apply_fixes(results: list[runner.FileResult], args: argparse.Namespace, std
             except (OSError, UnicodeEncodeError) as exc:
                 problems.append(FileProblem(result.path, "EKV004", f"fix not written: {exc}"))
     return changed
+
+
+def _failed(problems: list[FileProblem]) -> bool:
+    """Files that could not be checked (exit 2); warnings such as WKV001 do not count."""
+    return any(not p.warning for p in problems)
 
 
 def _report_problems(problems: list[FileProblem]) -> None:

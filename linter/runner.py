@@ -31,7 +31,7 @@ from linter.fixes import apply_fixes, has_applicable_fix
 from linter.prefilter import parse_plan
 from linter.rules import rules_by_code
 from linter.settings import Settings
-from linter.suppress import unsuppressed
+from linter.suppress import invalid_directives, unsuppressed
 
 if TYPE_CHECKING:
     from linter.rules.base import Rule
@@ -156,7 +156,7 @@ def _check_bytes(path: str, data: bytes, job: Job) -> FileResult:
     except Exception as exc:  # noqa: BLE001 - a bug in a rule must cost one file, not the run
         findings, problems = [], [_internal_error(path, exc)]
     else:
-        problems = []
+        problems = invalid_directives(findings, source.text, path)
     if key is not None and not any(p.code == "EKV999" for p in problems):
         cache.put(key, findings, problems)
     result = FileResult(path, findings, problems, source.text if findings else None, encoding=source.encoding)
