@@ -2,8 +2,10 @@
 
 Directories are walked with ``exclude`` applied and, by default, ``.gitignore`` respected:
 through ``git ls-files`` when the directory is inside a git work tree (and not itself ignored),
-else by a small pure-Python reader of the ``.gitignore`` files found under it. A path given
-explicitly is linted even when it matches ``exclude`` (as in ruff without ``--force-exclude``).
+else by reading the ``.gitignore`` files found under it with pathspec's gitignore mode, which
+follows git's own matching (a test compares it with ``git check-ignore --no-index``). A path
+given explicitly is linted even when it matches ``exclude``, unless ``force-exclude`` is set
+(ruff's ``--force-exclude``: what pre-commit needs, since it names every file).
 Symlinked directories are not followed, so a symlink loop can never make the walk endless; a
 symlink loop named as a file becomes an ``EKV001`` diagnostic like any unreadable file.
 """
@@ -23,7 +25,8 @@ from pathlib import Path
 from linter.diagnostics import FileProblem
 from linter.settings import Settings
 
-PYTHON_SUFFIXES = (".py", ".pyi")
+# Notebooks are discovered like Python files, as in ruff (0.6 and later).
+PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
 # Never worth walking into (ruff's defaults plus our own cache).
 DEFAULT_EXCLUDES = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".mypy_cache", ".nox", ".pants.d",
@@ -90,7 +93,8 @@ def discover(paths: Iterable[str], settings: Settings) -> tuple[list[str], list[
             for path in _walk(given, settings):
                 found.setdefault(path)
         elif os.path.lexists(given):
-            found.setdefault(given)
+            if not (settings.force_exclude and is_excluded(given, settings)):
+                found.setdefault(given)
         else:
             problems.append(FileProblem(given, "EKV001", "no such file or directory"))
     return list(found), problems
@@ -180,11 +184,13 @@ def _walk_tree(directory: str, settings: Settings, gitignore: GitignoreRules | N
 
 
 class GitignoreRules:
-    """The ``.gitignore`` files met on the way down, applied git's way (last match wins)."""
+    """The ``.gitignore`` files met on the way down, applied git's way: within a file the last
+    matching pattern wins, and a deeper file's verdict overrides a shallower one's. An ignored
+    directory is never entered, so nothing below it can be re-included (git's rule too)."""
 
-    def __init__(self, rules: tuple[tuple[str, str, bool, bool], ...] = ()) -> None:
-        # (base directory, pattern, negated, directory only)
-        self.rules = rules
+    def __init__(self, specs: tuple[tuple[str, object], ...] = ()) -> None:
+        # (base directory, pathspec.GitIgnoreSpec), shallowest first
+        self.specs = specs
 
     def entering(self, directory: str) -> GitignoreRules:
         try:
@@ -192,38 +198,21 @@ class GitignoreRules:
                 lines = handle.read().splitlines()
         except OSError:
             return self
-        base = posix_absolute(directory)
-        added = []
-        for line in lines:
-            line = line.rstrip()
-            if not line or line.startswith("#"):
-                continue
-            negated = line.startswith("!")
-            line = line[1:] if negated else line
-            dir_only = line.endswith("/")
-            added.append((base, line.rstrip("/"), negated, dir_only))
-        return GitignoreRules(self.rules + tuple(added))
+        import pathspec  # imported on use: named files and git checkouts never need it
+
+        spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        return GitignoreRules((*self.specs, (posix_absolute(directory), spec)))
 
     def ignores(self, path: str, is_dir: bool) -> bool:
-        if not self.rules:
-            return False
         absolute = posix_absolute(path)
-        verdict = False
-        for base, pattern, negated, dir_only in self.rules:
-            if dir_only and not is_dir:
+        for base, spec in reversed(self.specs):
+            if not absolute.startswith(base + "/"):
                 continue
-            rel = absolute[len(base) + 1:] if absolute.startswith(base + "/") else None
-            if rel is None:
-                continue
-            if "/" in pattern.strip("/"):
-                hit = fnmatchcase(rel, pattern.lstrip("/").replace("**/", "*"))
-            else:
-                hit = fnmatchcase(rel.rsplit("/", 1)[-1], pattern.lstrip("/")) and (
-                    not pattern.startswith("/") or "/" not in rel
-                )
-            if hit:
-                verdict = not negated
-        return verdict
+            rel = absolute[len(base) + 1:] + ("/" if is_dir else "")
+            verdict = spec.check_file(rel).include
+            if verdict is not None:
+                return verdict
+        return False
 
 
 def read_bytes(path: str) -> bytes:
