@@ -77,3 +77,17 @@ def test_the_wheel_is_named_kvlint_npu_and_carries_the_command_and_rule_pages(tm
     assert "kvlint = linter.cli:main" in entry_points
     # JSON `url` and SARIF `helpUri` link to these pages in an installed kvlint.
     assert "linter/rule_pages/KV101.md" in names
+
+
+def test_slow_marker_is_registered_and_selects_the_whole_tree_tests():
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "--strict-markers", "--collect-only", "-q", "-m", "slow", "-p", "no:randomly",
+         "tests/linter/test_corpus_sweep.py", "tests/linter/test_fast_path_equivalence.py", "tests/test_precommit.py"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    selected = [line for line in run.stdout.splitlines() if "::" in line]
+    assert any("test_corpus_sweep.py" in s for s in selected)
+    assert any("test_the_whole_torch_tree" in s for s in selected)
+    assert any("test_precommit.py" in s for s in selected)
+    assert not any("test_rule_examples_give_the_same_findings" in s for s in selected)
