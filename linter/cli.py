@@ -56,20 +56,26 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--select", type=_codes, action="extend", metavar="CODES", help="comma-separated codes or prefixes to run (replaces the config's select)")
     check.add_argument("--extend-select", type=_codes, action="extend", default=[], metavar="CODES", help="codes to run in addition")
     check.add_argument("--ignore", type=_codes, action="extend", default=[], metavar="CODES", help="codes not to run")
-    check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    check.add_argument("-e", "--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    check.add_argument("--exit-non-zero-on-fix", action="store_true", help="exit 1 when --fix changed a file, even if nothing remains")
     check.add_argument("--statistics", action="store_true", help="print a count per rule instead of each finding")
-    check.add_argument("--fix", action="store_true", help="apply safe fixes (on stdin: print the fixed text)")
-    check.add_argument("--unsafe-fixes", action="store_true", help="with --fix or --diff, apply unsafe fixes too")
-    check.add_argument("--show-fixes", action="store_true", help="list the fixes --fix applied, per file and rule")
+    check.add_argument("--fix", action=argparse.BooleanOptionalAction, default=False, help="apply safe fixes (on stdin: print the fixed text)")
+    check.add_argument("--unsafe-fixes", action=argparse.BooleanOptionalAction, default=False, help="with --fix or --diff, apply unsafe fixes too")
+    check.add_argument("--show-fixes", action=argparse.BooleanOptionalAction, default=False, help="list the fixes --fix applied, per file and rule")
+    check.add_argument("--show-files", action="store_true", help="print the files that would be linted, and exit")
     check.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing (also with --fix)")
     check.add_argument("--output-format", "--format", dest="format", choices=FORMATS, default="full", help="output format (default: full)")
     check.add_argument("-o", "--output-file", type=Path, metavar="FILE", help="write the report to FILE instead of stdout")
     check.add_argument("--config", type=Path, metavar="FILE", help="configuration file: pyproject.toml ([tool.kvlint]) or kvlint.toml (top-level keys)")
+    check.add_argument("--isolated", action="store_true", help="read no configuration file")
+    check.add_argument("--exclude", type=_codes, action="extend", metavar="PATTERNS", help="comma-separated patterns to exclude, replacing the config's exclude")
+    check.add_argument("--respect-gitignore", action=argparse.BooleanOptionalAction, default=None, help="skip files .gitignore ignores (default: the config's, true)")
     check.add_argument("--extend-exclude", type=_codes, action="extend", default=[], metavar="PATTERNS", help="comma-separated patterns to exclude in addition to the config's")
     force = check.add_mutually_exclusive_group()
     force.add_argument("--force-exclude", action="store_true", default=None, help="apply excludes to paths named on the command line too (for pre-commit)")
     force.add_argument("--no-force-exclude", dest="force_exclude", action="store_false", help="lint named paths even when excluded (the default)")
-    check.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    check.add_argument("-n", "--no-cache", action="store_true", help="neither read nor write the cache")
+    check.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour in the full format (default: auto, on a terminal without NO_COLOR)")
     check.add_argument("--cache-dir", metavar="DIR", help=f"cache directory (default: {DEFAULT_DIR} in the project root)")
     check.add_argument("--baseline", type=Path, metavar="FILE", help="report only findings not recorded in FILE")
     check.add_argument("--write-baseline", type=Path, metavar="FILE", help="record every current finding in FILE and exit 0")
@@ -177,14 +183,19 @@ def _check(args: argparse.Namespace) -> int:
         raise UsageError("--jobs must be at least 1")
     if args.baseline and args.write_baseline:
         raise UsageError("--baseline and --write-baseline cannot be combined")
+    if args.isolated and args.config:
+        raise UsageError("--isolated reads no configuration; drop --config")
     # --fix --diff shows the fixes and writes nothing (ruff: --diff implies not writing).
     writes = args.fix and not args.diff
 
     display = args.stdin_filename or "-"
     start = common_directory([args.stdin_filename or "."] if stdin else paths)
-    config = args.config or find_config(start)
+    config = None if args.isolated else args.config or find_config(start)
     codes = rule_codes()
-    cli = CliOptions(args.select, args.extend_select, args.ignore, args.extend_exclude, args.force_exclude)
+    cli = CliOptions(
+        args.select, args.extend_select, args.ignore, args.extend_exclude, args.force_exclude,
+        args.exclude, args.respect_gitignore,
+    )
     settings = load_settings(config, cli, codes)
     cache_dir = args.cache_dir or str(project_root(config, start) / DEFAULT_DIR)
     job = runner.job_for(
@@ -203,6 +214,11 @@ def _check(args: argparse.Namespace) -> int:
             sys.stdout.buffer.write(data)
     else:
         files, problems = discover(paths, settings)
+        if args.show_files:
+            for path in sorted(os.path.abspath(f) for f in files):
+                print(path)
+            _report_problems(problems, args)
+            return 2 if problems else 0
         if not files and not problems and not args.silent:
             print("warning: No Python files found under the given path(s)", file=sys.stderr)
         results = runner.check_paths(files, job, args.jobs)
@@ -241,11 +257,13 @@ def _check(args: argparse.Namespace) -> int:
             if args.statistics:
                 _statistics(findings, args.format, out)
             elif not (args.diff and args.format in ("full", "concise")):
-                renderer(args.format)(outcome, out, _color(out))
+                renderer(args.format)(outcome, out, _color(out, args.color))
     if problems:
         return 2
     if args.diff:
         return 1 if changed else 0
+    if args.exit_non_zero_on_fix and writes and changed:
+        return 1
     return 1 if findings and not args.exit_zero else 0
 
 
@@ -331,7 +349,9 @@ def _statistics(findings: list, fmt: str, out: TextIO) -> None:
         out.write(f"{n:>5}\t{code}\t{'[*]' if code in fixable else '[ ]'} {name}\n")
 
 
-def _color(out: TextIO) -> bool:
+def _color(out: TextIO, when: str = "auto") -> bool:
+    if when != "auto":
+        return when == "always"
     if os.environ.get("NO_COLOR"):
         return False
     if os.environ.get("FORCE_COLOR"):

@@ -56,6 +56,8 @@ class CliOptions:
     ignore: Sequence[str] = ()
     extend_exclude: Sequence[str] = ()  # relative to the current directory, as ruff's
     force_exclude: bool | None = None  # None: the file's force-exclude (default false)
+    exclude: Sequence[str] | None = None  # replaces the file's exclude
+    respect_gitignore: bool | None = None  # None: the file's respect-gitignore
 
 
 def find_config(start: Path) -> Path | None:
@@ -184,7 +186,11 @@ def load_settings(
         raise ConfigError(f"{where}: force-exclude must be true or false")
     if cli.force_exclude is not None:
         force = cli.force_exclude
+    if cli.respect_gitignore is not None:
+        respect = cli.respect_gitignore
     exclude = [_anchor(p, root) for key in ("exclude", "extend-exclude") for p in _strings(table.get(key, []), key, where)]
+    if cli.exclude is not None:
+        exclude = [_anchor(p, Path.cwd()) for p in cli.exclude] + [_anchor(p, root) for p in _strings(table.get("extend-exclude", []), "extend-exclude", where)]
     exclude += [_anchor(p, Path.cwd()) for p in cli.extend_exclude]
     pairs = table.get("extra-pairs", [])
     if not isinstance(pairs, list) or not all(

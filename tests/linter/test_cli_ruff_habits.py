@@ -270,3 +270,37 @@ def test_cache_is_kept_next_to_the_project_root_not_the_working_directory(tmp_pa
     assert proc.returncode == 1
     assert (project / ".kvlint_cache" / "CACHEDIR.TAG").is_file()
     assert not (elsewhere / ".kvlint_cache").exists()
+
+
+def test_short_flags_and_isolated(tree):
+    (tree / "pyproject.toml").write_text('[tool.kvlint]\nignore = ["KV101", "KV201"]\n')
+    assert kvlint("check", "-n", ".", cwd=tree).returncode == 0
+    isolated = kvlint("check", "-n", "--isolated", "--format", "json", ".", cwd=tree)
+    assert _codes(isolated) == ["KV101", "KV201"]
+    assert kvlint("check", "-n", "-e", "--isolated", ".", cwd=tree).returncode == 0
+
+
+def test_exclude_on_the_command_line_replaces_the_configs(tree):
+    (tree / "pyproject.toml").write_text('[tool.kvlint]\nexclude = ["buggy.py"]\n')
+    assert _codes(kvlint("check", "-n", "--format", "json", ".", cwd=tree)) == ["KV201"]
+    assert _codes(kvlint("check", "-n", "--format", "json", "--exclude", "proj.py", ".", cwd=tree)) == ["KV101"]
+
+
+def test_show_files_lists_what_would_be_linted(tree):
+    (tree / "pyproject.toml").write_text('[tool.kvlint]\nexclude = ["buggy.py"]\n')
+    proc = kvlint("check", "--show-files", ".", cwd=tree)
+    assert proc.returncode == 0
+    assert out(proc).splitlines() == [str((tree / name).resolve()) for name in ("clean.py", "proj.py")]
+
+
+def test_respect_gitignore_can_be_turned_off(tree):
+    (tree / ".gitignore").write_text("buggy.py\n")
+    assert _codes(kvlint("check", "-n", "--format", "json", ".", cwd=tree)) == ["KV201"]
+    assert _codes(kvlint("check", "-n", "--format", "json", "--no-respect-gitignore", ".", cwd=tree)) == ["KV101", "KV201"]
+
+
+def test_exit_non_zero_on_fix(tree):
+    assert kvlint("check", "-n", "--fix", "buggy.py", cwd=tree).returncode == 0
+    (tree / "buggy.py").write_text(BUGGY)
+    assert kvlint("check", "-n", "--fix", "--exit-non-zero-on-fix", "buggy.py", cwd=tree).returncode == 1
+    assert "v[:n]" in (tree / "buggy.py").read_text()
