@@ -76,8 +76,8 @@ def _rule(rule) -> dict:
 
 
 def _result(finding: Finding, index: dict[str, int], fingerprint: str, root: Path, outcome: Outcome) -> dict:
-    cell, _ = outcome.cell_of(finding.path, finding.span.row)
-    where = f" (notebook cell {cell}, line {outcome.cell_of(finding.path, finding.span.row)[1]})" if cell is not None else ""
+    cell, row = outcome.cell_of(finding.path, finding.span.row)
+    where = f" (notebook cell {cell}, line {row})" if cell is not None else ""
     result = {
         "ruleId": finding.code,
         "level": "error",
