@@ -16,7 +16,8 @@ import ast
 import re
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import accumulate
 from pathlib import Path
@@ -92,6 +93,9 @@ class FileResult:
     original: str | None = None
     encoding: str = "utf-8"
     fixed_count: int = 0
+    fixed_codes: dict[str, int] = field(default_factory=dict)  # for --show-fixes
+    # A notebook's (first row, cell number) per code cell (linter.notebook); None for .py files.
+    cells: tuple[tuple[int, int], ...] | None = None
 
     @property
     def fixed(self) -> bool:
@@ -136,6 +140,21 @@ def _worker_check(path: str) -> FileResult:
 
 
 def _check_bytes(path: str, data: bytes, job: Job) -> FileResult:
+    if not path.endswith(".ipynb"):
+        return _check_python(path, data, job)
+    from linter import notebook
+
+    try:
+        converted = notebook.to_python(path, data)
+    except files.Unreadable as exc:
+        return FileResult(path, [], [exc.problem])
+    # The fixed text is Python, not the notebook's JSON: never write it back.
+    result = _check_python(path, converted.text.encode(), replace(job, fix=False) if job.fix else job)
+    result.cells = converted.cell_starts
+    return result
+
+
+def _check_python(path: str, data: bytes, job: Job) -> FileResult:
     cache, key = job.cache, None
     if cache is not None:
         key = cache.key(path, data)
@@ -194,6 +213,7 @@ def _fix(result: FileResult, job: Job) -> None:
         findings = _lint_text(text, result.path, job)
     if text != result.text:
         result.fixed_count = max(0, len(result.findings) - len(findings))
+        result.fixed_codes = dict(Counter(f.code for f in result.findings) - Counter(f.code for f in findings))
         result.original, result.text, result.findings = result.text, text, findings
 
 
@@ -227,7 +247,7 @@ def _excerpt_is_clean(excerpt: str, path: str, job: Job) -> bool:
 
 
 def _parse_and_lint(text: str, path: str, job: Job) -> list[Finding]:
-    _refuse_unparsable(text, path)
+    python_error = _refuse_unparsable(text, path)
     import libcst as cst
 
     from linter.engine import lint_module
@@ -236,12 +256,25 @@ def _parse_and_lint(text: str, path: str, job: Job) -> list[Finding]:
         module = cst.parse_module(text)
         return lint_module(module, path, job.settings, job.rule_classes)
     except cst.ParserSyntaxError as exc:
-        raise _Unlintable(FileProblem(path, "E999", f"syntax error: {exc.message}", exc.editor_line, exc.editor_column)) from None
+        raise _Unlintable(_syntax_problem(path, exc, python_error)) from None
     except RecursionError:
         raise _Unlintable(FileProblem(path, "EKV003", "nested too deeply to parse; split the expression or statement")) from None
 
 
-def _refuse_unparsable(text: str, path: str) -> None:
+def _syntax_problem(path: str, exc: Exception, python_error: SyntaxError | None) -> FileProblem:
+    """E999 whose message and position come from one parser: CPython's when it refuses the
+    text too (its messages name the cause: "'(' was never closed"), else libcst's, without the
+    "error at R:C" that libcst counts differently from the position reported."""
+    if python_error is not None:
+        return FileProblem(path, "E999", f"syntax error: {python_error.msg}", python_error.lineno or 1, python_error.offset or 1)
+    message = _LIBCST_AT.sub("", exc.message)
+    return FileProblem(path, "E999", f"syntax error: {message}", exc.editor_line, exc.editor_column)
+
+
+_LIBCST_AT = re.compile(r"^parser error: error at \d+:\d+: ")
+
+
+def _refuse_unparsable(text: str, path: str) -> SyntaxError | None:
     """Raise for a file libcst cannot be trusted with, before it takes minutes or crashes.
 
     Too large: refused outright. Too deep: CPython's own parser gives the verdict, because
@@ -263,8 +296,10 @@ def _refuse_unparsable(text: str, path: str) -> None:
     except SyntaxError as exc:
         if _bracket_depth(text) > _SAFE_BRACKET_DEPTH:
             raise _Unlintable(FileProblem(path, "E999", f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1)) from None
+        return exc
     except (RecursionError, MemoryError):
         raise _Unlintable(FileProblem(path, "EKV003", "nested too deeply to parse; split the expression or statement")) from None
+    return None
 
 
 def _bracket_depth(text: str) -> int:
