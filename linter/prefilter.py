@@ -31,7 +31,8 @@ The conditions, by rule:
   its V twin, or returned twice;
 - KV204 needs a class, a ``*Linear`` constructor, a view/reshape call, a shape or size read,
   and paired names;
-- KV205 needs a class, a ``*Linear`` constructor, a view/reshape call and a head-count name.
+- KV205 needs a class, a ``*Linear`` constructor, a view/reshape call and a head-count name;
+- KV206 needs a key head-dim name with its value twin, and a view or allocation call.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from typing import TYPE_CHECKING
 
 from linter.chains import assigned_reaches, root_reaches
 from linter.code_only import code_only
+from linter.model.twins import key_head_dim_twin
 from linter.names import (
     ATTENTION_CALLABLES,
     K_SIDE_TOKENS,
@@ -354,6 +356,21 @@ def _kv205(f: _File) -> bool:
     return "class" in f.text and "Linear" in f.text and "head" in f.text and f.has_any(("view", "reshape"))
 
 
+def _kv206(f: _File) -> bool:
+    # A key head-dim name (``qk_head_dim``, ``head_k_dim``, ``d_k``) with its value twin present,
+    # and a view or an allocation to use it in.
+    if not f.has_any(_HEAD_DIM_USES):
+        return False
+    names = f.names_containing("dim") | f.names_containing("size") | f.names_containing("d_k")
+    return any((twin := key_head_dim_twin(n)) is not None and f.has_any((twin,)) for n in names)
+
+
+_HEAD_DIM_USES = (
+    "view", "reshape", "unflatten", "empty", "zeros", "ones", "full", "randn", "rand",
+    "new_empty", "new_zeros", "new_ones", "new_full",
+)
+
+
 def _always(_: _File) -> bool:
     return True
 
@@ -361,7 +378,7 @@ def _always(_: _File) -> bool:
 _CONDITIONS: dict[str, Callable[[_File], bool]] = {
     "KV101": _kv101, "KV102": _kv102, "KV103": _kv103,
     "KV201": _kv201, "KV202": _kv202, "KV203": _kv203,
-    "KV104": _kv104, "KV204": _kv204, "KV205": _kv205,
+    "KV104": _kv104, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206,
 }
 
 
@@ -380,7 +397,7 @@ def _is_class(segment: Segment) -> bool:
 _OWN_UNIT: dict[Callable[[_File], bool], Callable[[Segment], bool]] = {
     _kv101: _is_definition, _kv102: _is_definition, _kv103: _is_definition,
     _kv201: _is_definition, _kv202: _is_definition, _kv203: _is_class,
-    _kv104: _is_definition, _kv204: _is_class, _kv205: _is_class,
+    _kv104: _is_definition, _kv204: _is_class, _kv205: _is_class, _kv206: _is_definition,
 }
 
 

@@ -77,16 +77,30 @@ def _targets(node: cst.Assign | cst.AnnAssign) -> list[cst.BaseExpression]:
 
 def _read_method(model: ClassModel, method: cst.FunctionDef) -> None:
     for node in _assignments(method.body):
-        for target in _targets(node):
+        for target, value in _flattened(_targets(node), node.value):
             if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
                     and target.value.value == "self"):
                 continue
             attr = target.attr.value
-            model.attrs.setdefault(attr, []).append(node.value)
-            layer = linear_layer(node.value)
+            model.attrs.setdefault(attr, []).append(value)
+            layer = linear_layer(value)
             size = output_size(layer) if layer is not None else None
             if size is not None:
                 model.projections[attr] = Projection(attr, layer, size, method)
+
+
+def _flattened(targets, value: cst.BaseExpression):
+    """(target, value) pairs; ``self.a, self.b = x, y`` pairs element by element and
+    ``self.a, self.b = f()`` gives each the whole value."""
+    for target in targets:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            elements = [e.value for e in target.elements]
+            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
+                yield from zip(elements, (e.value for e in value.elements))
+            else:
+                yield from ((e, value) for e in elements)
+        else:
+            yield target, value
 
 
 def _assignments(node: cst.CSTNode):

@@ -10,7 +10,6 @@ from linter.model.classes import ClassModel, class_model
 from linter.model.flows import projected
 from linter.model.functions import FunctionModel, function_model
 from linter.names import kv_side
-from linter.pairs import source_of
 from linter.rules.base import Example, Rule
 from linter.sizes import int_value
 
@@ -215,7 +214,7 @@ class CrossAttention(nn.Module):
             for name in {n for arg in call.args for n in _names(arg.value)}:
                 lengths = shaped.get(name, frozenset())
                 if lengths and source not in lengths and self._may_differ(source, lengths, order, model):
-                    query = sorted(lengths)[0]
+                    query = min(lengths)
                     self.report(
                         call,
                         f"`{projection}` of `{source}` is viewed with `{name}`, which carries the "
@@ -262,6 +261,8 @@ class CrossAttention(nn.Module):
         """Is ``source`` the cross-attention input while the shape came from the query's: an
         optional parameter (``encoder_hidden_states=None``) the query does not come from, or a
         choice between such a parameter and the query's input (``enc if cross else hidden``)?"""
+        if any(kv_side(n, self.extra_pairs) for n in lengths):
+            return False  # the length was read off the key or value side itself
         query = frozenset().union(*(self._origins(n, order, model) for n in lengths))
         if source in model.params:
             return source in model.optional and source not in query
