@@ -32,7 +32,8 @@ The conditions, by rule:
 - KV204 needs a class, a ``*Linear`` constructor, a view/reshape call, a shape or size read,
   and paired names;
 - KV205 needs a class, a ``*Linear`` constructor, a view/reshape call and a head-count name;
-- KV206 needs a key head-dim name with its value twin, and a view or allocation call.
+- KV206 needs a key head-dim name with its value twin, and a view or allocation call;
+- KV301 needs a class and a ``self.`` attribute pair.
 """
 
 from __future__ import annotations
@@ -371,6 +372,18 @@ _HEAD_DIM_USES = (
 )
 
 
+def _kv301(f: _File) -> bool:
+    # A class attribute pair ``self.k_cache`` / ``self.v_cache``.
+    if "class" not in f.text or "self" not in f.text:
+        return False
+    extra = f.settings.extra_pairs
+    return any(
+        is_kv_tensor_name(k, extra) and f.followed_by("self", rf"\.{_GAP}{k}\b")
+        and f.followed_by("self", rf"\.{_GAP}{value_counterpart(k, extra) or k}\b")
+        for k in f.k_names
+    )
+
+
 def _always(_: _File) -> bool:
     return True
 
@@ -379,6 +392,7 @@ _CONDITIONS: dict[str, Callable[[_File], bool]] = {
     "KV101": _kv101, "KV102": _kv102, "KV103": _kv103,
     "KV201": _kv201, "KV202": _kv202, "KV203": _kv203,
     "KV104": _kv104, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206,
+    "KV301": _kv301,
 }
 
 
@@ -398,6 +412,7 @@ _OWN_UNIT: dict[Callable[[_File], bool], Callable[[Segment], bool]] = {
     _kv101: _is_definition, _kv102: _is_definition, _kv103: _is_definition,
     _kv201: _is_definition, _kv202: _is_definition, _kv203: _is_class,
     _kv104: _is_definition, _kv204: _is_class, _kv205: _is_class, _kv206: _is_definition,
+    _kv301: _is_class,
 }
 
 
