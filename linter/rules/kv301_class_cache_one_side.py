@@ -12,9 +12,6 @@ from linter.names import is_kv_tensor_name, kv_side, value_counterpart
 from linter.pairs import dotted_name, source_of
 from linter.rules.base import Example, Rule
 
-_DECLARING = frozenset({"__init__", "__post_init__", "setup", "reset", "allocate"})
-
-
 def _mentions(node: cst.CSTNode, dotted: str) -> bool:
     if isinstance(node, (cst.Attribute, cst.Name)) and dotted_name(node) == dotted:
         return True
@@ -28,11 +25,10 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 
 
 def owned_pairs(owner: ClassModel, extra_pairs=()) -> list[tuple[str, str]]:
-    """(K attribute, V attribute) pairs of tensors both set in one declaring method."""
+    """(K attribute, V attribute) pairs of tensors set together in one method (``__init__``,
+    a lazy initialiser, a reset)."""
     pairs = []
-    for name, method in owner.methods.items():
-        if name not in _DECLARING:
-            continue
+    for method in owner.methods.values():
         set_here = _self_targets(method)
         for attr in set_here:
             if kv_side(attr, extra_pairs) != "k" or not is_kv_tensor_name(attr, extra_pairs):
@@ -64,7 +60,7 @@ class ClassCacheOneSide(Rule):
     what = (
         "A K/V pair that a class sets up together (`self.k_cache`/`self.v_cache`, "
         "`self.past_key`/`self.past_value`, `self.cache_k`/`self.cache_v` assigned in "
-        "`__init__`) is attention state in every method of the class. This rule finds a method "
+        "one method, such as `__init__`) is attention state in every method of the class. This rule finds a method "
         "that rebuilds one side from itself (trims `self.k_cache = self.k_cache[:, -n:]`, rolls, "
         "re-indexes, reshapes, concatenates) or shifts it in place (`self.k_cache[:, :-1] = "
         "self.k_cache[:, 1:]`) and never mentions the other side."
@@ -151,9 +147,8 @@ class Cache:
         pairs = owned_pairs(owner, self.extra_pairs)
         if not pairs:
             return
-        for name, method in owner.methods.items():
-            if name in _DECLARING:
-                continue
+        for method in owner.methods.values():
+            # A method that sets both sides mentions the twin, so it is never reported.
             model = function_model(method)
             for k_attr, v_attr in pairs:
                 self._check(model, k_attr, v_attr)
