@@ -28,7 +28,7 @@ The conditions, by rule:
 - KV202 needs a view/reshape/unflatten/rearrange call and paired names;
 - KV203 needs a chunk/split call and a KV-head-count name;
 - KV104 needs a paired K-side name that is called, subscripted, written in place, assigned to
-  its V twin, or returned twice;
+  its V twin, returned twice, or returned as ``self.`` attribute;
 - KV204 needs a class, a ``*Linear`` constructor, a view/reshape call, a shape or size read,
   and paired names;
 - KV205 needs a class, a ``*Linear`` constructor, a view/reshape call and a head-count name;
@@ -340,6 +340,8 @@ def _kv104(f: _File) -> bool:
         if f.subscripted(k) or f.followed_by(k, _IN_PLACE_WRITE) or f.followed_by(v, rf"{_GAP}={_GAP}\(*{_GAP}{k}\b"):
             return True
         if re.search(rf"\breturn{_GAP}\(?{_GAP}(?:\w+{_GAP}\.{_GAP})*{k}{_GAP},{_GAP}(?:\w+{_GAP}\.{_GAP})*{k}\b", f.text):
+            return True
+        if f.followed_by("return", rf"{_GAP}self{_GAP}\.{_GAP}{k}\b"):
             return True
     return False
 

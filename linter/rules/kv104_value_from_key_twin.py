@@ -50,8 +50,9 @@ class ValueFromKeyTwin(Rule):
         "never uses it; a value parameter overwritten from the key parameter before it was ever "
         "read (`value = key.view(...)` in `def f(query, key, value)`); a V-side tensor written "
         "into a K-side cache (`k_cache[slots] = v`, `key_cache.copy_(value)`) where the V cache "
-        "exists; and a function returning the same K-side tensor twice (`return k_cache, "
-        "k_cache`) where the V twin exists. The evidence is always the value twin that is "
+        "exists; a value-side method (`get_value_buffer`) that returns or writes the K-side "
+        "attribute while the class has the V one; and a function returning the same K-side "
+        "tensor twice (`return k_cache, k_cache`) where the V twin exists. The evidence is always the value twin that is "
         "defined and left unused, never a name alone."
     )
     why = (
@@ -147,6 +148,16 @@ def write(key_cache, value_cache, slots, key, value):
     key_cache[slots] = key
     value_cache[slots] = value
 """),
+        # MLA pool: the value is a view of the key buffer, and there is no value buffer.
+        Example("""\
+class LatentPool:
+    def __init__(self, k, rank):
+        self.k_buffer = k
+        self.rank = rank
+
+    def get_value_buffer(self, layer):
+        return self.k_buffer[layer][..., : self.rank]
+"""),
         # Allocation through each side's own helper.
         Example("""\
 class Pool:
@@ -199,6 +210,19 @@ class Cache:
     def get(self):
         return self.k_cache, self.k_cache
 """, line=7),
+        # The value getter hands out the key buffer.
+        Example("""\
+class TokenPool:
+    def __init__(self, k, v):
+        self.k_buffer = k
+        self.v_buffer = v
+
+    def get_key_buffer(self, layer):
+        return self.k_buffer[layer]
+
+    def get_value_buffer(self, layer):
+        return self.k_buffer[layer]
+""", line=10),
         # Written through the key cache with copy_.
         Example("""\
 class Cache:
@@ -231,6 +255,8 @@ class Cache:
         self._dead_value_parameter(model)
         self._crossed_writes(model, owner)
         self._returned_twice(model, owner)
+        if owner is not None and kv_side(node.name.value, self.extra_pairs) == "v":
+            self._value_method_on_key(node.name.value, model, owner)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._owners.pop()
@@ -333,6 +359,35 @@ class Cache:
                 f"the value side `{twin}` exists",
                 suggestion=f"write `{source_of(value)}` into `{twin}`",
             )
+
+    def _value_method_on_key(self, method: str, model: FunctionModel, owner: ClassModel) -> None:
+        """``def get_value_buffer(self, i): return self.k_buffer[i]`` where ``self.v_buffer``
+        exists and this method never mentions it."""
+        sites = [(r.value, r.value) for r in model.returns if r.value is not None]
+        sites += [(store.node, store.node) for store in model.stores]
+        for node, expr in sites:
+            root = expr
+            while isinstance(root, (cst.Subscript, cst.Call)):
+                func = root.func if isinstance(root, cst.Call) else None
+                if func is not None and not isinstance(func, cst.Attribute):
+                    break
+                root = root.value if isinstance(root, cst.Subscript) else func.value
+            name = dotted_name(root)
+            if name is None or not name.startswith("self.") or name.count(".") != 1:
+                continue
+            attr = name[5:]
+            if kv_side(attr, self.extra_pairs) != "k" or not is_kv_tensor_name(attr, self.extra_pairs):
+                continue
+            twin = value_counterpart(attr, self.extra_pairs)
+            if twin is None or not owner.defines(twin) or model.mentions(twin):
+                continue
+            self.report(
+                node,
+                f"value-side method `{method}` reaches the key side `self.{attr}` although "
+                f"`self.{twin}` exists and this method never uses it",
+                suggestion=f"use `self.{twin}` in `{method}`",
+            )
+            return
 
     def _returned_twice(self, model: FunctionModel, owner: ClassModel | None) -> None:
         """``return k_cache, k_cache`` where ``v_cache`` exists."""

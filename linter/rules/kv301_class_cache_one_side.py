@@ -12,6 +12,7 @@ from linter.names import is_kv_tensor_name, kv_side, value_counterpart
 from linter.pairs import dotted_name, source_of
 from linter.rules.base import Example, Rule
 
+
 def _mentions(node: cst.CSTNode, dotted: str) -> bool:
     if isinstance(node, (cst.Attribute, cst.Name)) and dotted_name(node) == dotted:
         return True
