@@ -163,6 +163,36 @@ class CrossAttention(nn.Module):
         v = self.v_proj(key_value_states).view(bsz, -1, self.heads, self.head_dim)
         return k, v
 """),
+        # Only the batch is read off the query's shape (by index), the length is left to -1.
+        Example("""\
+class CrossAttention(nn.Module):
+    def __init__(self, hidden, heads, head_dim):
+        super().__init__()
+        self.heads, self.head_dim = heads, head_dim
+        self.key = nn.Linear(hidden, hidden)
+        self.value = nn.Linear(hidden, hidden)
+
+    def forward(self, hidden_states, encoder_hidden_states=None):
+        input_shape = hidden_states.shape[:-1]
+        kv_shape = (input_shape[0], -1, self.heads, self.head_dim)
+        current = encoder_hidden_states if encoder_hidden_states is not None else hidden_states
+        return self.key(current).view(kv_shape), self.value(current).view(kv_shape)
+"""),
+        # The length is read off the key side, and the positional input has the key's length.
+        Example("""\
+class DetrCrossAttention(nn.Module):
+    def __init__(self, hidden, heads, head_dim):
+        super().__init__()
+        self.heads, self.head_dim = heads, head_dim
+        self.key_content_proj = nn.Linear(hidden, hidden)
+        self.key_pos_proj = nn.Linear(hidden, hidden)
+
+    def forward(self, hidden_states, encoder_hidden_states=None, encoder_pos=None):
+        key_content = self.key_content_proj(encoder_hidden_states)
+        bsz, src_len, _ = key_content.shape
+        key_pos = self.key_pos_proj(encoder_pos)
+        return key_pos.view(bsz, src_len, self.heads, self.head_dim)
+"""),
     )
     INVALID = (
         Example(bad, line=13),
