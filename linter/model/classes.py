@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from linter.model.cache import cached
+from linter.model.walk import children
 from linter.pairs import callee_tail, dotted_name
 
 # Where a ``*Linear`` layer's output size sits: nn.Linear(in, out) and the tensor-parallel
@@ -39,6 +40,8 @@ class ClassModel:
     # ``self.X = value`` in any method, and ``X = value`` in the class body: every value.
     attrs: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
     projections: dict[str, Projection] = field(default_factory=dict)
+    # The ``self.X`` attributes each method assigns, by method name.
+    set_in: dict[str, set[str]] = field(default_factory=dict)
 
     def defines(self, name: str) -> bool:
         """An attribute or method of this class (not of its bases)."""
@@ -83,6 +86,7 @@ def _read_method(model: ClassModel, method: cst.FunctionDef) -> None:
                 continue
             attr = target.attr.value
             model.attrs.setdefault(attr, []).append(value)
+            model.set_in.setdefault(method.name.value, set()).add(attr)
             layer = linear_layer(value)
             size = output_size(layer) if layer is not None else None
             if size is not None:
@@ -105,7 +109,7 @@ def _flattened(targets, value: cst.BaseExpression):
 
 def _assignments(node: cst.CSTNode):
     """Assignments with a value in ``node``, not descending into nested definitions."""
-    for child in node.children:
+    for child in children(node):
         if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
         if isinstance(child, (cst.Assign, cst.AnnAssign)):

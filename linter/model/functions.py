@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from linter.model.cache import cached
+from linter.model.walk import children
 from linter.pairs import dotted_name
 
 
@@ -143,7 +144,7 @@ class _Walker:
         elif isinstance(node, cst.Call):
             self.model.calls.append(node)
             self.model.call_orders.append(self.tick())
-        for child in node.children:
+        for child in children(node):
             self.walk(child)
 
     def target(self, target: cst.BaseExpression, value: cst.BaseExpression | None,

@@ -8,6 +8,7 @@ import libcst as cst
 
 from linter.model.classes import ClassModel, class_model
 from linter.model.functions import FunctionModel, function_model
+from linter.model.walk import children
 from linter.names import is_kv_tensor_name, key_counterpart, kv_side, value_counterpart
 from linter.pairs import dotted_name, source_of
 from linter.rules.base import Example, Rule
@@ -22,7 +23,7 @@ def _calls(expr: cst.CSTNode) -> Iterator[cst.Call]:
         return
     if isinstance(expr, cst.Call):
         yield expr
-    for child in expr.children:
+    for child in children(expr):
         yield from _calls(child)
 
 

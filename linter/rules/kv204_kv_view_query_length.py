@@ -9,6 +9,7 @@ import libcst as cst
 from linter.model.classes import ClassModel, class_model
 from linter.model.flows import projected
 from linter.model.functions import FunctionModel, function_model
+from linter.model.walk import children
 from linter.names import kv_side
 from linter.rules.base import Example, Rule
 from linter.sizes import int_value
@@ -23,7 +24,7 @@ def _names(node: cst.CSTNode) -> Iterator[str]:
     if isinstance(node, cst.Attribute):
         yield from _names(node.value)  # ``self.x`` names ``self``, never ``x``
         return
-    for child in node.children:
+    for child in children(node):
         yield from _names(child)
 
 
@@ -41,7 +42,7 @@ def _length_sources(value: cst.CSTNode, position: int | None, width: int | None,
     if isinstance(value, cst.Name):
         return shaped.get(value.value, frozenset())
     found: frozenset[str] = frozenset()
-    for child in value.children:
+    for child in children(value):
         found |= _length_sources(child, None, None, shaped)
     return found
 

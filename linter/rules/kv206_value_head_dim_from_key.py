@@ -10,6 +10,7 @@ from linter.model.classes import ClassModel, class_model
 from linter.model.flows import projected
 from linter.model.functions import FunctionModel, function_model
 from linter.model.twins import key_head_dim_twin
+from linter.model.walk import children
 from linter.names import is_kv_tensor_name, kv_side
 from linter.pairs import callee_tail, dotted_name, source_of
 from linter.rules.base import Example, Rule
@@ -28,14 +29,14 @@ def _tails(node: cst.CSTNode) -> Iterator[tuple[str, cst.CSTNode]]:
     if isinstance(node, cst.Attribute):
         yield node.attr.value, node
         return
-    for child in node.children:
+    for child in children(node):
         yield from _tails(child)
 
 
 def _calls(node: cst.CSTNode) -> Iterator[cst.Call]:
     if isinstance(node, cst.Call):
         yield node
-    for child in node.children:
+    for child in children(node):
         yield from _calls(child)
 
 

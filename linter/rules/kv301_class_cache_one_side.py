@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import libcst as cst
 
 from linter.model.classes import ClassModel, class_model
 from linter.model.functions import FunctionModel, function_model
+from linter.model.walk import children
 from linter.names import is_kv_tensor_name, kv_side, value_counterpart
 from linter.pairs import dotted_name, source_of
 from linter.rules.base import Example, Rule
@@ -16,21 +15,14 @@ from linter.rules.base import Example, Rule
 def _mentions(node: cst.CSTNode, dotted: str) -> bool:
     if isinstance(node, (cst.Attribute, cst.Name)) and dotted_name(node) == dotted:
         return True
-    return any(_mentions(child, dotted) for child in node.children)
-
-
-def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    yield node
-    for child in node.children:
-        yield from _walk(child)
+    return any(_mentions(child, dotted) for child in children(node))
 
 
 def owned_pairs(owner: ClassModel, extra_pairs=()) -> list[tuple[str, str]]:
     """(K attribute, V attribute) pairs of tensors set together in one method (``__init__``,
     a lazy initialiser, a reset)."""
     pairs = []
-    for method in owner.methods.values():
-        set_here = _self_targets(method)
+    for set_here in owner.set_in.values():
         for attr in set_here:
             if kv_side(attr, extra_pairs) != "k" or not is_kv_tensor_name(attr, extra_pairs):
                 continue
@@ -38,20 +30,6 @@ def owned_pairs(owner: ClassModel, extra_pairs=()) -> list[tuple[str, str]]:
             if twin in set_here and (attr, twin) not in pairs:
                 pairs.append((attr, twin))
     return pairs
-
-
-def _self_targets(method: cst.FunctionDef) -> set[str]:
-    found = set()
-    for node in _walk(method.body):
-        if isinstance(node, (cst.Assign, cst.AnnAssign)):
-            targets = [node.target] if isinstance(node, cst.AnnAssign) else [t.target for t in node.targets]
-            for target in targets:
-                elements = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
-                for element in elements:
-                    name = dotted_name(element)
-                    if name is not None and name.startswith("self.") and name.count(".") == 1:
-                        found.add(name[5:])
-    return found
 
 
 class ClassCacheOneSide(Rule):
