@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 import linter
-from linter import baseline, runner
+from linter import baseline, checkpoint, runner
 from linter.cache import DEFAULT_DIR
 from linter.config import (
     CliOptions,
@@ -28,7 +28,7 @@ from linter.diagnostics import FileProblem
 from linter.files import discover
 from linter.fixes import write_atomic
 from linter.report import FORMATS, Outcome, is_fixable, renderer
-from linter.rules import all_rules, rule_codes, rules_by_code
+from linter.rules import rule_codes, rules_by_code
 
 
 class UsageError(Exception):
@@ -61,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--cache-dir", metavar="DIR", default=DEFAULT_DIR, help=f"cache directory (default: {DEFAULT_DIR})")
     check.add_argument("--baseline", type=Path, metavar="FILE", help="report only findings not recorded in FILE")
     check.add_argument("--write-baseline", type=Path, metavar="FILE", help="record every current finding in FILE and exit 0")
+    check.add_argument("--tp", type=int, action="append", default=[], metavar="N", help="also check model paths for tensor-parallel size N (repeatable; KV407/KV408)")
     check.add_argument("--jobs", type=int, default=_cpu_count(), metavar="N", help="worker processes (default: CPU count)")
 
     sub.add_parser("rules", help="list the rules")
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _list_rules(out: TextIO) -> int:
-    rules = all_rules()
+    rules = checkpoint.documented_rules()
     width = max(len(r.name) for r in rules)
     out.write(f"{'code':<6} {'name':<{width}} {'fixable':<7} summary\n")
     for r in rules:
@@ -110,9 +111,10 @@ def _list_rules(out: TextIO) -> int:
 
 
 def _explain(code: str, out: TextIO) -> int:
-    rule = rules_by_code().get(code.upper())
+    known = {r.code: r for r in checkpoint.documented_rules()}
+    rule = known.get(code.upper())
     if rule is None:
-        raise UsageError(f"unknown rule code {code!r}; valid codes: {', '.join(rules_by_code())}")
+        raise UsageError(f"unknown rule code {code!r}; valid codes: {', '.join(known)}")
     out.write(rule.doc_text())
     return 0
 
@@ -126,6 +128,8 @@ def _check(args: argparse.Namespace) -> int:
         raise UsageError("--fix writes files and --diff only shows changes; pass one of them")
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    if any(n < 1 for n in args.tp):
+        raise UsageError("--tp must be at least 1")
     if args.baseline and args.write_baseline:
         raise UsageError("--baseline and --write-baseline cannot be combined")
     if args.stdin_filename and not stdin:
@@ -133,10 +137,10 @@ def _check(args: argparse.Namespace) -> int:
 
     display = args.stdin_filename or "-"
     config = args.config or find_config(common_directory([args.stdin_filename or "."] if stdin else paths))
-    codes = rule_codes()
+    codes = rule_codes() + checkpoint.checkpoint_codes()
     settings = load_settings(config, CliOptions(args.select, args.extend_select, args.ignore), codes)
     job = runner.job_for(
-        settings,
+        checkpoint.code_settings(settings),
         cache_dir=None if args.no_cache else args.cache_dir,
         fix=args.fix or args.diff,
         unsafe_fixes=args.unsafe_fixes,
@@ -146,8 +150,9 @@ def _check(args: argparse.Namespace) -> int:
         data = sys.stdin.buffer.read()
         results, problems = [runner.check_stdin(data, display, job)], []
     else:
+        models, paths = checkpoint.split_paths(paths)
         files, problems = discover(paths, settings)
-        results = runner.check_paths(files, job, args.jobs)
+        results = runner.check_paths(files, job, args.jobs) + checkpoint.check(models, settings, args.tp)
 
     problems = problems + [p for r in results for p in r.problems]
     # With --fix on stdin, stdout carries the source; the report goes to stderr.

@@ -15,7 +15,7 @@ from typing import TextIO
 from linter.diagnostics import FileProblem
 from linter.finding import Finding, Span
 from linter.report import Outcome
-from linter.rules import rules_by_code
+from linter.checkpoint import documented_rules
 
 
 def _location(row: int, column: int) -> dict:
@@ -32,7 +32,7 @@ def _end(span: Span) -> dict:
 
 def finding_object(finding: Finding) -> dict:
     fix = finding.fix
-    rule = rules_by_code().get(finding.code)
+    rule = next((r for r in documented_rules() if r.code == finding.code), None)
     return {
         "cell": None,
         "code": finding.code,
