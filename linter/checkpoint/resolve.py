@@ -24,7 +24,9 @@ HEADS_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "attentio
 # vLLM's order: the first present wins.
 KV_HEADS_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num", "num_attention_groups")
 HIDDEN_KEYS = ("hidden_size", "n_embd", "d_model", "dim", "emb_dim", "hidden_dim", "embed_dim")
-HEAD_DIM_KEYS = ("head_dim", "hidden_size_per_head")
+# transformers' attribute_map sends head_dim to d_kv (T5 family), kv_channels, attention_head_dim;
+# Reformer says attention_head_size, PLaMo hidden_size_per_head.
+HEAD_DIM_KEYS = ("head_dim", "hidden_size_per_head", "d_kv", "kv_channels", "attention_head_dim", "attention_head_size")
 LAYERS_KEYS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "decoder_layers")
 MLA_KEYS = ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 

@@ -7,6 +7,11 @@ from linter.checkpoint.rules.base import CheckpointRule, Context, whole
 from linter.finding import Finding
 
 
+# GLM-5-Next's DSA layers are NoPE (qk_rope_head_dim = 0, its config class insists); a head
+# without a non-positional part is as legitimate. Their sum must still be >= 1.
+_MAY_BE_ZERO = frozenset({"qk_nope_head_dim", "qk_rope_head_dim"})
+
+
 class MlaConfig(CheckpointRule):
     code = "KV403"
     name = "mla-config"
@@ -14,7 +19,7 @@ class MlaConfig(CheckpointRule):
     what = (
         "For configs with a `kv_lora_rank` (DeepSeek-V2/V3 and their relatives), checks that\n"
         "`kv_lora_rank`, `qk_nope_head_dim`, `qk_rope_head_dim` and `v_head_dim` are all present\n"
-        "and whole numbers >= 1, and that `qk_head_dim`, when given, is\n"
+        "and whole numbers (>= 1; the nope and rope parts may be 0, as in NoPE layers), and that `qk_head_dim`, when given, is\n"
         "`qk_nope_head_dim + qk_rope_head_dim`."
     )
     why = (
@@ -41,9 +46,10 @@ class MlaConfig(CheckpointRule):
                     context, rank, f"MLA config ({rank.name} = {rank.value!r}) has no {key}; expected a whole number >= 1",
                     f"add {key} next to {rank.name}, with the size the weights use",
                 ))
-            elif not whole(value.value):
+            elif not (whole(value.value) or key in _MAY_BE_ZERO and value.value == 0):
+                least = 0 if key in _MAY_BE_ZERO else 1
                 findings.append(cls.at_key(
-                    context, value, f"{value.name} is {value.value!r} in an MLA config; expected a whole number >= 1",
+                    context, value, f"{value.name} is {value.value!r} in an MLA config; expected a whole number >= {least}",
                     f"set {value.name} to the size the weights use",
                 ))
         nope, rope = g.mla.get("qk_nope_head_dim"), g.mla.get("qk_rope_head_dim")
@@ -51,10 +57,14 @@ class MlaConfig(CheckpointRule):
         for key in g.base:
             section = section.get(key, {})
         qk = section.get("qk_head_dim")
-        if nope is not None and rope is not None and whole(nope.value) and whole(rope.value) and qk is not None and qk != nope.value + rope.value:
+        if nope is not None and rope is not None and _size(nope.value) and _size(rope.value) and qk is not None and qk != nope.value + rope.value:
             where = Value(qk, (*g.base, "qk_head_dim"))
             findings.append(cls.at_key(
                 context, where, f"{where.name} = {qk!r} but {nope.name} + {rope.name} = {nope.value} + {rope.value} = {nope.value + rope.value}; expected {nope.value + rope.value}",
                 "make qk_head_dim the sum of the nope and rope parts, or remove it",
             ))
         return findings
+
+
+def _size(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

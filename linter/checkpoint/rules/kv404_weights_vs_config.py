@@ -18,7 +18,7 @@ def expected_rows(context: Context) -> dict[str, tuple[int, str]]:
     if g.is_mla:
         m = {k: v.value for k, v in g.mla.items()}
         nope, rope, v_dim, rank = (m.get(k) for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "kv_lora_rank"))
-        if not all(whole(x) for x in (nope, rope, v_dim, rank)):
+        if not (all(whole(x) for x in (v_dim, rank)) and all(isinstance(x, int) and x >= 0 for x in (nope, rope))):
             return {}  # KV403 reports the config itself
         h = g.heads.name
         q = (heads * (nope + rope), f"{h} x (qk_nope_head_dim + qk_rope_head_dim) = {heads} x ({nope} + {rope})")
