@@ -28,7 +28,7 @@ from linter.diagnostics import FileProblem
 from linter.files import discover
 from linter.fixes import write_atomic
 from linter.report import FORMATS, Outcome, is_fixable, renderer
-from linter.rules import rule_codes, rules_by_code
+from linter.rules import rule_codes
 
 
 class UsageError(Exception):
@@ -222,7 +222,7 @@ def _report_problems(problems: list[FileProblem]) -> None:
 def _statistics(findings: list, out: TextIO) -> None:
     counts = Counter(f.code for f in findings)
     fixable = {f.code for f in findings if f.fix is not None}
-    by_code = rules_by_code()
+    by_code = {r.code: r for r in checkpoint.documented_rules()}
     for code, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
         name = by_code[code].name if code in by_code else ""
         out.write(f"{n:>5}\t{code}\t{'[*]' if code in fixable else '[ ]'} {name}\n")

@@ -9,13 +9,12 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("transformers")
-
-from tests.checkpoint.tiny_models import MODELS, build, build_llava, build_v_with_query_heads  # noqa: E402
+from tests.checkpoint.tiny_models import MODELS, build, build_llava, build_v_with_query_heads
 
 
 @pytest.fixture(scope="session")
 def tiny(tmp_path_factory) -> dict[str, Path]:
+    pytest.importorskip("transformers")
     root = tmp_path_factory.mktemp("tiny")
     built = {}
     for name, (model_type, overrides) in MODELS.items():
@@ -75,3 +74,18 @@ def rewrite_tensor(file: Path, name: str, rows: int) -> None:
     t = tensors[name]
     tensors[name] = np.resize(t, (rows, *t.shape[1:])).astype(t.dtype)
     save_file(tensors, str(file), metadata={"format": "pt"})
+
+
+def write_safetensors(path: Path, shapes: dict[str, list[int]], dtype: str = "BF16") -> None:
+    """A safetensors file with these tensor shapes and zero data (for cases no model class
+    produces, such as a config that cannot size its projections)."""
+    import math
+    import struct
+
+    header, offset = {}, 0
+    for name, shape in shapes.items():
+        size = 2 * math.prod(shape)
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + size]}
+        offset += size
+    raw = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + bytes(offset))

@@ -19,14 +19,14 @@ class MlaConfig(CheckpointRule):
     what = (
         "For configs with a `kv_lora_rank` (DeepSeek-V2/V3 and their relatives), checks that\n"
         "`kv_lora_rank`, `qk_nope_head_dim`, `qk_rope_head_dim` and `v_head_dim` are all present\n"
-        "and whole numbers (>= 1; the nope and rope parts may be 0, as in NoPE layers), and that `qk_head_dim`, when given, is\n"
-        "`qk_nope_head_dim + qk_rope_head_dim`."
+        "and whole numbers >= 1 (the nope or rope part may be 0: GLM-5-Next's layers are NoPE),\n"
+        "and that `qk_head_dim`, when given, is `qk_nope_head_dim + qk_rope_head_dim`."
     )
     why = (
         "MLA caches one latent of `kv_lora_rank + qk_rope_head_dim` per token and expands it to\n"
         "per-head K (`qk_nope_head_dim`) and V (`v_head_dim`) through `kv_b_proj`. A missing or\n"
-        "zero `v_head_dim` sizes the V side as nothing: sglang issue #29889 reports an MLA config\n"
-        "with `v_head_dim` of 0 that failed at load time deep inside the attention backend."
+        "zero `v_head_dim` sizes the V side and its cache as nothing (sglang #29889: `v_head_dim`\n"
+        "of 0 or missing in an MLA config)."
     )
     bad = '{\n  "kv_lora_rank": 512,\n  "qk_nope_head_dim": 128,\n  "qk_rope_head_dim": 64,\n  "v_head_dim": 0\n}'
     good = '{\n  "kv_lora_rank": 512,\n  "qk_nope_head_dim": 128,\n  "qk_rope_head_dim": 64,\n  "v_head_dim": 128\n}'
