@@ -29,6 +29,11 @@ HIDDEN_KEYS = ("hidden_size", "n_embd", "d_model", "dim", "emb_dim", "hidden_dim
 HEAD_DIM_KEYS = ("head_dim", "hidden_size_per_head", "d_kv", "kv_channels", "attention_head_dim", "attention_head_size")
 LAYERS_KEYS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "decoder_layers")
 MLA_KEYS = ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+# Configs whose layers differ in attention geometry in ways the top-level keys do not say
+# (sliding-window layers with their own heads, per-layer lists, KV shared across layers,
+# NAS block lists). Their weights are not compared layer by layer; the config checks still run.
+PER_LAYER_KEYS = frozenset({"block_configs", "kv_source_layers", "layer_configs"})
+PER_LAYER_WORDS = ("per_layer", "per_stage", "swa_", "sliding", "global_", "local_", "full_attention_")
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,7 @@ class Geometry:
     """The attention numbers of the (text) model; None where the config does not say."""
 
     base: Path  # () or ("text_config",): where the language model's keys live
+    section: dict = field(default_factory=dict, repr=False)  # the language model's keys
     heads: Value | None = None
     kv_heads: Value | None = None  # None: as many as the query heads (no GQA key)
     kv_forced_by: Value | None = None  # multi_query: one KV head whatever the count keys say
@@ -54,6 +60,17 @@ class Geometry:
     head_dim: Value | None = None  # an explicit head size (0 or null count as absent, as in vLLM)
     layers: Value | None = None
     mla: dict[str, Value] = field(default_factory=dict)
+    per_layer_sizes: Value | None = None  # see _per_layer_sizes
+
+    def for_layer(self, layer: int) -> Geometry:
+        """This geometry with the layer's ``per_layer_config`` entry applied (Gemma 4 gives its
+        full-attention layers another head_dim there)."""
+        overrides = self.section.get("per_layer_config")
+        entry = overrides.get(str(layer)) if isinstance(overrides, dict) else None
+        if not isinstance(entry, dict) or not entry:
+            return self
+        where = {k: (*self.base, "per_layer_config", str(layer), k) for k in entry}
+        return _resolve({**self.section, **entry}, self.base, where)
 
     @property
     def is_mla(self) -> bool:
@@ -93,11 +110,11 @@ def _count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
-def _first(config: dict, keys: tuple[str, ...], base: Path) -> Value | None:
+def _first(config: dict, keys: tuple[str, ...], where) -> Value | None:
     for key in keys:
         value = config.get(key)
         if value is not None and not isinstance(value, (dict, list)):
-            return Value(value, (*base, key))
+            return Value(value, where(key))
     return None
 
 
@@ -112,21 +129,42 @@ def text_config(config: dict) -> tuple[dict, Path]:
 
 def resolve(config: dict) -> Geometry:
     section, base = text_config(config)
-    g = Geometry(base)
-    g.heads = _first(section, HEADS_KEYS, base)
-    g.hidden = _first(section, HIDDEN_KEYS, base)
-    g.layers = _first(section, LAYERS_KEYS, base)
-    g.kv_aliases = [Value(section[k], (*base, k)) for k in KV_HEADS_KEYS if section.get(k) is not None]
+    return _resolve(section, base, {})
+
+
+def _resolve(section: dict, base: Path, overridden: dict[str, Path]) -> Geometry:
+    def where(key: str) -> Path:
+        return overridden.get(key, (*base, key))
+
+    g = Geometry(base, section=section)
+    g.heads = _first(section, HEADS_KEYS, where)
+    g.hidden = _first(section, HIDDEN_KEYS, where)
+    g.layers = _first(section, LAYERS_KEYS, where)
+    g.kv_aliases = [Value(section[k], where(k)) for k in KV_HEADS_KEYS if section.get(k) is not None]
     attn = section.get("attn_config")
     if isinstance(attn, dict) and attn.get("kv_n_heads") is not None:  # DBRX, MPT
         g.kv_aliases.append(Value(attn["kv_n_heads"], (*base, "attn_config", "kv_n_heads")))
     g.kv_heads = g.kv_aliases[0] if g.kv_aliases else None
     if section.get("multi_query") is True and not section.get("new_decoder_architecture"):
-        g.kv_forced_by = Value(True, (*base, "multi_query"))
+        g.kv_forced_by = Value(True, where("multi_query"))
     for key in HEAD_DIM_KEYS:
         value = section.get(key)
         if value is not None and value != 0:
-            g.head_dim = Value(value, (*base, key))
+            g.head_dim = Value(value, where(key))
             break
-    g.mla = {k: Value(section.get(k), (*base, k)) for k in MLA_KEYS if k in section}
+    g.mla = {k: Value(section.get(k), where(k)) for k in MLA_KEYS if k in section}
+    g.per_layer_sizes = _per_layer_sizes(section, base)
     return g
+
+
+def _per_layer_sizes(section: dict, base: Path) -> Value | None:
+    """A key that gives some layers other head counts or sizes than the top-level ones, in a
+    form kvlint does not read per layer (``per_layer_config`` it does read)."""
+    for key, value in section.items():
+        lowered = key.lower()
+        if key in PER_LAYER_KEYS or (
+            ("head" in lowered or "kv" in lowered)
+            and (isinstance(value, list) or any(word in lowered for word in PER_LAYER_WORDS))
+        ):
+            return Value(value, (*base, key))
+    return None

@@ -158,3 +158,12 @@ def test_baseline_records_checkpoint_findings(tmp_path, capsys):
 def test_tp_must_be_positive(capsys):
     assert main(["check", "--tp", "0", "."]) == 2
     assert "--tp must be at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("key", ["swa_num_key_value_heads", "num_key_value_heads_per_layer", "kv_source_layers"])
+def test_configs_with_per_layer_geometry_are_not_compared_layer_by_layer(tmp_path, capsys, key):
+    # inkling's sliding-window layers, sapiens2's per-layer list, mistral_large4's shared KV:
+    # layers legitimately differ from the top-level counts
+    config = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, key: [1, 2] if key != "swa_num_key_value_heads" else 1}
+    model = _model(tmp_path, config, _layers(3, [32, 16, 32], [32, 16, 32]))
+    assert run(capsys, str(model)) == (0, "All checks passed!\n")

@@ -20,6 +20,7 @@ PROJECTIONS = {
     "gpt_neox": {"query_key_value"}, "deepseek_v3": {"q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj"},
     "deepseek_v2": {"q_proj", "kv_a_proj_with_mqa", "kv_b_proj"}, "llava": {"q_proj", "k_proj", "v_proj"},
     "llama_sharded": {"q_proj", "k_proj", "v_proj"}, "baichuan": {"W_pack"},
+    "gemma4": {"q_proj", "k_proj", "v_proj"},
 }
 
 
@@ -32,7 +33,7 @@ def run(capsys, *args: str) -> tuple[int, str]:
 def test_real_checkpoint_checks_clean_and_its_attention_weights_are_read(tiny, capsys, name):
     found = attention_projections(load_directory(str(tiny[name])).tensors)
     assert {p.proj for p in found} == PROJECTIONS[name]
-    assert {p.layer for p in found} == {0, 1}
+    assert {p.layer for p in found} == set(range(6 if name == "gemma4" else 2))
     # --tp 2 shards every family's KV heads evenly, except multi-query Falcon's single one (KV408)
     tp = () if name == "falcon_mq" else ("--tp", "2")
     assert run(capsys, str(tiny[name]), *tp) == (0, "All checks passed!\n")
@@ -172,3 +173,13 @@ def test_every_output_format_names_the_file_and_the_tensor(tiny, capsys, fmt):
         jsonschema.validate(document, schema)
         result = document["runs"][0]["results"][0]
         assert result["ruleId"] == "KV404" and "ruleIndex" in result
+
+
+def test_per_layer_head_dim_is_read_per_layer_gemma4(tiny, capsys, tmp_path):
+    config = json.loads((tiny["gemma4"] / "config.json").read_text())
+    assert config["per_layer_config"] == {"5": {"head_dim": 512}}  # what the clean check relied on
+    model = copy_model(tiny["gemma4"], tmp_path / "gemma4", per_layer_config={"5": {"head_dim": 16}})
+    code, out = run(capsys, "--format", "concise", str(model))
+    assert ("KV404 model.layers.5.self_attn.k_proj.weight has shape [1024, 64], expected [32, 64]: 32 rows = KV heads x "
+            "head size = 2 x 16, KV heads from num_key_value_heads, head size per_layer_config.5.head_dim") in out
+    assert "model.layers.0." not in out

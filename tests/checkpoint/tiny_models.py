@@ -29,6 +29,9 @@ MODELS: dict[str, tuple[str, dict]] = {
                                     "kv_lora_rank": 16, "q_lora_rank": 24, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8,
                                     "v_head_dim": 8, "n_routed_experts": 4, "num_experts_per_tok": 2, "n_group": 1,
                                     "topk_group": 1, "moe_intermediate_size": 16, "first_k_dense_replace": 1}),
+    # Gemma 4: per_layer_config gives the full-attention layer (5) head_dim 512
+    "gemma4": ("gemma4_text", {**GQA, "num_hidden_layers": 6, "head_dim": 16, "hidden_size_per_layer_input": 16,
+                               "vocab_size_per_layer_input": 128}),
     "deepseek_v2": ("deepseek_v2", {**SMALL, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 4,
                                     "kv_lora_rank": 16, "q_lora_rank": None, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8,
                                     "v_head_dim": 8, "n_routed_experts": 4, "num_experts_per_tok": 2, "n_group": 1,

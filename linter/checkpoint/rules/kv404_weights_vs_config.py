@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from linter.checkpoint.resolve import Geometry
 from linter.checkpoint.rules.base import CheckpointRule, Context, whole
 from linter.checkpoint.weights import FUSED, Projection, attention_projections, shape_text
 from linter.finding import Finding
 
 
-def expected_rows(context: Context) -> dict[str, tuple[int, str]]:
+def expected_rows(g: Geometry) -> dict[str, tuple[int, str]]:
     """Projection -> (rows, how the config gives them), for every projection the config sizes."""
-    g = context.geometry
     heads = g.num_heads()
     if heads is None:
         return {}
@@ -52,6 +52,10 @@ class WeightsVsConfig(CheckpointRule):
         "`k_proj`/`v_proj` = KV heads x head size, fused `qkv_proj`/`W_pack`/`query_key_value` =\n"
         "(heads + 2 x KV heads) x head size, and for MLA `q_proj`/`q_b_proj`, `kv_a_proj_with_mqa`,\n"
         "`kv_b_proj`. Layers that differ the same way are reported once, with their count.\n"
+        "A layer's `per_layer_config` entry (Gemma 4's full-attention layers) overrides the\n"
+        "top-level sizes for that layer; configs with per-layer geometry in other forms\n"
+        "(`swa_num_key_value_heads`, `*_per_layer` lists, `kv_source_layers`, `block_configs`)\n"
+        "are not compared.\n"
         "Sharded checkpoints are read through `model.safetensors.index.json`."
     )
     why = (
@@ -78,20 +82,23 @@ class WeightsVsConfig(CheckpointRule):
 
     @classmethod
     def check(cls, context: Context) -> list[Finding]:
-        expected = expected_rows(context)
-        if not expected:
-            return []
-        wrong: dict[tuple[str, tuple[int, ...]], list[Projection]] = defaultdict(list)
+        g = context.geometry
+        if g.per_layer_sizes is not None:
+            return []  # layers with other heads than the top-level keys say, not read per layer
+        by_layer: dict[int, dict[str, tuple[int, str]]] = {}
+        wrong: dict[tuple[str, tuple[int, ...], tuple[int, str]], list[Projection]] = defaultdict(list)
         layers: dict[str, set[int]] = defaultdict(set)
         for p in attention_projections(context.model.tensors):
-            if p.proj not in expected:
+            if p.layer not in by_layer:
+                by_layer[p.layer] = expected_rows(g.for_layer(p.layer))
+            expected = by_layer[p.layer].get(p.proj)
+            if expected is None:
                 continue
             layers[p.proj].add(p.layer)
-            if p.rows != expected[p.proj][0]:
-                wrong[(p.proj, p.tensor.shape)].append(p)
+            if p.rows != expected[0]:
+                wrong[(p.proj, p.tensor.shape, expected)].append(p)
         findings = []
-        for (proj, shape), found in wrong.items():
-            rows, how = expected[proj]
+        for (proj, shape, (rows, how)), found in wrong.items():
             first = found[0].tensor
             where = f" (and the same in {len(found) - 1} more of {len(layers[proj])} layers)" if len(found) > 1 else ""
             findings.append(cls.at_tensor(

@@ -37,7 +37,8 @@ class KvWeightsDisagree(CheckpointRule):
 
     @classmethod
     def check(cls, context: Context) -> list[Finding]:
-        if "k_proj" in expected_rows(context) or context.geometry.is_mla:
+        g = context.geometry
+        if "k_proj" in expected_rows(g) or g.is_mla or g.per_layer_sizes is not None:
             return []
         by_layer: dict[int, dict[str, Projection]] = defaultdict(dict)
         for p in attention_projections(context.model.tensors):
