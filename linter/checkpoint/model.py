@@ -112,14 +112,20 @@ def _load_sharded(directory: str, model: Model) -> None:
         model.problems.append(FileProblem(model.index.path, "EKV002", "no weight_map of tensor name -> shard file"))
         return
     for shard in dict.fromkeys(weight_map.values()):
-        _load_file(os.path.join(directory, shard), model)
+        path = os.path.join(directory, shard)
+        if os.path.isfile(path):
+            _load_file(path, model)
+        else:
+            model.problems.append(FileProblem(path, "EKV001", f"missing: {INDEX} lists it as a shard"))
     # The index is what loaders follow: a tensor it lists must be in the shard it names.
     for name, shard in weight_map.items():
         info = model.tensors.get(name)
-        if info is None or os.path.basename(info.file) != shard:
-            if os.path.isfile(os.path.join(directory, shard)):
-                row, col = model.index.span(("weight_map", name))[:2]
-                model.problems.append(FileProblem(model.index.path, "EKV002", f"{name} is listed in {shard} but that shard's header does not hold it", row, col))
+        if (info is None or os.path.basename(info.file) != shard) and os.path.isfile(os.path.join(directory, shard)):
+            span = model.index.span(("weight_map", name))
+            model.problems.append(FileProblem(
+                model.index.path, "EKV002", f"{name} is listed in {shard} but that shard's header does not hold it",
+                span.row, span.column,
+            ))
 
 
 def _load_file(path: str, model: Model) -> None:

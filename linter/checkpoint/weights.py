@@ -25,7 +25,7 @@ _NAME = re.compile(
     r"^(?P<prefix>(?:.*\.)?)(?:layers|h|blocks|layer)\.(?P<layer>\d+)\."
     r"(?:self_attn|attention|self_attention|attn)\.(?P<proj>" + "|".join(PROJECTIONS) + r")\.weight$"
 )
-_OTHER_TOWER = re.compile(r"vision|visual|audio|image|speech|vit\b|encoder|perceiver|projector|talker|token2wav", re.I)
+_OTHER_TOWER = re.compile(r"vision|visual|audio|image|speech|vit\b|encoder|perceiver|projector|talker|token2wav", re.IGNORECASE)
 # Shapes of these dtypes are the logical [out, in]; packed 4-bit (U8) and other integer layouts
 # are not, so they are not compared.
 _LOGICAL_DTYPES = frozenset({"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2", "F8_E8M0", "I8"})

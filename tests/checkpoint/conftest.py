@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.checkpoint.tiny_models import MODELS, build, build_llava, build_v_with_query_heads
+from tests.checkpoint.tiny_models import (
+    MODELS,
+    build,
+    build_llava,
+    build_v_with_query_heads,
+)
 
 
 @pytest.fixture(scope="session")

@@ -71,7 +71,7 @@ def test_resolved_head_counts_are_transformers_own(configs):
         try:
             heads = getattr(text, "num_attention_heads", None)
             kv = getattr(text, "num_key_value_heads", None)
-        except Exception:  # noqa: BLE001 - per-layer (heterogeneous) configs refuse a global count
+        except Exception:  # noqa: BLE001, S112 - per-layer (heterogeneous) configs refuse a global count
             continue
         g = resolve(load_directory(str(path)).config.data)
         if isinstance(heads, int) and g.num_heads() is not None:

