@@ -199,3 +199,23 @@ def test_index_naming_the_wrong_shard_or_a_missing_one_is_a_file_problem(tmp_pat
     err = capsys.readouterr().err
     assert f"model.safetensors.index.json:6: EKV002 {name} is listed in a.safetensors but that shard's header does not hold it" in err
     assert "c.safetensors:1: EKV001 missing: model.safetensors.index.json lists it as a shard" in err
+
+
+def test_checking_a_model_loads_neither_torch_nor_numpy_nor_a_parser(tmp_path):
+    import subprocess
+    import sys
+
+    model = _model(tmp_path, {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 3}, _layers(2, [32, 32], [32, 32]))
+    probe = (
+        "import json, sys\nfrom linter.cli import main\ncode = main(sys.argv[1:])\n"
+        "print(json.dumps({'code': code, 'loaded': sorted(m for m in ('torch', 'numpy', 'safetensors', 'transformers', 'libcst') if m in sys.modules)}))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, "check", "--no-cache", "--format", "concise", str(model)],
+                         capture_output=True, text=True, check=True).stdout
+    assert json.loads(out.strip().splitlines()[-1]) == {"code": 1, "loaded": []}
+
+
+def test_checkpoint_codes_match_the_rules():
+    from linter.checkpoint import checkpoint_codes, checkpoint_rules
+
+    assert checkpoint_codes() == tuple(r.code for r in checkpoint_rules())
