@@ -12,10 +12,10 @@ import json
 import os
 from typing import TextIO
 
+from linter.checkpoint import documented_rules
 from linter.diagnostics import FileProblem
 from linter.finding import Finding, Span
 from linter.report import Outcome
-from linter.checkpoint import documented_rules
 
 
 def _location(row: int, column: int) -> dict:

@@ -19,10 +19,10 @@ from typing import TextIO
 
 import linter
 from linter.baseline import finding_key
+from linter.checkpoint import documented_rules
 from linter.diagnostics import FileProblem
 from linter.finding import Finding, Span
 from linter.report import Outcome, is_fixable
-from linter.checkpoint import documented_rules
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
