@@ -17,8 +17,8 @@ class KvWeightsDisagree(CheckpointRule):
     what = (
         "Compares each layer's `k_proj` and `v_proj` weight shapes (from the safetensors headers)\n"
         "with each other. It runs when the config does not size them (no usable head counts or\n"
-        "head size, an MLA config); otherwise KV404 compares both with the config and says which\n"
-        "one is wrong."
+        "head size); otherwise KV404 compares both with the config and says which one is wrong.\n"
+        "Layers that differ the same way are reported once, with their count."
     )
     why = (
         "Packed attention kernels need K and V with the same heads (`k.shape[:2] == v.shape[:2]`\n"
@@ -43,13 +43,18 @@ class KvWeightsDisagree(CheckpointRule):
         by_layer: dict[int, dict[str, Projection]] = defaultdict(dict)
         for p in attention_projections(context.model.tensors):
             by_layer[p.layer][p.proj] = p
-        findings = []
+        pairs: dict[tuple, list[tuple[Projection, Projection]]] = defaultdict(list)
         for layer in sorted(by_layer):
             k, v = by_layer[layer].get("k_proj"), by_layer[layer].get("v_proj")
             if k is not None and v is not None and k.rows != v.rows:
-                findings.append(cls.at_tensor(
-                    context, v.tensor.name,
-                    f"{v.tensor.name} has shape {shape_text(v.tensor.shape)} but {k.tensor.name} has {shape_text(k.tensor.shape)}; expected {shape_text((k.rows, *v.tensor.shape[1:]))}: K and V must have the same heads",
-                    "give v_proj the KV heads of k_proj (or add the head counts to config.json so KV404 can say which is wrong)",
-                ))
+                pairs[(k.tensor.shape, v.tensor.shape)].append((k, v))
+        findings = []
+        for found in pairs.values():
+            k, v = found[0]
+            more = f" (and the same in {len(found) - 1} more of {len(by_layer)} layers)" if len(found) > 1 else ""
+            findings.append(cls.at_tensor(
+                context, v.tensor.name,
+                f"{v.tensor.name} has shape {shape_text(v.tensor.shape)} but {k.tensor.name} has {shape_text(k.tensor.shape)}; expected {shape_text((k.rows, *v.tensor.shape[1:]))}: K and V must have the same heads{more}",
+                "give v_proj the KV heads of k_proj (or add the head counts to config.json so KV404 can say which is wrong)",
+            ))
         return findings
