@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 import linter
-from linter import baseline, runner
+from linter import baseline, checkpoint, runner
 from linter.cache import DEFAULT_DIR
 from linter.config import (
     CliOptions,
@@ -33,7 +33,7 @@ from linter.files import discover, is_excluded
 from linter.fixes import write_atomic
 from linter.report import FORMATS, Outcome, is_fixable, renderer
 from linter.rule_docs import rule_url
-from linter.rules import all_rules, rule_codes, rules_by_code
+from linter.rules import rule_codes
 
 
 class UsageError(Exception):
@@ -79,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--cache-dir", metavar="DIR", help=f"cache directory (default: {DEFAULT_DIR} in the project root)")
     check.add_argument("--baseline", type=Path, metavar="FILE", help="report only findings not recorded in FILE")
     check.add_argument("--write-baseline", type=Path, metavar="FILE", help="record every current finding in FILE and exit 0")
+    check.add_argument("--tp", type=int, action="append", default=[], metavar="N", help="also check model paths for tensor-parallel size N (repeatable; KV407/KV408)")
     check.add_argument("--jobs", type=int, default=_cpu_count(), metavar="N", help="worker processes (default: CPU count)")
     quiet = check.add_mutually_exclusive_group()
     quiet.add_argument("-q", "--quiet", action="store_true", help="print findings only: no summary line, no warnings")
@@ -138,8 +139,12 @@ def _rule_object(rule) -> dict:
     }
 
 
+def _rules_by_code() -> dict:
+    return {r.code: r for r in checkpoint.documented_rules()}
+
+
 def _list_rules(fmt: str, out: TextIO) -> int:
-    rules = all_rules()
+    rules = checkpoint.documented_rules()
     if fmt == "json":
         json.dump([_rule_object(r) for r in rules], out, indent=2)
         out.write("\n")
@@ -155,12 +160,12 @@ def _explain(code: str | None, every: bool, fmt: str, out: TextIO) -> int:
     if every == (code is not None):
         raise UsageError("kvlint rule takes a rule code or name, or --all")
     if every:
-        chosen = list(all_rules())
+        chosen = list(checkpoint.documented_rules())
     else:
-        by_name = {r.name: r for r in all_rules()}
-        rule = rules_by_code().get(code.upper()) or by_name.get(code.lower())
+        by_name = {r.name: r for r in checkpoint.documented_rules()}
+        rule = _rules_by_code().get(code.upper()) or by_name.get(code.lower())
         if rule is None:
-            raise UsageError(f"unknown rule {code!r}; valid codes: {', '.join(rules_by_code())}")
+            raise UsageError(f"unknown rule {code!r}; valid codes: {', '.join(_rules_by_code())}")
         chosen = [rule]
     if fmt == "json":
         payload = [_rule_object(r) for r in chosen]
@@ -181,6 +186,8 @@ def _check(args: argparse.Namespace) -> int:
         raise UsageError("--stdin-filename reads stdin; it cannot be combined with paths")
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    if any(n < 1 for n in args.tp):
+        raise UsageError("--tp must be at least 1")
     if args.baseline and args.write_baseline:
         raise UsageError("--baseline and --write-baseline cannot be combined")
     if args.isolated and args.config:
@@ -191,7 +198,7 @@ def _check(args: argparse.Namespace) -> int:
     display = args.stdin_filename or "-"
     start = common_directory([args.stdin_filename or "."] if stdin else paths)
     config = None if args.isolated else args.config or find_config(start)
-    codes = rule_codes()
+    codes = rule_codes() + checkpoint.checkpoint_codes()
     cli = CliOptions(
         args.select, args.extend_select, args.ignore, args.extend_exclude, args.force_exclude,
         args.exclude, args.respect_gitignore,
@@ -199,7 +206,7 @@ def _check(args: argparse.Namespace) -> int:
     settings = load_settings(config, cli, codes)
     cache_dir = args.cache_dir or str(project_root(config, start) / DEFAULT_DIR)
     job = runner.job_for(
-        settings,
+        checkpoint.code_settings(settings),
         cache_dir=None if args.no_cache else cache_dir,
         fix=args.fix or args.diff,
         unsafe_fixes=args.unsafe_fixes,
@@ -213,15 +220,16 @@ def _check(args: argparse.Namespace) -> int:
         if skipped and writes:
             sys.stdout.buffer.write(data)
     else:
+        models, paths = checkpoint.split_paths(paths)
         files, problems = discover(paths, settings)
         if args.show_files:
             for path in sorted(os.path.abspath(f) for f in files):
                 print(path)
             _report_problems(problems, args)
             return 2 if problems else 0
-        if not files and not problems and not args.silent:
+        if not files and not models and not problems and not args.silent:
             print("warning: No Python files found under the given path(s)", file=sys.stderr)
-        results = runner.check_paths(files, job, args.jobs)
+        results = runner.check_paths(files, job, args.jobs) + checkpoint.check(models, settings, args.tp)
 
     problems = problems + [p for r in results for p in r.problems]
     # With --fix on stdin, stdout carries the source; the report goes to stderr.
@@ -326,7 +334,7 @@ def _show_fixes(results: list[runner.FileResult], out: TextIO) -> None:
     if not fixed:
         return
     total = sum(sum(r.fixed_codes.values()) for r in fixed)
-    by_code = rules_by_code()
+    by_code = _rules_by_code()
     out.write(f"Fixed {total} finding{'s' * (total != 1)}:\n")
     for result in sorted(fixed, key=lambda r: r.path):
         out.write(f"- {result.path}:\n")
@@ -339,7 +347,7 @@ def _show_fixes(results: list[runner.FileResult], out: TextIO) -> None:
 def _statistics(findings: list, fmt: str, out: TextIO) -> None:
     counts = Counter(f.code for f in findings)
     fixable = {f.code for f in findings if f.fix is not None}
-    by_code = rules_by_code()
+    by_code = _rules_by_code()
     rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     if fmt == "json":
         # ruff's --statistics --output-format json: one object per rule.

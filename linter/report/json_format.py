@@ -15,11 +15,11 @@ import json
 import os
 from typing import TextIO
 
+from linter.checkpoint import documented_rules
 from linter.diagnostics import FileProblem
 from linter.finding import Finding, Span
 from linter.report import Outcome
 from linter.rule_docs import rule_url
-from linter.rules import rules_by_code
 
 
 def _location(row: int, column: int) -> dict:
@@ -32,7 +32,7 @@ def _filename(path: str) -> str:
 
 def finding_object(finding: Finding, outcome: Outcome | None = None) -> dict:
     fix = finding.fix
-    rule = rules_by_code().get(finding.code)
+    rule = next((r for r in documented_rules() if r.code == finding.code), None)
 
     def row(n: int) -> int:
         return outcome.cell_of(finding.path, n)[1] if outcome is not None else n

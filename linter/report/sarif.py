@@ -23,11 +23,11 @@ from typing import TextIO
 
 import linter
 from linter.baseline import finding_key
+from linter.checkpoint import documented_rules
 from linter.diagnostics import FileProblem
 from linter.finding import Finding, Span
 from linter.report import Outcome, is_fixable
 from linter.rule_docs import rule_url
-from linter.rules import all_rules
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -106,7 +106,7 @@ def _notification(problem: FileProblem, root: Path) -> dict:
 
 
 def document(outcome: Outcome) -> dict:
-    rules = all_rules()
+    rules = documented_rules()
     index = {rule.code: i for i, rule in enumerate(rules)}
     seen: Counter[tuple[str, str, str]] = Counter()
     results = []

@@ -1,0 +1,1 @@
+"""Checkpoint rules: one per ``kvNNN_*.py`` module, like linter/rules."""
