@@ -228,14 +228,7 @@ class Rule(cst.BatchableCSTVisitor):
     @classmethod
     def doc_text(cls) -> str:
         """Plain-text documentation, identical for `kvlint rule` and docs/rules/CODE.md."""
-        return (
-            f"# {cls.code} {cls.name}\n\n{cls.summary}\n\n"
-            f"## What it does\n{cls.what}\n\n"
-            f"## Why is this bad?\n{cls.why}\n\n"
-            f"## Example\n```python\n{cls.bad.rstrip()}\n```\n\n"
-            f"## Use instead\n```python\n{cls.good.rstrip()}\n```\n\n"
-            f"## Fix\n{cls.fix_text}\n"
-        )
+        return doc_page(cls, "python")
 
 
 @cache
@@ -253,3 +246,16 @@ def _visitor_names(cls: type[Rule]) -> tuple[str, ...]:
         name for name in names
         if callable(getattr(cls, name)) and not getattr(getattr(cls, name), "_is_no_op", False)
     ))
+
+
+def doc_page(rule, language: str) -> str:
+    """A rule's page: the same sections for code rules and checkpoint rules, examples fenced as
+    ``language``."""
+    return (
+        f"# {rule.code} {rule.name}\n\n{rule.summary}\n\n"
+        f"## What it does\n{rule.what}\n\n"
+        f"## Why is this bad?\n{rule.why}\n\n"
+        f"## Example\n```{language}\n{rule.bad.rstrip()}\n```\n\n"
+        f"## Use instead\n```{language}\n{rule.good.rstrip()}\n```\n\n"
+        f"## Fix\n{rule.fix_text}\n"
+    )

@@ -38,14 +38,9 @@ class CheckpointRule:
     @classmethod
     def doc_text(cls) -> str:
         """Same shape as the code rules' pages, with JSON examples."""
-        return (
-            f"# {cls.code} {cls.name}\n\n{cls.summary}\n\n"
-            f"## What it does\n{cls.what}\n\n"
-            f"## Why is this bad?\n{cls.why}\n\n"
-            f"## Example\n```json\n{cls.bad.rstrip()}\n```\n\n"
-            f"## Use instead\n```json\n{cls.good.rstrip()}\n```\n\n"
-            f"## Fix\n{cls.fix_text}\n"
-        )
+        from linter.rules.base import doc_page  # here: it imports libcst, which checking a model never needs
+
+        return doc_page(cls, "json")
 
     @classmethod
     def check(cls, context: Context) -> list[Finding]:
