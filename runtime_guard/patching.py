@@ -325,7 +325,9 @@ def _placeholder_arguments(schema: Any) -> tuple:
     import torch
 
     def placeholder(type_text: str) -> Any:
-        base = type_text.rstrip("?")
+        if type_text.startswith("Optional[") or type_text.endswith("?"):
+            return None  # a required optional (npu_sparse_flash_attention's Tensor? value)
+        base = type_text
         if base.endswith("]"):  # Tensor[] (FIA's .out), Tensor?[], int[], SymInt[2]
             return [torch.empty(0)] if base.startswith("Tensor[") else []
         if base.startswith("Tensor"):

@@ -547,3 +547,35 @@ def prefix_encoder(key: Any, value: Any, block_table: Any, kv_seqlen: Any) -> c.
     if len(block_table.shape) != 2:
         return c.Violation("block_table_shape", f"{c.describe('block_tables', block_table)} must be 2-D (one row of blocks per sequence)", "a block table built for a different batch", (("block_tables", block_table),))
     return _per_sequence("kv_seqlen", kv_seqlen, block_table.shape[1] * key.shape[1], block_table.shape[0], "block_tables", " rows x block size", optional=False)
+
+
+def sparse_attention(q: Any, k: Any, v: Any, layout_kv: Any, key_rope: Any) -> c.Violation | c.NotJudged | None:
+    """npu_sparse_flash_attention (sglang's DSA paths: ascend_backend do_cp_balance_attn / forward_sparse,
+    sparsity_driven_kv_offload): K and V of one KV layout agree on every axis but the head dim (sglang
+    passes the latent K as V too; V is optional in the schema), and key_rope, the rope part of the same
+    tokens, agrees with K on every axis but the head dim (the same blocks and block size in PA_BSND)."""
+    if found := sparse_kv_attention(q, k, k if v is None else v, layout_kv):
+        return found
+    if key_rope is None:
+        return None
+    named = (("key", k), ("key_rope", key_rope))
+    if found := c.arguments_are_tensors(named) or c.one_device_of_type(named, DEVICE_TYPE):
+        return found
+    if len(key_rope.shape) != len(k.shape):
+        return c.rank_matches_layout("key_rope", key_rope, str(layout_kv), len(k.shape))
+    lead, rope_lead = tuple(k.shape[:-1]), tuple(key_rope.shape[:-1])
+    if lead == rope_lead:
+        return None
+    if layout_kv == "PA_BSND":
+        return c.caches_match(k, key_rope, tuple(range(len(lead))), "key", "key_rope")
+    if lead[:-1] != rope_lead[:-1]:
+        return c.k_v_token_counts_match("key", k, lead[:-1], "key_rope", key_rope, rope_lead[:-1])
+    return c.k_v_head_counts_match("key", k, lead[-1], "key_rope", key_rope, rope_lead[-1])
+
+
+def atb_paged_mla(q: Any, key_cache: Any, heads: Any, kv_heads: Any, block_table: Any, context_lens: Any) -> c.Violation | c.NotJudged | None:
+    """_npu_paged_attention_mla (sglang ascend_backend forward_decode's MLA path outside graph mode): one
+    cache (blocks, block_size, KV heads, kv_lora_rank + rope dim) holds K, and V is its first
+    mla_vheadsize columns. Checked as _npu_paged_attention with that cache on both sides: the query's
+    heads and head dim against it, num_heads/num_kv_heads, block_table rows, context_lens."""
+    return atb_paged_attention(q, key_cache, key_cache, heads, kv_heads, block_table, context_lens)
