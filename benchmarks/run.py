@@ -172,13 +172,13 @@ def guard_rows() -> list[Row]:
 
 
 def idle_rows() -> list[Row]:
-    env = {k: v for k, v in os.environ.items() if k != "KVGUARD"}
+    env = {k: v for k, v in os.environ.items() if k not in ("KVGUARD", "KVGUARD_LOG")}  # KVGUARD_LOG alone turns the guard on
     probe = "import sys; print(sorted(m for m in ('torch', 'torch_npu', 'runtime_guard') if m in sys.modules))"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True).stdout.strip()
     pth = next(Path(p) / "kvlint_guard.pth" for p in sys.path if (Path(p) / "kvlint_guard.pth").exists())
     line = pth.read_text().strip()
     code = compile(line, str(pth), "exec")
-    saved = os.environ.pop("KVGUARD", None)
+    saved = {name: os.environ.pop(name) for name in ("KVGUARD", "KVGUARD_LOG") if name in os.environ}
     try:
         count = 20000
         start = time.perf_counter()
@@ -186,8 +186,7 @@ def idle_rows() -> list[Row]:
             exec(code, {})  # noqa: S102 - timing the .pth line itself, as site.py runs it
         per_start_us = (time.perf_counter() - start) / count * 1e6
     finally:
-        if saved is not None:
-            os.environ["KVGUARD"] = saved
+        os.environ.update(saved)
     import_probe = "import sys, time; t = time.perf_counter(); import runtime_guard; print(time.perf_counter() - t, 'torch' in sys.modules)"
     import_s, torch_loaded = subprocess.run([sys.executable, "-c", import_probe], capture_output=True, text=True, env=env, check=True).stdout.split()
     return [

@@ -2,17 +2,20 @@
 
 No NPU here, so the kernel is a small pure-torch varlen attention with the TND contract of
 `npu_fusion_attention`; `runtime_guard.guard(...)` gives it the same checks the guard applies
-to the torch_npu op. Run: python examples/run_guarded.py
+to the torch_npu op. Run: python examples/run_guarded.py (raise mode), or
+KVGUARD=warn python examples/run_guarded.py to see warn mode let the call through.
 """
+
+import warnings
 
 import torch
 
 import runtime_guard
-from runtime_guard import KVConsistencyError
+from runtime_guard import KVConsistencyError, KVConsistencyWarning
 
 
 @runtime_guard.guard(layout="TND", query="q", key="k", value="v",
-                     seq_lens_q="cu_seqlens_q", seq_lens_kv="cu_seqlens_kv", heads="num_heads", mode="raise")
+                     seq_lens_q="cu_seqlens_q", seq_lens_kv="cu_seqlens_kv", heads="num_heads")
 def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_kv, num_heads, scale):
     """q [T, N, D], k/v [T, N_kv, D]; cu_seqlens_* are each request's cumulative end token."""
     group = num_heads // k.shape[1]
@@ -29,6 +32,8 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_kv, num_heads, scale):
 
 
 def main():
+    # The mode KVGUARD asked for (the start-up hook has installed it), else raise.
+    runtime_guard.install(runtime_guard.mode() or "raise")
     torch.manual_seed(0)
     num_heads, num_kv_heads, head_dim = 4, 2, 16
     cu_seqlens = [5, 12]  # two requests of 5 and 7 tokens, packed
@@ -41,12 +46,17 @@ def main():
     # The bug of examples/tnd_truncated/buggy.py: padding trimmed from Q and K, not from V.
     q = q[:num_tokens]
     k = k[:num_tokens]
-    try:
-        varlen_attention(q, k, v, cu_seqlens, cu_seqlens, num_heads, scale)
-    except KVConsistencyError as error:
-        print(f"caught KVConsistencyError:\n{error}\n")
-    else:
-        raise SystemExit("the guard let a K-truncated call through")
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always", KVConsistencyWarning)
+        try:
+            varlen_attention(q, k, v, cu_seqlens, cu_seqlens, num_heads, scale)
+        except KVConsistencyError as error:  # raise mode
+            print(f"caught KVConsistencyError:\n{error}\n")
+        else:
+            found = [w for w in warned if issubclass(w.category, KVConsistencyWarning)]
+            if not found:
+                raise SystemExit("the guard let a K-truncated call through")
+            print(f"KVGUARD=warn: the call ran, and the guard warned:\n{found[0].message}\n")
 
     v = v[:num_tokens]
     out = varlen_attention(q, k, v, cu_seqlens, cu_seqlens, num_heads, scale)

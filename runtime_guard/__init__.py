@@ -17,6 +17,7 @@ from runtime_guard.reporting import (
     KVConsistencyError,
     KVConsistencyWarning,
     KVGuardInternalWarning,
+    KVGuardLogWarning,
     KVGuardNotJudgedWarning,
 )
 
@@ -24,6 +25,7 @@ __all__ = [
     "KVConsistencyError",
     "KVConsistencyWarning",
     "KVGuardInternalWarning",
+    "KVGuardLogWarning",
     "KVGuardNotJudgedWarning",
     "guard",
     "guarded",
@@ -34,6 +36,9 @@ __all__ = [
 ]
 
 _MODES = ("raise", "warn")
+
+# pytest leaves this module's frames (the guard() wrapper) out of a failing test's traceback.
+__tracebackhide__ = True
 
 
 def install(mode: str = "raise") -> None:
@@ -126,7 +131,10 @@ def guard(
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            return checked(*args, **kwargs)
+            error = checked.verdict(args, kwargs)
+            if error is not None:
+                raise error  # raised here: a traceback shows the user's call and this one guard frame
+            return fn(*args, **kwargs)
 
         return wrapper
 

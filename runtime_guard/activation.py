@@ -28,15 +28,27 @@ def mode_from_env(value: str | None) -> str | None:
     return None
 
 
+def mode_from_environment(environ: Any = os.environ) -> str | None:
+    """KVGUARD's mode; with KVGUARD unset (or empty) a non-empty KVGUARD_LOG alone turns on warn mode.
+
+    Asking for a log is asking to know about violations without stopping the program, which is
+    warn mode; KVGUARD=off (or 0) with KVGUARD_LOG set stays off.
+    """
+    value = environ.get("KVGUARD")
+    if (value is None or not value.strip()) and environ.get("KVGUARD_LOG"):
+        return "warn"
+    return mode_from_env(value)
+
+
 _bootstrapped = []
 
 
 def bootstrap() -> None:
-    """Called from the .pth start-up hook when KVGUARD is set to anything but off/0."""
+    """Called from the .pth start-up hook when KVGUARD is set to anything but off/0, or KVGUARD_LOG alone."""
     if _bootstrapped:
         return  # site can process one site-packages twice (a venv's lib64 -> lib link)
     _bootstrapped.append(True)
-    mode = mode_from_env(os.environ.get("KVGUARD"))
+    mode = mode_from_environment()
     if mode is not None:
         from runtime_guard import install
 

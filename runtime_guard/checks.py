@@ -32,6 +32,34 @@ class _Absent:
 ABSENT = _Absent()  # a head count the op (or a guard()-decorated function) has no argument for
 
 
+# Every name a Violation's ``check`` can carry: what messages, warnings and JSONL records call the
+# rule. docs/runtime_guard.md describes each; a test keeps this set, the code and the docs equal.
+CHECKS = frozenset(
+    {
+        "arguments_are_tensors",
+        "argument_types",
+        "block_size_matches",
+        "block_table_shape",
+        "caches_match",
+        "cumulative_lengths_valid",
+        "head_count_matches",
+        "k_v_head_counts_match",
+        "k_v_token_counts_match",
+        "kv_heads_divide_q_heads",
+        "layout_is_text",
+        "length_tensor_shape",
+        "one_device_of_type",
+        "one_dtype",
+        "per_sequence_lengths_fit",
+        "q_k_head_dims_match",
+        "q_kv_batches_match",
+        "rank_matches_layout",
+        "same_batch",
+        "slot_count_matches",
+    }
+)
+
+
 class Violation(NamedTuple):
     check: str
     requirement: str

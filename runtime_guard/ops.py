@@ -71,6 +71,12 @@ ROWS = (
     OpRow("npu_kv_quant_sparse_flash_attention", "npu", ("query", "key", "value", "layout_kv"), validators.sparse_kv_attention, "layout_kv"),
     OpRow("npu_scatter_pa_cache", "npu", ("key", "key_cache", "slot_mapping"), validators.single_cache_write, "one paged cache"),
     OpRow("_npu_reshape_and_cache_siso", "atb", ("key", "key_cache", "slot_indices"), validators.single_cache_write, "one paged cache"),
+    OpRow("npu_sparse_flash_attention", "npu", ("query", "key", "value", "layout_kv", "key_rope"), validators.sparse_attention, "layout_kv"),
+    OpRow("_npu_paged_attention_mla", "atb", ("query", "key_cache", "num_heads", "num_kv_heads", "block_table", "context_lens"), validators.atb_paged_mla, "paged (blocks, block_size, N, D) latent cache"),
+    # torch_npu.atb only (no caller in vllm-ascend or sglang today); judged from their docstrings' shapes.
+    OpRow("npu_ring_mla", "atb", ("k_nope", "k_rope", "value"), validators.ring_mla, "(tokens, heads, D)"),
+    OpRow("npu_multi_head_latent_attention", "atb", ("ctkv", "k_rope", "cache_mode", "block_tables", "context_lens"), validators.latent_caches, "MLA caches by cache_mode"),
+    OpRow("npu_self_attention_prefix_encoder", "atb", ("key", "value", "block_tables", "kv_seqlen"), validators.prefix_encoder, "paged caches"),
 )
 
 ROWS_BY_NAME = {row.name: row for row in ROWS}

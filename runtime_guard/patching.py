@@ -25,6 +25,11 @@ from runtime_guard.reporting import (
 )
 
 
+# pytest leaves this module's frames out of a failing test's traceback: the last frame shown is
+# the user's call into the guarded op.
+__tracebackhide__ = True
+
+
 class _State:
     mode: str | None = None  # read without the lock on every guarded call
     installed = False
@@ -110,19 +115,18 @@ def _print_summary_at_exit() -> None:
         print(format_summary(rows, unjudged), file=sys.stderr)
 
 
-def _report(op: GuardedOp, mode: str, values: list, found: Any) -> None:
-    """A violation: raise it, or warn/log it; a failure while wording it is a guard bug."""
+def _report(op: GuardedOp, mode: str, values: list, found: Any) -> KVConsistencyError | None:
+    """A violation: the error to raise (raise mode), or warned and logged; a failure while wording it is a guard bug."""
     try:
         if op._row.validate is validators.attention:
             # Judged with generic role names on the hot path; worded with the op's own argument names.
             found = validators.attention(*values, names=ops.role_names(op._row)) or found
         layout_index = op._binder.layout_index
         layout = values[layout_index] if layout_index >= 0 else op._row.layout
-        reporter().violation(mode, op._label, str(layout), found)
-    except KVConsistencyError:
-        raise
+        return reporter().violation(mode, op._label, str(layout), found)
     except Exception as exc:  # noqa: BLE001 - wording a violation must not break the call either
         reporter().internal(mode, op._label, exc)
+        return None
 
 
 def _guard_failed(op: GuardedOp, mode: str, exc: Exception, args: tuple, kwargs: dict) -> None:
@@ -158,7 +162,7 @@ class GuardedOp:
         self._mode = mode  # set for guard()-decorated functions that always check
         # What help(), inspect.signature and functools read: the op's own (torch_npu's docstrings).
         self.__wrapped__ = original
-        self.__doc__ = getattr(original, "__doc__", None)  # None too: never the guard's own docstring
+        object.__setattr__(self, "__doc__", getattr(original, "__doc__", None))  # None too: never the guard's own docstring
         for name in ("__name__", "__qualname__", "__module__"):
             value = getattr(original, name, None)
             if value is not None:
@@ -169,27 +173,34 @@ class GuardedOp:
         if mode is not None and not _dynamo_compiling() and not _compile_flags._is_compiling_flag:
             if _inner_possible and getattr(_inner, "row", None) is self._row:
                 return self._kvguard_original(*args, **kwargs)  # handed back by a TorchFunctionMode
-            if not self._accepts(args, kwargs):
-                self._judge(mode, args, kwargs)
+            if not self._accepts(args, kwargs) and (error := self._judge(mode, args, kwargs)) is not None:
+                raise error  # here, so a traceback shows the user's call and this one guard frame
             if _function_mode_enabled():
                 return _call_marked(self, args, kwargs)
             return self._entry(*args, **kwargs)
         return self._kvguard_original(*args, **kwargs)  # what torch.compile traces, too
 
-    def _judge(self, mode: str, args: tuple, kwargs: dict) -> None:
+    def _judge(self, mode: str, args: tuple, kwargs: dict) -> KVConsistencyError | None:
         """The general path: bind every role, run the op's validator, report what it finds."""
         try:
             values = self._binder.bind(args, kwargs)
             found = self._row.validate(*values)
         except Exception as exc:  # noqa: BLE001 - a guard bug must not become the user's bug
             _guard_failed(self, mode, exc, args, kwargs)
-        else:
-            if found is None:
-                return
-            if type(found) is NotJudged:
-                reporter().not_judged(mode, self._label, found.reason)
-            else:
-                _report(self, mode, values, found)
+            return None
+        if found is None:
+            return None
+        if type(found) is NotJudged:
+            reporter().not_judged(mode, self._label, found.reason)
+            return None
+        return _report(self, mode, values, found)
+
+    def verdict(self, args: tuple, kwargs: dict) -> KVConsistencyError | None:
+        """For guard()-decorated functions: the error to raise, or None (also when off or compiling)."""
+        mode = self._mode or STATE.mode
+        if mode is None or _dynamo_compiling() or _compile_flags._is_compiling_flag or self._accepts(args, kwargs):
+            return None
+        return self._judge(mode, args, kwargs)
 
     def __getattr__(self, name: str) -> Any:
         # .default, .out and every other overload are checked too; anything else passes through.
@@ -206,7 +217,12 @@ class GuardedOp:
     def __setattr__(self, name: str, value: Any) -> None:
         # Whatever else is stored on an op belongs to the op: torchair registers its converter as
         # ``op._ge_converter = ...`` and later reads it from the raw OpOverload the graph holds.
-        if name in _OWN_ATTRIBUTES:
+        if name == "__doc__":
+            # torch_npu documents ATB ops when it loads them, by then through this wrapper: the op
+            # keeps the docstring it would have had unguarded, and the wrapper shows it too.
+            setattr(self._kvguard_original, name, value)
+            object.__setattr__(self, name, value)
+        elif name in _OWN_ATTRIBUTES:
             object.__setattr__(self, name, value)
         else:
             setattr(self._kvguard_original, name, value)
@@ -309,7 +325,9 @@ def _placeholder_arguments(schema: Any) -> tuple:
     import torch
 
     def placeholder(type_text: str) -> Any:
-        base = type_text.rstrip("?")
+        if type_text.startswith("Optional[") or type_text.endswith("?"):
+            return None  # a required optional (npu_sparse_flash_attention's Tensor? value)
+        base = type_text
         if base.endswith("]"):  # Tensor[] (FIA's .out), Tensor?[], int[], SymInt[2]
             return [torch.empty(0)] if base.startswith("Tensor[") else []
         if base.startswith("Tensor"):

@@ -29,12 +29,16 @@ class KVGuardInternalWarning(RuntimeWarning):
     pass
 
 
+class KVGuardLogWarning(RuntimeWarning):
+    """KVGUARD_LOG cannot be written; the guard keeps checking calls without the file."""
+
+
 class KVGuardNotJudgedWarning(UserWarning):
     """Warn mode: a call the guard does not understand (layout, cache format, mode, argument type) went through unchecked."""
 
 
 # Tracebacks and pytest summaries show the public name users catch.
-for _public in (KVConsistencyError, KVConsistencyWarning, KVGuardInternalWarning, KVGuardNotJudgedWarning):
+for _public in (KVConsistencyError, KVConsistencyWarning, KVGuardLogWarning, KVGuardInternalWarning, KVGuardNotJudgedWarning):
     _public.__module__ = "runtime_guard"
 del _public
 
@@ -91,13 +95,15 @@ class Reporter:
     """Shared by every wrapped op; only the violation path takes its lock."""
 
     def __init__(self, log_path: str | None) -> None:
-        self.log_path = log_path
+        self.log_path = _usable_log_path(log_path)
         self._lock = threading.Lock()
         self._seen: set = set()
         self.tallies: dict = {}
         self.unjudged: dict = {}  # (op, reason) -> Tally: calls the guard let through without judging
 
-    def violation(self, mode: str, op: str, layout: str, violation: Violation) -> None:
+    def violation(self, mode: str, op: str, layout: str, violation: Violation) -> KVConsistencyError | None:
+        """Count and log one violation; in raise mode return the error for the guarded call to raise
+        (raised there, so a traceback shows one guard frame), in warn mode warn once per call site."""
         site = user_call_site()
         message = format_message(mode, op, layout, violation, site)
         key = (op, violation.check, site.file, site.line)
@@ -106,12 +112,12 @@ class Reporter:
             self.tallies[key[:2]] = Tally(tally.count + 1, tally.first_site) if tally else Tally(1, site)
             first_here = key not in self._seen
             self._seen.add(key)
+        self._log(mode, op, layout, violation, site)  # every violation: one JSON line each
         if mode == "raise":
-            self._log(mode, op, layout, violation, site)
-            raise KVConsistencyError(message, op, violation.check, str(site))
+            return KVConsistencyError(message, op, violation.check, str(site))
         if first_here:
-            self._log(mode, op, layout, violation, site)
             warnings.warn_explicit(message, KVConsistencyWarning, site.file, site.line)
+        return None
 
     def internal(self, mode: str, op: str, exc: BaseException) -> None:
         """The guard itself failed on a call: in either mode the call goes on to the kernel unjudged
@@ -167,12 +173,41 @@ class Reporter:
             "pid": os.getpid(),
         }
         line = json.dumps(record) + "\n"
-        with self._lock, open(self.log_path, "a", encoding="utf-8") as log:
-            log.write(line)
+        try:
+            with self._lock, open(self.log_path, "a", encoding="utf-8") as log:
+                log.write(line)
+        except OSError as exc:  # removed or filled since start-up: the violation itself still stands
+            path, self.log_path = self.log_path, None
+            _say_once(f"kvlint runtime guard: cannot write KVGUARD_LOG={path!r} any more ({exc}); violations are no longer logged to a file (the guard still checks every call); point KVGUARD_LOG at a writable file")
 
     def summary_rows(self) -> list:
         with self._lock:
             return sorted((op, check, t.count, str(t.first_site)) for (op, check), t in self.tallies.items())
+
+
+def _say_once(text: str) -> None:
+    # warn_explicit at a pseudo-location: one line with no source excerpt, shown once.
+    warnings.warn_explicit(text, KVGuardLogWarning, "KVGUARD_LOG", 0)
+
+
+def _usable_log_path(path: str | None) -> str | None:
+    """KVGUARD_LOG checked when the guard starts: a path that cannot be appended to is said once,
+    with what to do, and dropped; the guard keeps judging calls (a bad log path never hides a violation)."""
+    if not path:
+        return None
+    target = os.path.abspath(path)
+    parent = os.path.dirname(target)
+    if os.path.isdir(target):
+        problem, fix = "is a directory", f"name a file in it, e.g. KVGUARD_LOG={os.path.join(path, 'kvguard.jsonl')}"
+    elif not os.path.isdir(parent):
+        problem, fix = f"is in a directory that does not exist ({parent})", f"create it (mkdir -p {parent}) or point KVGUARD_LOG at a writable file"
+    elif not os.access(target if os.path.exists(target) else parent, os.W_OK):
+        problem = "is not writable" if os.path.exists(target) else f"cannot be created (no write permission in {parent})"
+        fix = "point KVGUARD_LOG at a file you can write"
+    else:
+        return target
+    _say_once(f"kvlint runtime guard: KVGUARD_LOG={path!r} {problem}; {fix}. Until then violations are not logged to a file; the guard still checks every call")
+    return None
 
 
 def format_summary(rows: list, unjudged: list = ()) -> str:

@@ -506,18 +506,76 @@ def ring_mla(k_nope: Any, k_rope: Any, value: Any) -> c.Violation | c.NotJudged 
     return None
 
 
-def latent_caches(ctkv: Any, k_rope: Any, cache_mode: Any) -> c.Violation | c.NotJudged | None:
-    """torch_npu.atb.npu_multi_head_latent_attention: the latent (ctkv) and rope caches, read through one
-    block table, share their blocks ('krope_ctkv' ND and 'int8_nzcache' NZ forms, its docstring)."""
+def latent_caches(ctkv: Any, k_rope: Any, cache_mode: Any, block_table: Any, context_lens: Any) -> c.Violation | c.NotJudged | None:
+    """torch_npu.atb.npu_multi_head_latent_attention: the latent (ctkv) and rope (k_rope) caches are read
+    through one block table, so they share blocks, block size and KV heads. Forms (its docstring):
+      'krope_ctkv' (the default)  ctkv (blocks, block_size, kv_heads, 512), k_rope (blocks, block_size, kv_heads, 64)
+      'int8_nzcache' (NZ)         ctkv (blocks, kv_heads*512/32, block_size, 32), k_rope (blocks, kv_heads*64/16, block_size, 16)
+    context_lens (a host int list) has one entry per block_tables row, each within the row's blocks."""
     if cache_mode not in (None, "krope_ctkv", "int8_nzcache"):
         return c.NotJudged(f"cache_mode={cache_mode!r} is not a cache format the guard knows")
-    return paired_caches(ctkv, k_rope, "ctkv", "k_rope")
+    named = (("ctkv", ctkv), ("k_rope", k_rope))
+    if found := c.arguments_are_tensors(named + (("block_tables", block_table),)) or c.one_device_of_type(named, DEVICE_TYPE):
+        return found
+    if len(ctkv.shape) != 4 or len(k_rope.shape) != 4:
+        return c.NotJudged(f"{len(ctkv.shape)}-D ctkv and {len(k_rope.shape)}-D k_rope (the docstring's caches are 4-D)")
+    nz = cache_mode == "int8_nzcache"
+    block_axis = 2 if nz else 1
+    if found := c.caches_match(ctkv, k_rope, (0, 2) if nz else (0, 1, 2), "ctkv", "k_rope"):
+        return found
+    if len(block_table.shape) != 2:
+        return c.Violation("block_table_shape", f"{c.describe('block_tables', block_table)} must be 2-D (one row of blocks per sequence)", "a block table built for a different batch", (("block_tables", block_table),))
+    return _per_sequence("context_lens", context_lens, block_table.shape[1] * ctkv.shape[block_axis], block_table.shape[0], "block_tables", " rows x block size", optional=False)
 
 
-def prefix_encoder(key: Any, value: Any) -> c.Violation | None:
+def prefix_encoder(key: Any, value: Any, block_table: Any, kv_seqlen: Any) -> c.Violation | c.NotJudged | None:
     """torch_npu.atb.npu_self_attention_prefix_encoder: key and value caches, (numBlocks, blockSize, H) or
-    (numBlocks, blockSize, N, D) (its docstring), share blocks and block size."""
+    (numBlocks, blockSize, N, D) (its docstring), read through one block table: same blocks and block size
+    (and heads, 4-D); kv_seqlen (a host int list) has one entry per block_tables row, within the row's blocks.
+    Its num-heads arguments are not compared with the caches: the docstring's own example passes
+    kv_headnum=4 with 28-head caches."""
     named = (("key", key), ("value", value))
+    if found := c.arguments_are_tensors(named + (("block_tables", block_table),)) or c.one_device_of_type(named, DEVICE_TYPE):
+        return found
+    rank = len(key.shape)
+    if rank not in (3, 4):
+        return c.NotJudged(f"{rank}-D key cache")
+    if found := c.rank_matches_layout("value", value, "(blocks, block_size, N, D), as key is" if rank == 4 else "(blocks, block_size, H), as key is", rank):
+        return found
+    if found := c.caches_match(key, value, (0, 1, 2) if rank == 4 else (0, 1), "key", "value"):
+        return found
+    if len(block_table.shape) != 2:
+        return c.Violation("block_table_shape", f"{c.describe('block_tables', block_table)} must be 2-D (one row of blocks per sequence)", "a block table built for a different batch", (("block_tables", block_table),))
+    return _per_sequence("kv_seqlen", kv_seqlen, block_table.shape[1] * key.shape[1], block_table.shape[0], "block_tables", " rows x block size", optional=False)
+
+
+def sparse_attention(q: Any, k: Any, v: Any, layout_kv: Any, key_rope: Any) -> c.Violation | c.NotJudged | None:
+    """npu_sparse_flash_attention (sglang's DSA paths: ascend_backend do_cp_balance_attn / forward_sparse,
+    sparsity_driven_kv_offload): K and V of one KV layout agree on every axis but the head dim (sglang
+    passes the latent K as V too; V is optional in the schema), and key_rope, the rope part of the same
+    tokens, agrees with K on every axis but the head dim (the same blocks and block size in PA_BSND)."""
+    if found := sparse_kv_attention(q, k, k if v is None else v, layout_kv):
+        return found
+    if key_rope is None:
+        return None
+    named = (("key", k), ("key_rope", key_rope))
     if found := c.arguments_are_tensors(named) or c.one_device_of_type(named, DEVICE_TYPE):
         return found
-    return c.caches_match(key, value, (0, 1), "key", "value")
+    if len(key_rope.shape) != len(k.shape):
+        return c.rank_matches_layout("key_rope", key_rope, str(layout_kv), len(k.shape))
+    lead, rope_lead = tuple(k.shape[:-1]), tuple(key_rope.shape[:-1])
+    if lead == rope_lead:
+        return None
+    if layout_kv == "PA_BSND":
+        return c.caches_match(k, key_rope, tuple(range(len(lead))), "key", "key_rope")
+    if lead[:-1] != rope_lead[:-1]:
+        return c.k_v_token_counts_match("key", k, lead[:-1], "key_rope", key_rope, rope_lead[:-1])
+    return c.k_v_head_counts_match("key", k, lead[-1], "key_rope", key_rope, rope_lead[-1])
+
+
+def atb_paged_mla(q: Any, key_cache: Any, heads: Any, kv_heads: Any, block_table: Any, context_lens: Any) -> c.Violation | c.NotJudged | None:
+    """_npu_paged_attention_mla (sglang ascend_backend forward_decode's MLA path outside graph mode): one
+    cache (blocks, block_size, KV heads, kv_lora_rank + rope dim) holds K, and V is its first
+    mla_vheadsize columns. Checked as _npu_paged_attention with that cache on both sides: the query's
+    heads and head dim against it, num_heads/num_kv_heads, block_table rows, context_lens."""
+    return atb_paged_attention(q, key_cache, key_cache, heads, kv_heads, block_table, context_lens)

@@ -129,6 +129,54 @@ CASES = (
 _packed = CASES[-1].kwargs["key"]
 CASES[-1].kwargs["value"] = _packed
 
+# DSA over the bf16 MLA cache: the latent cache is passed as key and as value (one tensor), its rope
+# part as key_rope; the sparsity-driven offload path gathers the selected tokens first.
+dsa_kv, dsa_rope = t(96, 128, 1, 512), t(96, 128, 1, 64)
+offload_kv, offload_rope = t(4, 2048, 1, 512), t(4, 2048, 1, 64)
+prefill_kv, prefill_rope = t(40, 1, 512), t(40, 1, 64)
+SFA = dict(scale_value=0.07, sparse_block_size=1, attention_mode=2, return_softmax_lse=False)
+
+CASES += (
+    Case(
+        SG + "attention/ascend_backend.py:do_cp_balance_attn", "DSA sparse attention over the paged MLA cache", "npu.npu_sparse_flash_attention",
+        (), dict(query=t(8, 16, 512), key=dsa_kv, value=dsa_kv, query_rope=t(8, 16, 64), key_rope=dsa_rope, sparse_indices=t(8, 1, 2048, dtype="int32"),
+                 actual_seq_lengths_query=t(8, dtype="int32"), actual_seq_lengths_kv=t(8, dtype="int32"), block_table=t(8, 16, dtype="int32"),
+                 layout_query="TND", layout_kv="PA_BSND", sparse_mode=3, **SFA),
+        (
+            Mutation("rope cache from another pool", {"key_rope": t(97, 128, 1, 64)}, "caches_match"),
+            Mutation("rope cache with another page size", {"key_rope": t(96, 64, 1, 64)}, "caches_match"),
+            Mutation("V with other heads", {"value": t(96, 128, 2, 512)}, "k_v_head_counts_match"),
+        ),
+    ),
+    Case(
+        SG + "sparsity_driven_kv_offload/attention.py:forward (decode)", "DSA over the gathered top-k tokens, BSND", "npu.npu_sparse_flash_attention",
+        (t(4, 1, 16, 512), offload_kv, offload_kv, t(4, 1, 1, 2048, dtype="int32"), 0.07),
+        dict(actual_seq_lengths_query=t(4, dtype="int32"), actual_seq_lengths_kv=t(4, dtype="int32"), query_rope=t(4, 1, 16, 64), key_rope=offload_rope,
+             sparse_block_size=1, layout_query="BSND", layout_kv="BSND", sparse_mode=0, attention_mode=2, return_softmax_lse=False),
+        (
+            Mutation("rope part of fewer tokens", {"key_rope": t(4, 2047, 1, 64)}, "k_v_token_counts_match"),
+            Mutation("V truncated", {2: t(4, 2047, 1, 512)}, "k_v_token_counts_match"),
+        ),
+    ),
+    Case(
+        SG + "sparsity_driven_kv_offload/attention.py:forward (prefill)", "DSA over packed tokens, TND", "npu.npu_sparse_flash_attention",
+        (), dict(query=t(40, 16, 512), key=prefill_kv, value=prefill_kv, query_rope=t(40, 16, 64), key_rope=prefill_rope, sparse_indices=t(40, 1, 2048, dtype="int32"),
+                 actual_seq_lengths_query=t(3, dtype="int32"), actual_seq_lengths_kv=t(3, dtype="int32"), layout_query="TND", layout_kv="TND", sparse_mode=3, **SFA),
+        (Mutation("rope part with other heads", {"key_rope": t(40, 2, 64)}, "k_v_head_counts_match"),),
+    ),
+    Case(
+        SG + "attention/ascend_backend.py:forward_decode (MLA, not graph mode)", "paged MLA decode over one latent+rope cache", "atb._npu_paged_attention_mla",
+        (), dict(query=t(8, 16, 576), key_cache=t(96, 128, 1, 576), num_kv_heads=1, num_heads=16, scale_value=0.07, block_table=t(8, 16, dtype="int32"),
+                 context_lens=Cpu((100, 7, 300, 2048, 1, 64, 129, 5)), mla_vheadsize=512, out=t(8, 16, 512)),
+        (
+            Mutation("cache without the rope part", {"key_cache": t(96, 128, 1, 512)}, "q_k_head_dims_match"),
+            Mutation("num_kv_heads of another TP split", {"num_kv_heads": 2}, "head_count_matches"),
+            Mutation("block table of another batch", {"block_table": t(7, 16, dtype="int32")}, "block_table_shape"),
+            Mutation("a length past the row's blocks", {"context_lens": Cpu((100, 7, 300, 2049, 1, 64, 129, 5))}, "per_sequence_lengths_fit"),
+        ),
+    ),
+)
+
 
 @pytest.mark.usefixtures("guard")
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

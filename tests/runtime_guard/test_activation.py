@@ -134,3 +134,111 @@ def test_the_start_up_hook_is_installed_at_the_site_packages_root():
     hook = Path(sysconfig.get_paths()["purelib"]) / "kvlint_guard.pth"
     assert hook.is_file(), "pip install -e . (or the wheel) must place kvlint_guard.pth in site-packages"
     assert hook.read_text() == (Path(__file__).parents[2] / "runtime_guard" / "kvlint_guard.pth").read_text()
+
+
+THREE_VIOLATIONS = textwrap.dedent(
+    """
+    import torch, torch_npu
+    q = torch_npu.npu(torch.randn(2, 4, 4, 8))
+    k = torch_npu.npu(torch.randn(2, 3, 2, 8))
+    v = torch_npu.npu(torch.randn(2, 4, 2, 8))
+    print("started", flush=True)
+    for _ in range(3):
+        torch_npu.npu_prompt_flash_attention(q, k, v, num_heads=4, input_layout="BSND")
+    print("finished")
+    """
+)
+
+
+def log_lines(stderr: str) -> list:
+    return [line for line in stderr.splitlines() if "KVGUARD_LOG" in line]
+
+
+def test_a_warn_run_with_three_violations_writes_three_log_lines(tmp_path):
+    log = tmp_path / "guard.jsonl"
+    result = run(tmp_path, env={"KVGUARD": "warn", "KVGUARD_LOG": str(log)}, script=THREE_VIOLATIONS)
+    assert "finished" in result.stdout
+    assert result.stderr.count("KVConsistencyWarning") == 1  # shown once for the call site
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(records) == 3 and {r["check"] for r in records} == {"k_v_token_counts_match"}
+
+
+def test_kvguard_log_alone_turns_on_warn_mode_and_logs_every_violation(tmp_path):
+    log = tmp_path / "guard.jsonl"
+    result = run(tmp_path, env={"KVGUARD_LOG": str(log)}, script=THREE_VIOLATIONS)
+    assert "finished" in result.stdout and result.returncode == 0
+    assert "KVConsistencyWarning" in result.stderr
+    assert "3  torch_npu.npu_prompt_flash_attention / k_v_token_counts_match" in result.stderr
+    assert [json.loads(line)["mode"] for line in log.read_text().splitlines()] == ["warn"] * 3
+
+
+def test_kvguard_off_wins_over_kvguard_log(tmp_path):
+    log = tmp_path / "guard.jsonl"
+    result = run(tmp_path, env={"KVGUARD": "off", "KVGUARD_LOG": str(log)}, script=THREE_VIOLATIONS)
+    assert "KVConsistency" not in result.stderr and not log.exists()
+
+
+@pytest.mark.parametrize(
+    "bad,problem",
+    [("missing-dir/guard.jsonl", "is in a directory that does not exist"), (".", "is a directory")],
+)
+def test_a_bad_kvguard_log_is_said_once_at_start_and_raise_mode_still_raises_the_violation(tmp_path, bad, problem):
+    result = run(tmp_path, env={"KVGUARD": "raise", "KVGUARD_LOG": bad}, script=THREE_VIOLATIONS)
+    said = log_lines(result.stderr)
+    assert len(said) == 1 and problem in said[0] and "the guard still checks every call" in said[0]
+    assert "mkdir -p" in said[0] or "name a file in it" in said[0]  # how to fix it
+    assert result.stderr.index(said[0]) < result.stderr.index("Traceback")  # at start, before the first call
+    assert "runtime_guard.KVConsistencyError" in result.stderr and "k_v_token_counts_match" in result.stderr
+    assert "KVGuardInternal" not in result.stderr and "finished" not in result.stdout
+
+
+def test_a_bad_kvguard_log_in_warn_mode_still_warns_and_summarises(tmp_path):
+    result = run(tmp_path, env={"KVGUARD": "warn", "KVGUARD_LOG": "missing-dir/guard.jsonl"}, script=THREE_VIOLATIONS)
+    assert len(log_lines(result.stderr)) == 1
+    assert "KVConsistencyWarning" in result.stderr and "KVGuardInternal" not in result.stderr
+    assert "3  torch_npu.npu_prompt_flash_attention / k_v_token_counts_match" in result.stderr
+    assert "finished" in result.stdout
+
+
+def test_a_bad_kvguard_log_is_reported_even_when_no_call_is_made(tmp_path):
+    result = run(tmp_path, "-c", "import torch_npu", env={"KVGUARD": "raise", "KVGUARD_LOG": "missing-dir/x.jsonl"})
+    assert len(log_lines(result.stderr)) == 1 and result.returncode == 0
+
+
+def test_the_example_honours_kvguard_warn(tmp_path):
+    example = Path(__file__).parents[2] / "examples" / "run_guarded.py"
+    warned = run(tmp_path, str(example), env={"KVGUARD": "warn"})
+    assert warned.returncode == 0, warned.stderr
+    assert "KVGUARD=warn: the call ran, and the guard warned" in warned.stdout
+    assert "caught KVConsistencyError" not in warned.stdout and "fixed call ran" in warned.stdout
+    assert "1  varlen_attention / k_v_token_counts_match" in warned.stderr
+    raised = run(tmp_path, str(example))
+    assert "caught KVConsistencyError" in raised.stdout and raised.returncode == 0
+
+
+def test_python_m_runtime_guard_help_prints_usage_and_exits_0(tmp_path):
+    result = run(tmp_path, "-m", "runtime_guard", "--help")
+    assert result.returncode == 0 and result.stdout.startswith("usage: python -m runtime_guard")
+    assert "-m module" in result.stdout and "KVGUARD_LOG" in result.stdout
+
+
+def test_python_m_runtime_guard_runs_a_module_like_python_m(tmp_path):
+    package = tmp_path / "serving"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "entry.py").write_text(USER_SCRIPT)
+    result = run(tmp_path, "-m", "runtime_guard", "-m", "serving.entry", "--port", "8")
+    assert "argv: ['--port', '8']" in result.stdout
+    assert "KVConsistencyError" in result.stderr and "entry.py:15" in result.stderr
+    assert "truncated call went through" not in result.stdout
+    warned = run(tmp_path, "-m", "runtime_guard", "--mode", "warn", "-m", "serving.entry")
+    assert "KVConsistencyWarning" in warned.stderr and "KVConsistencyError" not in warned.stderr  # the call went on to the op
+
+
+@pytest.mark.parametrize(
+    "args,message,code",
+    [(["--mode", "strict", "x.py"], "--mode must be raise or warn", 2), (["--frobnicate"], "unknown option --frobnicate", 2), (["missing.py"], "can't open file", 2), (["-m", "no_such_module_here"], "no module named 'no_such_module_here'", 1)],
+)
+def test_python_m_runtime_guard_bad_usage_says_what_is_wrong(tmp_path, args, message, code):
+    result = run(tmp_path, "-m", "runtime_guard", *args)
+    assert result.returncode == code and message in result.stderr and "Traceback" not in result.stderr

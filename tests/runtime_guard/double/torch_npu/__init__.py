@@ -172,7 +172,7 @@ for _schema in SCHEMAS:
 # The real torch_npu exposes its ATB ops as lazy functions: most as torch_npu.X, a few only as
 # torch_npu.atb.X (op_plugin/atb/_atb_ops.py's API_LIST and ATB_API_LIST); a first call of either
 # loads the library and replaces every lazy function with torch.ops.atb.X.
-ATB_MODULE_OPS = ("npu_paged_cache_load",)
+ATB_MODULE_OPS = ("npu_multi_head_latent_attention", "npu_paged_cache_load", "npu_ring_mla", "npu_self_attention_prefix_encoder")
 ATB_OPS = tuple(sorted({text[5:].partition("(")[0].partition(".")[0] for text in SCHEMAS if text.startswith("atb::")} - set(ATB_MODULE_OPS)))
 atb = types.ModuleType(f"{__name__}.atb")
 sys.modules[atb.__name__] = atb
