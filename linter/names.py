@@ -144,6 +144,15 @@ SAME_TENSOR_METHODS = frozenset({
     "type_as", "squeeze", "unsqueeze", "flatten", "view", "reshape",
 })
 
+# Steps a subscript may follow and still be read as a cut of the tensor underneath
+# (``k.transpose(1, 2)[:, :, :n]``, ``reshapes.see_through``): they move or convert axes but
+# keep every axis and never merge or split one, so the subscript's axes are still the token,
+# head and head-dim axes.
+SEE_THROUGH = frozenset({
+    "contiguous", "transpose", "permute", "movedim", "swapaxes", "to", "float", "half",
+    "bfloat16", "type_as", "clone", "detach",
+})
+
 
 class Role(Enum):
     HEAD_DIM = "head dim"

@@ -21,12 +21,16 @@ The conditions, by rule:
 - every pair rule needs a K-side name and its V counterpart (``pairs.value_counterpart``, with
   the configured extra pairs) both present;
 - KV101/KV102 need attention context (an attention word, an attention callable, a K/V
-  projection name) and a K tensor name that is subscripted (KV102: both sides) or reshaped;
+  projection name, or ``softmax`` for hand-written attention) and a K tensor name that is
+  subscripted, reshaped or followed by an axis-moving step (``k.transpose(1, 2)[...]``);
+  KV102 needs both sides so, or cut by split/chunk/tensor_split/narrow;
 - KV103 needs attention or cache-manager context and a K *cache* name that is subscripted or an
   indexed gather/scatter call;
 - KV201 needs a class, a ``*Linear`` constructor, and paired names;
 - KV202 needs a view/reshape/unflatten/rearrange call and paired names;
 - KV203 needs a chunk/split call and a KV-head-count name;
+- KV105 needs attention context, a paired K tensor name and a top-level function that is
+  called in the file (the whole file is parsed: the helper and its caller are apart);
 - KV104 needs a paired K-side name that is called, subscripted, written in place, assigned to
   its V twin, returned twice, or returned as ``self.`` attribute;
 - KV204 needs a class, a ``*Linear`` constructor, a view/reshape call, a shape or size read,
@@ -51,6 +55,7 @@ from linter.names import (
     K_SIDE_TOKENS,
     RESHAPE_CALLS,
     SAME_TENSOR_METHODS,
+    SEE_THROUGH,
     is_attention_word,
     is_kv_head_count_name,
     is_kv_projection,
@@ -75,6 +80,7 @@ _LONE_CR = re.compile(r"\r(?!\n)")
 # blow-up on banner lines such as ``########``.
 _GAP = r"(?:\s|\\\r?\n|#[^\n]*\n)*"
 _RESHAPE_ALT = "|".join(sorted(RESHAPE_CALLS))
+_SEE_THROUGH_ALT = "|".join(sorted(SEE_THROUGH))
 # ``narrow(k, ...)``, ``torch.narrow(self.k, ...)``: group 1 is the tail of the first positional
 # argument when that argument is a dotted name (star arguments before it are skipped).
 _ARGUMENT_RESHAPE = re.compile(
@@ -166,6 +172,8 @@ class _File:
             self._attention = (
                 # ``scopes`` also reads multi-head latent attention (``forward_mla``) as attention.
                 "attn" in self.lower or "attention" in self.lower or "mla" in self.lower
+                # Hand-written attention (``scopes.Scope.hand_attention``) needs a softmax call.
+                or "softmax" in self.text
                 or self.has_any(_UNWORDED_CALLABLES | self.extra_tails)
                 or any(is_kv_projection(n) for part in _PROJECTION_WORDS for n in self.names_containing(part))
             )
@@ -208,6 +216,20 @@ class _File:
         return (
             self.subscripted(name)
             or self.followed_by(name, rf"\.{_GAP}(?:{_RESHAPE_ALT})\b")
+            or self.argument_reshaped(name)
+            or self.seen_through(name)
+        )
+
+    def seen_through(self, name: str) -> bool:
+        """``k.transpose(1, 2)[...]``: a subscript after axis-moving steps (``reshapes.see_through``).
+        Any such step counts, subscripted or not: its arguments may hold brackets of any depth."""
+        return self.followed_by(name, rf"\.{_GAP}(?:{_SEE_THROUGH_ALT})\b")
+
+    def cut(self, name: str) -> bool:
+        """Subscripted, seen through, or cut by KV102's split/chunk/tensor_split/narrow."""
+        return (
+            self.subscripted(name) or self.seen_through(name)
+            or self.followed_by(name, rf"\.{_GAP}(?:split|chunk|tensor_split|narrow)\b")
             or self.argument_reshaped(name)
         )
 
@@ -276,8 +298,8 @@ def _kv101(f: _File) -> bool:
 
 def _kv102(f: _File) -> bool:
     extra = f.settings.extra_pairs
-    return "[" in f.text and f.attention_context() and any(
-        is_kv_tensor_name(k, extra) and f.subscripted(k) and f.subscripted(value_counterpart(k, extra) or k)
+    return f.attention_context() and any(
+        is_kv_tensor_name(k, extra) and f.cut(k) and f.cut(value_counterpart(k, extra) or k)
         for k in f.k_names
     )
 
@@ -296,6 +318,25 @@ def _kv103(f: _File) -> bool:
     if not cache_names:
         return False
     return f.has_any(_INDEXED_CALLS) or any(f.subscripted(k) for k in cache_names)
+
+
+# A top-level function (KV105's helpers are the module's own ``def``s).
+_TOP_LEVEL_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
+
+
+def _kv105(f: _File) -> bool:
+    # Attention context, a K tensor name with its V twin, and a top-level function that is
+    # called in the file as well as defined (its name followed by ``(`` twice or more). The
+    # helper and its caller may sit in different top-level definitions: KV105 has no own unit.
+    if "def" not in f.text or not f.attention_context():
+        return False
+    extra = f.settings.extra_pairs
+    if not any(is_kv_tensor_name(k, extra) for k in f.k_names):
+        return False
+    return any(
+        len(re.findall(rf"(?<!\w){re.escape(name)}{_GAP}\(", f.text)) >= 2
+        for name in set(_TOP_LEVEL_DEF.findall(f.text))
+    )
 
 
 def _kv201(f: _File) -> bool:
@@ -393,7 +434,7 @@ def _always(_: _File) -> bool:
 _CONDITIONS: dict[str, Callable[[_File], bool]] = {
     "KV101": _kv101, "KV102": _kv102, "KV103": _kv103,
     "KV201": _kv201, "KV202": _kv202, "KV203": _kv203,
-    "KV104": _kv104, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206,
+    "KV104": _kv104, "KV105": _kv105, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206,
     "KV301": _kv301,
 }
 
