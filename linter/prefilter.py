@@ -37,6 +37,8 @@ The conditions, by rule:
   and paired names;
 - KV205 needs a class, a ``*Linear`` constructor, a view/reshape call and a head-count name;
 - KV206 needs a key head-dim name with its value twin, and a view or allocation call;
+- KV207 needs a class, a ``*Linear`` constructor, ``__init__``, a paired K/V projection name
+  and a top-level class named again (whole parse: the base and its subclass are apart);
 - KV301 needs a class and a ``self.`` attribute pair.
 """
 
@@ -339,6 +341,23 @@ def _kv105(f: _File) -> bool:
     )
 
 
+_TOP_LEVEL_CLASS = re.compile(r"^class[ \t]+(\w+)", re.MULTILINE)
+
+
+def _kv207(f: _File) -> bool:
+    # A ``*Linear`` K/V projection pair named in the file (the base declares one side, the
+    # subclass the other), a parent ``__init__`` call, and a top-level class whose name occurs
+    # again (as a subclass's base). The base and the subclass are apart: no own unit.
+    if "class" not in f.text or "Linear" not in f.text or "__init__" not in f.text:
+        return False
+    if not any(is_kv_projection(k) for k in f.k_names):
+        return False
+    return any(
+        len(re.findall(rf"(?<!\w){re.escape(name)}(?!\w)", f.text)) >= 2
+        for name in set(_TOP_LEVEL_CLASS.findall(f.text))
+    )
+
+
 def _kv201(f: _File) -> bool:
     # Both projections are declared by a statement that calls a ``*Linear`` class.
     if "class" not in f.text or "Linear" not in f.text:
@@ -434,7 +453,7 @@ def _always(_: _File) -> bool:
 _CONDITIONS: dict[str, Callable[[_File], bool]] = {
     "KV101": _kv101, "KV102": _kv102, "KV103": _kv103,
     "KV201": _kv201, "KV202": _kv202, "KV203": _kv203,
-    "KV104": _kv104, "KV105": _kv105, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206,
+    "KV104": _kv104, "KV105": _kv105, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV207": _kv207,
     "KV301": _kv301,
 }
 
