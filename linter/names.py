@@ -99,6 +99,15 @@ _NON_TENSOR_PARTS = frozenset({
 })
 
 
+# Name parts that make a K/V-side name a quantisation scale (``k_scale``, ``_v_descale``).
+_SCALE_PARTS = frozenset({"scale", "scales", "descale", "amax"})
+
+
+def is_scale_name(name: str) -> bool:
+    """``k_scale``, ``self._v_scale``, ``key_descale``: a (dotted) name of a quantisation scale."""
+    return any(part in _SCALE_PARTS for part in name.rsplit(".", 1)[-1].lower().split("_"))
+
+
 def is_kv_tensor_name(name: str, extra_pairs: Iterable[tuple[str, str]] = ()) -> bool:
     """True when ``name`` (or the last component of a dotted name) can be a K or V tensor."""
     tail = name.rsplit(".", 1)[-1]

@@ -31,14 +31,16 @@ The conditions, by rule:
 - KV203 needs a chunk/split call and a KV-head-count name;
 - KV105 needs attention context, a paired K tensor name and a top-level function that is
   called in the file (the whole file is parsed: the helper and its caller are apart);
+- KV106 needs a K-side scale name (``k_scale``, ``key_descale``) with its V twin;
 - KV104 needs a paired K-side name that is called, subscripted, written in place, assigned to
   its V twin, returned twice, or returned as ``self.`` attribute;
 - KV204 needs a class, a ``*Linear`` constructor, a view/reshape call, a shape or size read,
   and paired names;
 - KV205 needs a class, a ``*Linear`` constructor, a view/reshape call and a head-count name;
 - KV206 needs a key head-dim name with its value twin, and a view or allocation call;
-- KV207 needs a class, a ``*Linear`` constructor, ``__init__``, a paired K/V projection name
-  and a top-level class named again (whole parse: the base and its subclass are apart);
+- KV207 needs a class, a ``*Linear`` constructor, ``__init__``, and either a paired K/V
+  projection name with a top-level class named again, or one K/V projection name with a
+  relative import (the base read from a sibling module); whole parse: base and subclass are apart;
 - KV301 needs a class and a ``self.`` attribute pair.
 """
 
@@ -62,6 +64,7 @@ from linter.names import (
     is_kv_head_count_name,
     is_kv_projection,
     is_kv_tensor_name,
+    is_scale_name,
     kv_side,
     value_counterpart,
 )
@@ -342,6 +345,7 @@ def _kv105(f: _File) -> bool:
 
 
 _TOP_LEVEL_CLASS = re.compile(r"^class[ \t]+(\w+)", re.MULTILINE)
+_RELATIVE_IMPORT = re.compile(r"^[ \t]*from[ \t]+\.", re.MULTILINE)
 
 
 def _kv207(f: _File) -> bool:
@@ -350,12 +354,21 @@ def _kv207(f: _File) -> bool:
     # again (as a subclass's base). The base and the subclass are apart: no own unit.
     if "class" not in f.text or "Linear" not in f.text or "__init__" not in f.text:
         return False
-    if not any(is_kv_projection(k) for k in f.k_names):
-        return False
-    return any(
+    if any(is_kv_projection(k) for k in f.k_names) and any(
         len(re.findall(rf"(?<!\w){re.escape(name)}(?!\w)", f.text)) >= 2
         for name in set(_TOP_LEVEL_CLASS.findall(f.text))
+    ):
+        return True
+    # Or one projection of a pair, with a base imported from a sibling module (``from ..``).
+    return _RELATIVE_IMPORT.search(f.text) is not None and any(
+        kv_side(name, f.settings.extra_pairs) is not None and is_kv_projection(name)
+        for part in _PROJECTION_WORDS for name in f.names_containing(part)
     )
+
+
+def _kv106(f: _File) -> bool:
+    # A K-side scale name (``k_scale``, ``_k_scale``, ``key_descale``) with its V twin present.
+    return "scale" in f.text and any(is_scale_name(k) for k in f.k_names)
 
 
 def _kv201(f: _File) -> bool:
@@ -453,7 +466,7 @@ def _always(_: _File) -> bool:
 _CONDITIONS: dict[str, Callable[[_File], bool]] = {
     "KV101": _kv101, "KV102": _kv102, "KV103": _kv103,
     "KV201": _kv201, "KV202": _kv202, "KV203": _kv203,
-    "KV104": _kv104, "KV105": _kv105, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV207": _kv207,
+    "KV104": _kv104, "KV105": _kv105, "KV106": _kv106, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV207": _kv207,
     "KV301": _kv301,
 }
 
@@ -473,7 +486,7 @@ def _is_class(segment: Segment) -> bool:
 _OWN_UNIT: dict[Callable[[_File], bool], Callable[[Segment], bool]] = {
     _kv101: _is_definition, _kv102: _is_definition, _kv103: _is_definition,
     _kv201: _is_definition, _kv202: _is_definition, _kv203: _is_class,
-    _kv104: _is_definition, _kv204: _is_class, _kv205: _is_class, _kv206: _is_definition,
+    _kv104: _is_definition, _kv106: _is_definition, _kv204: _is_class, _kv205: _is_class, _kv206: _is_definition,
     _kv301: _is_class,
 }
 

@@ -90,3 +90,76 @@ def resolver(*scopes: tuple[ClassModel, cst.FunctionDef]):
         return None
 
     return resolve
+
+
+# Modules read for their classes, by path: (mtime, classes). A subclass in a modular file
+# inherits from a class in a sibling package (``from ..glmasr.modeling_glmasr import X``).
+_OTHER_MODULES: dict[str, tuple[int, dict[str, ClassModel]]] = {}
+
+
+def imported_classes(module: cst.Module, path: str, names: set[str]) -> dict[str, ClassModel]:
+    """The classes among ``names`` that ``module`` (at ``path``) imports by a relative
+    ``from .x import Name``, read from the imported file when it exists beside ``path``.
+    A file that cannot be read or parsed contributes nothing."""
+    found: dict[str, ClassModel] = {}
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if not isinstance(small, cst.ImportFrom) or not small.relative or isinstance(small.names, cst.ImportStar):
+                continue
+            wanted = {
+                alias.name.value: (alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else alias.name.value)
+                for alias in small.names if isinstance(alias.name, cst.Name)
+            }
+            wanted = {real: local for real, local in wanted.items() if local in names}
+            if not wanted:
+                continue
+            classes = _classes_at(_module_path(path, len(small.relative), small.module))
+            for real, local in wanted.items():
+                if real in classes:
+                    found[local] = classes[real]
+    return found
+
+
+def _module_path(path: str, level: int, dotted: cst.Attribute | cst.Name | None) -> str | None:
+    import os
+
+    if not path or path.startswith("<") or not os.path.isfile(path):
+        return None
+    directory = os.path.dirname(os.path.abspath(path))
+    for _ in range(level - 1):
+        directory = os.path.dirname(directory)
+    parts: list[str] = []
+    node = dotted
+    while isinstance(node, cst.Attribute):
+        parts.insert(0, node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.insert(0, node.value)
+    if not parts:
+        return None
+    base = os.path.join(directory, *parts)
+    for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def _classes_at(path: str | None) -> dict[str, ClassModel]:
+    if path is None:
+        return {}
+    import os
+
+    try:
+        mtime = os.stat(path).st_mtime_ns
+        hit = _OTHER_MODULES.get(path)
+        if hit is not None and hit[0] == mtime:
+            return hit[1]
+        with open(path, encoding="utf-8") as handle:
+            parsed = cst.parse_module(handle.read())
+    except (OSError, UnicodeDecodeError, cst.ParserSyntaxError, RecursionError):
+        return {}
+    classes = _build(parsed)
+    _OTHER_MODULES[path] = (mtime, classes)
+    return classes

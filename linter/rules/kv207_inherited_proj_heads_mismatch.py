@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from linter.model.hierarchy import calls_parent_init, inherited_projection, module_classes, resolver
+from linter.model.hierarchy import calls_parent_init, imported_classes, inherited_projection, module_classes, resolver
 from linter.names import key_counterpart, kv_side, value_counterpart
 from linter.pairs import source_of
 from linter.rules.base import Example, Rule
@@ -19,7 +19,9 @@ class InheritedProjHeadsMismatch(Rule):
     what = (
         "Finds a class that redeclares one projection of a K/V pair (`self.v_proj = "
         "nn.Linear(...)`, or `k_proj`, `wv`, `to_v` ...) after calling its parent's `__init__`, "
-        "while the twin (`k_proj`) is inherited from a base class defined in the same module. "
+        "while the twin (`k_proj`) is inherited from a base class defined in the same module, or "
+        "in a sibling module it imports relatively (`from ..llama.modeling_llama import "
+        "LlamaAttention`, as transformers' modular files do), read from that file. "
         "The two output sizes are compared as KV201 compares the projections of one class: "
         "factor by factor, head-dim factors dropped, aliases of the two classes resolved; only "
         "provably different head counts (`num_attention_heads` against `num_key_value_heads`) "
@@ -85,7 +87,7 @@ class SpeakerAttention(EncoderAttention):
                 "        self.v_proj = nn.Linear(config.hidden_size, config.num_k_heads * config.head_v_dim)\n\n\n"
                 "class GatedDeltaNet(DeltaNet):\n    def __init__(self, config):\n        super().__init__(config)\n"
                 "        self.v_proj = nn.Linear(config.hidden_size, config.num_v_heads * config.head_v_dim)\n"),
-        # A base from another module: its projections are unknown here.
+        # A base from a module that is not beside this file: its projections are unknown here.
         Example("from .llama import LlamaAttention\n\n\nclass MyAttention(LlamaAttention):\n"
                 "    def __init__(self, config):\n        super().__init__(config)\n"
                 "        self.v_proj = nn.Linear(config.hidden_size, config.num_attention_heads * self.head_dim)\n"),
@@ -104,8 +106,14 @@ class SpeakerAttention(EncoderAttention):
     )
 
     def visit_Module(self, node: cst.Module) -> None:
-        classes = module_classes(node)
-        for model in classes.values():
+        own = module_classes(node)
+        classes = own
+        # Bases imported from a sibling module (``from ..llama.modeling_llama import X``) are
+        # read from that file, only when some class redeclares one side of a pair.
+        outside = {b for model in own.values() if self._redeclares_one_side(model) for b in model.bases if b not in own}
+        if outside:
+            classes = {**imported_classes(node, self.context.path, outside), **own}
+        for model in own.values():
             if not model.bases:
                 continue
             for attr, projection in model.projections.items():
@@ -131,5 +139,14 @@ class SpeakerAttention(EncoderAttention):
                     "have the same number of heads",
                     suggestion=f"declare `{attr}` with the head count of the inherited `{twin}` "
                                f"(`{source_of(inherited.size)}`), or redeclare both",
-                    related=[(inherited.call, f"`{base.name}.{twin}` declared with output size `{source_of(inherited.size)}`")],
+                    related=[(inherited.call, f"`{base.name}.{twin}` declared with output size `{source_of(inherited.size)}`")]
+                    if base.name in own and own[base.name] is base else (),
                 )
+
+    def _redeclares_one_side(self, model) -> bool:
+        for attr in model.projections:
+            side = kv_side(attr, self.extra_pairs)
+            twin = (value_counterpart if side == "k" else key_counterpart)(attr, self.extra_pairs) if side else None
+            if twin is not None and not model.defines(twin):
+                return True
+        return False
