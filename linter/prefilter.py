@@ -41,6 +41,8 @@ The conditions, by rule:
 - KV207 needs a class, a ``*Linear`` constructor, ``__init__``, and either a paired K/V
   projection name with a top-level class named again, or one K/V projection name with a
   relative import (the base read from a sibling module); whole parse: base and subclass are apart;
+- KV208 needs a value head-dim name and a head-dim name followed by ``=`` (whole parse: the
+  pool's class lies elsewhere);
 - KV301 needs a class and a ``self.`` attribute pair.
 """
 
@@ -53,9 +55,10 @@ from typing import TYPE_CHECKING
 
 from linter.chains import assigned_reaches, root_reaches
 from linter.code_only import code_only
-from linter.model.twins import key_head_dim_twin
+from linter.model.twins import is_value_head_dim, key_head_dim_twin
 from linter.names import (
     ATTENTION_CALLABLES,
+    Role,
     K_SIDE_TOKENS,
     RESHAPE_CALLS,
     SAME_TENSOR_METHODS,
@@ -66,6 +69,7 @@ from linter.names import (
     is_kv_tensor_name,
     is_scale_name,
     kv_side,
+    name_role,
     value_counterpart,
 )
 from linter.segments import Segment, header, top_level_segments
@@ -371,6 +375,17 @@ def _kv106(f: _File) -> bool:
     return "scale" in f.text and any(is_scale_name(k) for k in f.k_names)
 
 
+def _kv208(f: _File) -> bool:
+    # A value head-dim name (it has "dim" or "size" in it) and some head-dim name followed by
+    # ``=`` (the call's ``head_dim=`` keyword). The pool's class may be in another top-level
+    # definition or file: no own unit.
+    if "=" not in f.text or not any(
+        is_value_head_dim(n) for n in f.names_containing("dim") | f.names_containing("size")
+    ):
+        return False
+    return any(name_role(n) is Role.HEAD_DIM and f.followed_by(n, "=(?!=)") for n in f.identifiers)
+
+
 def _kv201(f: _File) -> bool:
     # Both projections are declared by a statement that calls a ``*Linear`` class.
     if "class" not in f.text or "Linear" not in f.text:
@@ -466,7 +481,7 @@ def _always(_: _File) -> bool:
 _CONDITIONS: dict[str, Callable[[_File], bool]] = {
     "KV101": _kv101, "KV102": _kv102, "KV103": _kv103,
     "KV201": _kv201, "KV202": _kv202, "KV203": _kv203,
-    "KV104": _kv104, "KV105": _kv105, "KV106": _kv106, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV207": _kv207,
+    "KV104": _kv104, "KV105": _kv105, "KV106": _kv106, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV207": _kv207, "KV208": _kv208,
     "KV301": _kv301,
 }
 

@@ -97,35 +97,76 @@ def resolver(*scopes: tuple[ClassModel, cst.FunctionDef]):
 _OTHER_MODULES: dict[str, tuple[int, dict[str, ClassModel]]] = {}
 
 
-def imported_classes(module: cst.Module, path: str, names: set[str]) -> dict[str, ClassModel]:
+def imported_classes(module: cst.Module, path: str, names: set[str], absolute: bool = False) -> dict[str, ClassModel]:
     """The classes among ``names`` that ``module`` (at ``path``) imports by a relative
-    ``from .x import Name``, read from the imported file when it exists beside ``path``.
-    A file that cannot be read or parsed contributes nothing."""
+    ``from .x import Name`` at its top level (with ``absolute``, also ``from pkg.x import
+    Name`` anywhere in the file, ``pkg`` being the package ``path`` belongs to), read from the
+    imported file when it exists. A file that cannot be read or parsed contributes nothing."""
     found: dict[str, ClassModel] = {}
-    for statement in module.body:
-        if not isinstance(statement, cst.SimpleStatementLine):
+    for small in _imports(module, absolute):
+        if isinstance(small.names, cst.ImportStar) or not (small.relative or absolute):
             continue
-        for small in statement.body:
-            if not isinstance(small, cst.ImportFrom) or not small.relative or isinstance(small.names, cst.ImportStar):
-                continue
-            wanted = {
-                alias.name.value: (alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else alias.name.value)
-                for alias in small.names if isinstance(alias.name, cst.Name)
-            }
-            wanted = {real: local for real, local in wanted.items() if local in names}
-            if not wanted:
-                continue
-            classes = _classes_at(_module_path(path, len(small.relative), small.module))
-            for real, local in wanted.items():
-                if real in classes:
-                    found[local] = classes[real]
+        wanted = {
+            alias.name.value: (alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else alias.name.value)
+            for alias in small.names if isinstance(alias.name, cst.Name)
+        }
+        wanted = {real: local for real, local in wanted.items() if local in names}
+        if not wanted:
+            continue
+        if small.relative:
+            target = _module_path(path, len(small.relative), small.module)
+        else:
+            target = _absolute_module_path(path, small.module)
+        classes = _classes_at(target)
+        for real, local in wanted.items():
+            if real in classes:
+                found[local] = classes[real]
     return found
 
 
-def _module_path(path: str, level: int, dotted: cst.Attribute | cst.Name | None) -> str | None:
+def _imports(node: cst.CSTNode, anywhere: bool):
+    """``from ... import ...`` statements: top-level ones, or (``anywhere``) also inside
+    functions and classes (pools are often imported where they are built)."""
+    body = getattr(node, "body", ())
+    if isinstance(body, cst.BaseSuite):
+        body = getattr(body, "body", ())
+    for statement in body if isinstance(body, (list, tuple)) else ():
+        if isinstance(statement, cst.SimpleStatementLine):
+            yield from (s for s in statement.body if isinstance(s, cst.ImportFrom))
+        elif anywhere and isinstance(statement, cst.BaseCompoundStatement):
+            yield from _imports(statement, anywhere)
+            for extra in (getattr(statement, "orelse", None), *getattr(statement, "handlers", ()),
+                          getattr(statement, "finalbody", None)):
+                if extra is not None:
+                    yield from _imports(extra, anywhere)
+
+
+def _absolute_module_path(path: str, dotted: cst.Attribute | cst.Name | None) -> str | None:
+    """``pkg.mem_cache.pool`` -> the file, when ``path`` lies inside a package named ``pkg``
+    (found by climbing the directories that hold an ``__init__.py``)."""
     import os
 
-    if not path or path.startswith("<") or not os.path.isfile(path):
+    if not path or path.startswith("<") or not os.path.isfile(path) or dotted is None:
+        return None
+    top = None
+    directory = os.path.dirname(os.path.abspath(path))
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        top = directory
+        directory = os.path.dirname(directory)
+    if top is None:
+        return None
+    node = dotted
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    if not isinstance(node, cst.Name) or node.value != os.path.basename(top):
+        return None
+    return _module_path(os.path.join(os.path.dirname(top), "x.py"), 1, dotted, must_exist=False)
+
+
+def _module_path(path: str, level: int, dotted: cst.Attribute | cst.Name | None, must_exist: bool = True) -> str | None:
+    import os
+
+    if not path or path.startswith("<") or (must_exist and not os.path.isfile(path)):
         return None
     directory = os.path.dirname(os.path.abspath(path))
     for _ in range(level - 1):
