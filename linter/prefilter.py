@@ -58,11 +58,11 @@ from linter.code_only import code_only
 from linter.model.twins import is_value_head_dim, key_head_dim_twin
 from linter.names import (
     ATTENTION_CALLABLES,
-    Role,
     K_SIDE_TOKENS,
     RESHAPE_CALLS,
     SAME_TENSOR_METHODS,
     SEE_THROUGH,
+    Role,
     is_attention_word,
     is_kv_head_count_name,
     is_kv_projection,

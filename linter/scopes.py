@@ -18,7 +18,13 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from linter.names import is_attention_word, is_kv_projection, is_kv_tensor_name, kv_side, value_counterpart
+from linter.names import (
+    is_attention_word,
+    is_kv_projection,
+    is_kv_tensor_name,
+    kv_side,
+    value_counterpart,
+)
 from linter.pairs import callee_tail, dotted_name, is_attention_call, source_of
 from linter.reshapes import PIECEWISE, reshape_of, see_through, strip_shape_keeping
 from linter.tensor_roots import tensor_root

@@ -25,7 +25,14 @@ from linter.reshapes import (
     strip_shape_keeping,
 )
 from linter.rules.base import Example, Mirror, Rule, free_names
-from linter.scopes import LATENT_ATTENTION, Binding, CallSite, HandAttention, Scope, ScopeTracking
+from linter.scopes import (
+    LATENT_ATTENTION,
+    Binding,
+    CallSite,
+    HandAttention,
+    Scope,
+    ScopeTracking,
+)
 from linter.tensor_roots import tensor_root
 
 # A V binding built with any of these may already carry the matching token/head change.

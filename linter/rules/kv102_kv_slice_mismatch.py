@@ -6,7 +6,13 @@ import re
 
 import libcst as cst
 
-from linter.names import counterpart_of_dotted, head_count_side, is_kv_tensor_name, kv_side, swap_kv_text
+from linter.names import (
+    counterpart_of_dotted,
+    head_count_side,
+    is_kv_tensor_name,
+    kv_side,
+    swap_kv_text,
+)
 from linter.pairs import source_of
 from linter.reshapes import HEAD_DIM, TOKEN_HEAD, Reshape, axis_role, reshape_of
 from linter.rules.base import Example, Rule
@@ -167,7 +173,9 @@ def attention(q, cache_k, cache_v, b, p, s):
             partner = counterpart_of_dotted(base, self.extra_pairs)
             v_cuts = values.get(partner or "", [])
             by_site = {id(site): reshape for site, reshape in (*k_cuts, *v_cuts)}
-            compare = lambda k, v: self._compare_cuts(by_site[id(k)], by_site[id(v)])  # noqa: E731
+            def compare(k: CallSite, v: CallSite, by_site=by_site) -> str | None:
+                return self._compare_cuts(by_site[id(k)], by_site[id(v)])
+
             for found in mismatches([s for s, _ in k_cuts], [s for s, _ in v_cuts], compare, self._row):
                 k_text, v_text = source_of(found.key.node), source_of(found.value.node)
                 message = (

@@ -7,7 +7,13 @@ import libcst as cst
 
 from linter.model.functions import function_model, params_of
 from linter.pairs import dotted_name
-from linter.reshapes import PIECEWISE, TOKEN_HEAD, Reshape, reshape_of, strip_shape_keeping
+from linter.reshapes import (
+    PIECEWISE,
+    TOKEN_HEAD,
+    Reshape,
+    reshape_of,
+    strip_shape_keeping,
+)
 from linter.rules.base import Example
 from linter.rules.kv101_key_only_reshape import KeyOnlyReshape
 from linter.scopes import Scope

@@ -9,6 +9,7 @@ from linter.names import is_scale_name, key_counterpart, kv_side
 from linter.pairs import dotted_name, source_of
 from linter.rules.base import Example, Rule
 
+
 def _mentions(node: cst.CSTNode, name: str) -> bool:
     if isinstance(node, (cst.Name, cst.Attribute)) and dotted_name(node) == name:
         return True

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from linter.model.hierarchy import calls_parent_init, imported_classes, inherited_projection, module_classes, resolver
+from linter.model.hierarchy import (
+    calls_parent_init,
+    imported_classes,
+    inherited_projection,
+    module_classes,
+    resolver,
+)
 from linter.names import key_counterpart, kv_side, value_counterpart
 from linter.pairs import source_of
 from linter.rules.base import Example, Rule
