@@ -30,7 +30,8 @@ The conditions, by rule:
 - KV202 needs a view/reshape/unflatten/rearrange call and paired names;
 - KV203 needs a chunk/split call and a KV-head-count name;
 - KV105 needs attention context, a paired K tensor name and a top-level function that is
-  called in the file (the whole file is parsed: the helper and its caller are apart);
+  called in the file with a K tensor name among its arguments (the whole file is parsed: the
+  helper and its caller are apart);
 - KV106 needs a K-side scale name (``k_scale``, ``key_descale``) with its V twin;
 - KV104 needs a paired K-side name that is called, subscripted, written in place, assigned to
   its V twin, returned twice, or returned as ``self.`` attribute;
@@ -41,8 +42,8 @@ The conditions, by rule:
 - KV207 needs a class, a ``*Linear`` constructor, ``__init__``, and either a paired K/V
   projection name with a top-level class named again, or one K/V projection name with a
   relative import (the base read from a sibling module); whole parse: base and subclass are apart;
-- KV208 needs a value head-dim name and a head-dim name followed by ``=`` (whole parse: the
-  pool's class lies elsewhere);
+- KV208 needs a value head-dim name and a head-dim keyword argument (``(head_dim=`` or
+  ``, head_dim=``); whole parse: the pool's class lies elsewhere;
 - KV301 needs a class and a ``self.`` attribute pair.
 """
 
@@ -340,12 +341,42 @@ def _kv105(f: _File) -> bool:
     if "def" not in f.text or not f.attention_context():
         return False
     extra = f.settings.extra_pairs
-    if not any(is_kv_tensor_name(k, extra) for k in f.k_names):
+    keys = [k for k in f.k_names if is_kv_tensor_name(k, extra)]
+    if not keys:
         return False
+    helpers = [
+        name for name in set(_TOP_LEVEL_DEF.findall(f.text))
+        if len(re.findall(rf"(?<!\w){re.escape(name)}{_GAP}\(", f.text)) >= 2
+    ]
+    if not helpers:
+        return False
+    # A helper call whose arguments name a K tensor (``trim(k, n)``), read in text without
+    # strings and comments, where brackets balance (KV105 has no own unit, so parse_plan
+    # decides on the raw text alone: reduce it here, for the few files that get this far).
+    text = f.text if f.reduced else code_only(f.text)
+    key_word = re.compile(rf"(?<!\w)(?:{'|'.join(map(re.escape, keys))})(?!\w)")
     return any(
-        len(re.findall(rf"(?<!\w){re.escape(name)}{_GAP}\(", f.text)) >= 2
-        for name in set(_TOP_LEVEL_DEF.findall(f.text))
+        key_word.search(arguments) is not None
+        for name in helpers for arguments in _call_arguments(text, name)
     )
+
+
+def _call_arguments(text: str, name: str):
+    """The text between the brackets of every ``name(...)`` in reduced text (no strings or
+    comments, so brackets balance); the rest of the text when they never close."""
+    for match in re.finditer(rf"(?<![\w.]){re.escape(name)}{_GAP}\(", text):
+        depth, start = 1, match.end()
+        for i in range(start, len(text)):
+            char = text[i]
+            if char in "([{":
+                depth += 1
+            elif char in ")]}":
+                depth -= 1
+                if depth == 0:
+                    yield text[start:i]
+                    break
+        else:
+            yield text[start:]
 
 
 _TOP_LEVEL_CLASS = re.compile(r"^class[ \t]+(\w+)", re.MULTILINE)
@@ -376,14 +407,18 @@ def _kv106(f: _File) -> bool:
 
 
 def _kv208(f: _File) -> bool:
-    # A value head-dim name (it has "dim" or "size" in it) and some head-dim name followed by
-    # ``=`` (the call's ``head_dim=`` keyword). The pool's class may be in another top-level
+    # A value head-dim name (it has "dim" or "size" in it) and a head-dim keyword argument
+    # (the call's ``head_dim=``). The pool's class may be in another top-level
     # definition or file: no own unit.
     if "=" not in f.text or not any(
         is_value_head_dim(n) for n in f.names_containing("dim") | f.names_containing("size")
     ):
         return False
-    return any(name_role(n) is Role.HEAD_DIM and f.followed_by(n, "=(?!=)") for n in f.identifiers)
+    return any(
+        name_role(n) is Role.HEAD_DIM
+        and re.search(rf"[(,]{_GAP}{re.escape(n)}{_GAP}=(?!=)", f.text) is not None
+        for n in f.identifiers
+    )
 
 
 def _kv201(f: _File) -> bool:
