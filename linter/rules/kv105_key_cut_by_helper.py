@@ -57,8 +57,8 @@ def sliding_attention(q, k, v, window):
     return F.scaled_dot_product_attention(q, k, v)
 """
     fix_text = (
-        "Pass the value through the same helper. kvlint offers that edit as an unsafe fix "
-        "(`--unsafe-fixes`): it cannot prove what the helper does beyond the cut."
+        "Pass the value through the same helper (the finding suggests the mirrored line). "
+        "kvlint does not edit the code: it cannot prove what the helper does beyond the cut."
     )
 
     VALID = (
@@ -149,9 +149,9 @@ def sliding_attention(q, k, v, window):
             for c in scope.calls
         )
 
-    def report(self, node, message, *, suggestion, related=(), fix=None, mirror=None) -> None:
-        # What the helper does beyond the cut is unknown: its mirrored call is never a safe fix.
-        super().report(node, message, suggestion=suggestion, related=related, fix=fix, mirror=None)
+    def _fix(self, scope, origin, site, key, value):
+        # What the helper does beyond the cut is unknown: the mirrored call is only suggested.
+        return None, None
 
 
 def _cut_parameter(helper: cst.FunctionDef) -> tuple[str, int, Reshape] | None:
