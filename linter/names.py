@@ -99,6 +99,15 @@ _NON_TENSOR_PARTS = frozenset({
 })
 
 
+# Name parts that make a K/V-side name a quantisation scale (``k_scale``, ``_v_descale``).
+_SCALE_PARTS = frozenset({"scale", "scales", "descale", "amax"})
+
+
+def is_scale_name(name: str) -> bool:
+    """``k_scale``, ``self._v_scale``, ``key_descale``: a (dotted) name of a quantisation scale."""
+    return any(part in _SCALE_PARTS for part in name.rsplit(".", 1)[-1].lower().split("_"))
+
+
 def is_kv_tensor_name(name: str, extra_pairs: Iterable[tuple[str, str]] = ()) -> bool:
     """True when ``name`` (or the last component of a dotted name) can be a K or V tensor."""
     tail = name.rsplit(".", 1)[-1]
@@ -142,6 +151,15 @@ RESHAPE_CALLS = frozenset(RESHAPE_DIM_ARGS) | AXISLESS_RESHAPES
 SAME_TENSOR_METHODS = frozenset({
     "contiguous", "transpose", "permute", "float", "half", "bfloat16", "to", "clone", "detach",
     "type_as", "squeeze", "unsqueeze", "flatten", "view", "reshape",
+})
+
+# Steps a subscript may follow and still be read as a cut of the tensor underneath
+# (``k.transpose(1, 2)[:, :, :n]``, ``reshapes.see_through``): they move or convert axes but
+# keep every axis and never merge or split one, so the subscript's axes are still the token,
+# head and head-dim axes.
+SEE_THROUGH = frozenset({
+    "contiguous", "transpose", "permute", "movedim", "swapaxes", "to", "float", "half",
+    "bfloat16", "type_as", "clone", "detach",
 })
 
 

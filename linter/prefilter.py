@@ -21,18 +21,29 @@ The conditions, by rule:
 - every pair rule needs a K-side name and its V counterpart (``pairs.value_counterpart``, with
   the configured extra pairs) both present;
 - KV101/KV102 need attention context (an attention word, an attention callable, a K/V
-  projection name) and a K tensor name that is subscripted (KV102: both sides) or reshaped;
+  projection name, or ``softmax`` for hand-written attention) and a K tensor name that is
+  subscripted, reshaped or followed by an axis-moving step (``k.transpose(1, 2)[...]``);
+  KV102 needs both sides so, or cut by split/chunk/tensor_split/narrow;
 - KV103 needs attention or cache-manager context and a K *cache* name that is subscripted or an
   indexed gather/scatter call;
 - KV201 needs a class, a ``*Linear`` constructor, and paired names;
 - KV202 needs a view/reshape/unflatten/rearrange call and paired names;
 - KV203 needs a chunk/split call and a KV-head-count name;
+- KV105 needs attention context, a paired K tensor name and a top-level function that is
+  called in the file with a K tensor name among its arguments (the whole file is parsed: the
+  helper and its caller are apart);
+- KV106 needs a K-side scale name (``k_scale``, ``key_descale``) with its V twin;
 - KV104 needs a paired K-side name that is called, subscripted, written in place, assigned to
   its V twin, returned twice, or returned as ``self.`` attribute;
 - KV204 needs a class, a ``*Linear`` constructor, a view/reshape call, a shape or size read,
   and paired names;
 - KV205 needs a class, a ``*Linear`` constructor, a view/reshape call and a head-count name;
 - KV206 needs a key head-dim name with its value twin, and a view or allocation call;
+- KV207 needs a class, a ``*Linear`` constructor, ``__init__``, and either a paired K/V
+  projection name with a top-level class named again, or one K/V projection name with a
+  relative import (the base read from a sibling module); whole parse: base and subclass are apart;
+- KV208 needs a value head-dim name and a head-dim keyword argument (``(head_dim=`` or
+  ``, head_dim=``); whole parse: the pool's class lies elsewhere;
 - KV301 needs a class and a ``self.`` attribute pair.
 """
 
@@ -45,17 +56,21 @@ from typing import TYPE_CHECKING
 
 from linter.chains import assigned_reaches, root_reaches
 from linter.code_only import code_only
-from linter.model.twins import key_head_dim_twin
+from linter.model.twins import is_value_head_dim, key_head_dim_twin
 from linter.names import (
     ATTENTION_CALLABLES,
     K_SIDE_TOKENS,
     RESHAPE_CALLS,
     SAME_TENSOR_METHODS,
+    SEE_THROUGH,
+    Role,
     is_attention_word,
     is_kv_head_count_name,
     is_kv_projection,
     is_kv_tensor_name,
+    is_scale_name,
     kv_side,
+    name_role,
     value_counterpart,
 )
 from linter.segments import Segment, header, top_level_segments
@@ -75,6 +90,7 @@ _LONE_CR = re.compile(r"\r(?!\n)")
 # blow-up on banner lines such as ``########``.
 _GAP = r"(?:\s|\\\r?\n|#[^\n]*\n)*"
 _RESHAPE_ALT = "|".join(sorted(RESHAPE_CALLS))
+_SEE_THROUGH_ALT = "|".join(sorted(SEE_THROUGH))
 # ``narrow(k, ...)``, ``torch.narrow(self.k, ...)``: group 1 is the tail of the first positional
 # argument when that argument is a dotted name (star arguments before it are skipped).
 _ARGUMENT_RESHAPE = re.compile(
@@ -166,6 +182,8 @@ class _File:
             self._attention = (
                 # ``scopes`` also reads multi-head latent attention (``forward_mla``) as attention.
                 "attn" in self.lower or "attention" in self.lower or "mla" in self.lower
+                # Hand-written attention (``scopes.Scope.hand_attention``) needs a softmax call.
+                or "softmax" in self.text
                 or self.has_any(_UNWORDED_CALLABLES | self.extra_tails)
                 or any(is_kv_projection(n) for part in _PROJECTION_WORDS for n in self.names_containing(part))
             )
@@ -208,6 +226,20 @@ class _File:
         return (
             self.subscripted(name)
             or self.followed_by(name, rf"\.{_GAP}(?:{_RESHAPE_ALT})\b")
+            or self.argument_reshaped(name)
+            or self.seen_through(name)
+        )
+
+    def seen_through(self, name: str) -> bool:
+        """``k.transpose(1, 2)[...]``: a subscript after axis-moving steps (``reshapes.see_through``).
+        Any such step counts, subscripted or not: its arguments may hold brackets of any depth."""
+        return self.followed_by(name, rf"\.{_GAP}(?:{_SEE_THROUGH_ALT})\b")
+
+    def cut(self, name: str) -> bool:
+        """Subscripted, seen through, or cut by KV102's split/chunk/tensor_split/narrow."""
+        return (
+            self.subscripted(name) or self.seen_through(name)
+            or self.followed_by(name, rf"\.{_GAP}(?:split|chunk|tensor_split|narrow)\b")
             or self.argument_reshaped(name)
         )
 
@@ -276,8 +308,8 @@ def _kv101(f: _File) -> bool:
 
 def _kv102(f: _File) -> bool:
     extra = f.settings.extra_pairs
-    return "[" in f.text and f.attention_context() and any(
-        is_kv_tensor_name(k, extra) and f.subscripted(k) and f.subscripted(value_counterpart(k, extra) or k)
+    return f.attention_context() and any(
+        is_kv_tensor_name(k, extra) and f.cut(k) and f.cut(value_counterpart(k, extra) or k)
         for k in f.k_names
     )
 
@@ -296,6 +328,97 @@ def _kv103(f: _File) -> bool:
     if not cache_names:
         return False
     return f.has_any(_INDEXED_CALLS) or any(f.subscripted(k) for k in cache_names)
+
+
+# A top-level function (KV105's helpers are the module's own ``def``s).
+_TOP_LEVEL_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
+
+
+def _kv105(f: _File) -> bool:
+    # Attention context, a K tensor name with its V twin, and a top-level function that is
+    # called in the file as well as defined (its name followed by ``(`` twice or more). The
+    # helper and its caller may sit in different top-level definitions: KV105 has no own unit.
+    if "def" not in f.text or not f.attention_context():
+        return False
+    extra = f.settings.extra_pairs
+    keys = [k for k in f.k_names if is_kv_tensor_name(k, extra)]
+    if not keys:
+        return False
+    helpers = [
+        name for name in set(_TOP_LEVEL_DEF.findall(f.text))
+        if len(re.findall(rf"(?<!\w){re.escape(name)}{_GAP}\(", f.text)) >= 2
+    ]
+    if not helpers:
+        return False
+    # A helper call whose arguments name a K tensor (``trim(k, n)``), read in text without
+    # strings and comments, where brackets balance (KV105 has no own unit, so parse_plan
+    # decides on the raw text alone: reduce it here, for the few files that get this far).
+    text = f.text if f.reduced else code_only(f.text)
+    key_word = re.compile(rf"(?<!\w)(?:{'|'.join(map(re.escape, keys))})(?!\w)")
+    return any(
+        key_word.search(arguments) is not None
+        for name in helpers for arguments in _call_arguments(text, name)
+    )
+
+
+def _call_arguments(text: str, name: str):
+    """The text between the brackets of every ``name(...)`` in reduced text (no strings or
+    comments, so brackets balance); the rest of the text when they never close."""
+    for match in re.finditer(rf"(?<![\w.]){re.escape(name)}{_GAP}\(", text):
+        depth, start = 1, match.end()
+        for i in range(start, len(text)):
+            char = text[i]
+            if char in "([{":
+                depth += 1
+            elif char in ")]}":
+                depth -= 1
+                if depth == 0:
+                    yield text[start:i]
+                    break
+        else:
+            yield text[start:]
+
+
+_TOP_LEVEL_CLASS = re.compile(r"^class[ \t]+(\w+)", re.MULTILINE)
+_RELATIVE_IMPORT = re.compile(r"^[ \t]*from[ \t]+\.", re.MULTILINE)
+
+
+def _kv207(f: _File) -> bool:
+    # A ``*Linear`` K/V projection pair named in the file (the base declares one side, the
+    # subclass the other), a parent ``__init__`` call, and a top-level class whose name occurs
+    # again (as a subclass's base). The base and the subclass are apart: no own unit.
+    if "class" not in f.text or "Linear" not in f.text or "__init__" not in f.text:
+        return False
+    if any(is_kv_projection(k) for k in f.k_names) and any(
+        len(re.findall(rf"(?<!\w){re.escape(name)}(?!\w)", f.text)) >= 2
+        for name in set(_TOP_LEVEL_CLASS.findall(f.text))
+    ):
+        return True
+    # Or one projection of a pair, with a base imported from a sibling module (``from ..``).
+    return _RELATIVE_IMPORT.search(f.text) is not None and any(
+        kv_side(name, f.settings.extra_pairs) is not None and is_kv_projection(name)
+        for part in _PROJECTION_WORDS for name in f.names_containing(part)
+    )
+
+
+def _kv106(f: _File) -> bool:
+    # A K-side scale name (``k_scale``, ``_k_scale``, ``key_descale``) with its V twin present.
+    return "scale" in f.text and any(is_scale_name(k) for k in f.k_names)
+
+
+def _kv208(f: _File) -> bool:
+    # A value head-dim name (it has "dim" or "size" in it) and a head-dim keyword argument
+    # (the call's ``head_dim=``). The pool's class may be in another top-level
+    # definition or file: no own unit.
+    if "=" not in f.text or not any(
+        is_value_head_dim(n) for n in f.names_containing("dim") | f.names_containing("size")
+    ):
+        return False
+    return any(
+        name_role(n) is Role.HEAD_DIM
+        and re.search(rf"[(,]{_GAP}{re.escape(n)}{_GAP}=(?!=)", f.text) is not None
+        for n in f.identifiers
+    )
 
 
 def _kv201(f: _File) -> bool:
@@ -393,7 +516,7 @@ def _always(_: _File) -> bool:
 _CONDITIONS: dict[str, Callable[[_File], bool]] = {
     "KV101": _kv101, "KV102": _kv102, "KV103": _kv103,
     "KV201": _kv201, "KV202": _kv202, "KV203": _kv203,
-    "KV104": _kv104, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206,
+    "KV104": _kv104, "KV105": _kv105, "KV106": _kv106, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV207": _kv207, "KV208": _kv208,
     "KV301": _kv301,
 }
 
@@ -413,7 +536,7 @@ def _is_class(segment: Segment) -> bool:
 _OWN_UNIT: dict[Callable[[_File], bool], Callable[[Segment], bool]] = {
     _kv101: _is_definition, _kv102: _is_definition, _kv103: _is_definition,
     _kv201: _is_definition, _kv202: _is_definition, _kv203: _is_class,
-    _kv104: _is_definition, _kv204: _is_class, _kv205: _is_class, _kv206: _is_definition,
+    _kv104: _is_definition, _kv106: _is_definition, _kv204: _is_class, _kv205: _is_class, _kv206: _is_definition,
     _kv301: _is_class,
 }
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from linter.names import AXISLESS_RESHAPES, RESHAPE_CALLS, RESHAPE_DIM_ARGS
+from linter.names import AXISLESS_RESHAPES, RESHAPE_CALLS, RESHAPE_DIM_ARGS, SEE_THROUGH
 from linter.pairs import dotted_name, normalized
 
 TOKEN_HEAD = "token/head"
@@ -88,6 +88,21 @@ def strip_shape_keeping(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
+def see_through(expr: cst.BaseExpression) -> tuple[str | None, str]:
+    """(base, steps) for a chain of axis-moving steps on a named tensor: ``k.transpose(1, 2)``
+    gives (``k``, ``.transpose(1,2)``); (None, "") for anything else."""
+    inner = expr
+    while (
+        isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute)
+        and inner.func.attr.value in SEE_THROUGH
+    ):
+        inner = inner.func.value
+    base = dotted_name(inner) if inner is not expr else None
+    if base is None:
+        return None, ""
+    return base, normalized(expr)[len(normalized(inner)):]
+
+
 def reshape_of(expr: cst.BaseExpression) -> Reshape | None:
     """The token/head-capable operation ``expr`` performs on a named tensor, if any."""
     if isinstance(expr, cst.Subscript):
@@ -99,6 +114,8 @@ def reshape_of(expr: cst.BaseExpression) -> Reshape | None:
 
 def _subscript_reshape(node: cst.Subscript) -> Reshape | None:
     base = dotted_name(node.value)
+    if base is None:
+        base, _ = see_through(node.value)
     if base is None:
         return None
     elements = node.slice

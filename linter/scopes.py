@@ -18,8 +18,16 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from linter.names import is_attention_word, is_kv_projection
+from linter.names import (
+    is_attention_word,
+    is_kv_projection,
+    is_kv_tensor_name,
+    kv_side,
+    value_counterpart,
+)
 from linter.pairs import callee_tail, dotted_name, is_attention_call, source_of
+from linter.reshapes import PIECEWISE, reshape_of, see_through, strip_shape_keeping
+from linter.tensor_roots import tensor_root
 
 # Calls whose arguments are only displayed or checked, never computed with.
 _QUIET_CALLS = frozenset({
@@ -40,6 +48,8 @@ _NON_TENSOR_ITERABLES = frozenset({"items", "keys", "range", "enumerate"})
 LATENT_ATTENTION = re.compile(r"MLA|(?:^|_)mla(?:_|$)")
 # Calls that only materialise or reorder an iterable: ``list(d.keys())`` still yields keys.
 _ORDERING_WRAPPERS = frozenset({"list", "tuple", "sorted", "reversed", "set"})
+# Matrix products written as calls (``torch.matmul(p, v)``, ``torch.bmm(q, k.transpose(1, 2))``).
+_MATMUL_CALLS = frozenset({"matmul", "bmm"})
 # Fields that hold only whitespace, brackets and punctuation: never worth descending into.
 _SKIPPED_FIELDS = frozenset({
     "lpar", "rpar", "comma", "semicolon", "leading_lines", "lines_after_decorators", "header",
@@ -59,7 +69,9 @@ class Binding:
     order: int
     # The right-hand side of ``name = value`` (or the iterable of ``for name in ...``).
     value: cst.BaseExpression | None
-    kind: str  # "assign", "loop", "param" or "other" (augmented, unpacked, with, import, def)
+    # "assign", "loop", "param", "piece" (unpacked from a split or chunk) or "other"
+    # (augmented, other unpacking, with, import, def)
+    kind: str
     # The statement line when the assignment is alone on it (where a fix can insert a mirror).
     line: cst.SimpleStatementLine | None = None
     # Walk-order range of the value: the calls and accesses inside it have orders in between.
@@ -79,6 +91,9 @@ class Access:
     store: bool
     quiet: bool
     branch: Branch = ()
+    # The axis-moving steps between the base and the subscript (``.transpose(1,2)`` in
+    # ``k.transpose(1, 2)[:, :, :n]``), whitespace removed; empty when the base is subscripted.
+    through: str = ""
 
 
 @dataclass(frozen=True)
@@ -88,6 +103,33 @@ class CallSite:
     order: int
     quiet: bool
     branch: Branch = ()
+
+
+@dataclass(frozen=True)
+class MatMul:
+    """``a @ b``, ``torch.matmul(a, b)`` or ``torch.bmm(a, b)``."""
+
+    node: cst.BaseExpression
+    left: cst.BaseExpression
+    right: cst.BaseExpression
+    order: int
+    quiet: bool
+    branch: Branch = ()
+
+
+@dataclass(frozen=True)
+class HandAttention:
+    """Attention written out: ``s = q @ k.transpose(-2, -1)``, a softmax, then ``p @ v``.
+
+    ``key`` is the K operand under its transpose, ``value`` the V operand; the pair reads like
+    the key and value arguments of an attention kernel (``tail`` names it in messages).
+    """
+
+    node: cst.BaseExpression  # the value product ``p @ v``
+    key: cst.BaseExpression
+    value: cst.BaseExpression
+    order: int
+    tail: str = "hand-written attention"
 
 
 def exclusive(a: object, b: object) -> bool:
@@ -107,8 +149,10 @@ class Scope:
     non_tensors: set[str] = field(default_factory=set)
     attributes: set[str] = field(default_factory=set)
     names_used: set[str] = field(default_factory=set)
+    matmuls: list[MatMul] = field(default_factory=list)
     # Every rule asks; the answer depends only on the configured extra callables.
     _attention: dict[tuple[str, ...], bool] = field(default_factory=dict, repr=False)
+    _hand: list[HandAttention] | None = field(default=None, repr=False)
 
     def binding_before(self, name: str, order: int) -> Binding | None:
         found = None
@@ -157,7 +201,33 @@ class Scope:
             # ``self.attn(...)``, ``ring_flash_attn_forward(...)``: attention-named callees.
             or any(c.tail is not None and is_attention_word(c.tail) for c in self.calls)
             or bool(self.attention_calls(extra_callables))
+            or bool(self.hand_attention())
         )
+
+    def hand_attention(self) -> list[HandAttention]:
+        """Attention written out in this scope: a softmax, scores from a matrix product with a
+        transposed K-side tensor, and a product with that tensor's V twin after it. All three
+        are needed: ``x @ w.transpose(0, 1)`` alone is a linear layer, a softmax alone a
+        classifier."""
+        if self._hand is None:
+            self._hand = self._find_hand_attention()
+        return self._hand
+
+    def _find_hand_attention(self) -> list[HandAttention]:
+        if not self.matmuls or not any(c.tail == "softmax" and not c.quiet for c in self.calls):
+            return []
+        found = []
+        for scores in self.matmuls:
+            key = _transposed_operand(scores.right)
+            root = None if key is None or scores.quiet else tensor_root(key)
+            if root is None or not is_kv_tensor_name(root) or kv_side(root) != "k":
+                continue
+            twin = value_counterpart(root)
+            for product in self.matmuls:
+                if product.order > scores.order and not product.quiet and tensor_root(product.right) == twin:
+                    found.append(HandAttention(product.node, key, product.right, product.order))
+                    break
+        return found
 
 
 # Rules of one traversal ask for the same scope in turn; a small cache lets them share it.
@@ -298,6 +368,13 @@ class _Walker:
         if len(node.targets) == 1 and _pairs_up(node.targets[0].target, node.value):
             self.unpack(node.targets[0].target, node.value, quiet)
             return
+        if len(node.targets) == 1 and _splits_into(node.targets[0].target, node.value):
+            # ``k1, k2 = torch.split(k, [a, b], dim=1)``: each name is one piece of the split.
+            start = self.order
+            self.walk(node.value, quiet)
+            for element in node.targets[0].target.elements:
+                self.bind(element.value.value, node.value, "piece", (start, self.order + 1), alone=False)
+            return
         start = self.order
         self.walk(node.value, quiet)
         for target in node.targets:
@@ -392,9 +469,18 @@ class _Walker:
     def formatted(self, node: cst.FormattedString, quiet: bool, store: bool) -> None:
         self.generic(node, True, False)
 
+    def binary(self, node: cst.BinaryOperation, quiet: bool, store: bool) -> None:
+        if isinstance(node.operator, cst.MatrixMultiply):
+            self.scope.matmuls.append(MatMul(node, node.left, node.right, self.order, quiet, self.branch))
+        self.generic(node, quiet, store)
+
     def call(self, node: cst.Call, quiet: bool, store: bool) -> None:
         tail = callee_tail(node)
         self.scope.calls.append(CallSite(node, tail, self.order, quiet, self.branch))
+        if tail in _MATMUL_CALLS:
+            operands = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
+            if len(operands) == 2:
+                self.scope.matmuls.append(MatMul(node, operands[0], operands[1], self.order, quiet, self.branch))
         self.walk(node.func, quiet)
         quiet = quiet or tail in _QUIET_CALLS or (tail or "").startswith("assert")
         for arg in node.args:
@@ -406,10 +492,12 @@ class _Walker:
         while isinstance(inner, cst.Subscript):
             chain.append(inner)
             inner = inner.value
-        base = dotted_name(inner)
+        base, through = dotted_name(inner), ""
+        if base is None:
+            base, through = see_through(inner)
         if base is not None:
             self.scope.accesses.append(
-                Access(node, base, tuple(reversed(chain)), self.order, store, quiet, self.branch)
+                Access(node, base, tuple(reversed(chain)), self.order, store, quiet, self.branch, through)
             )
         self.walk(inner, quiet)
         for sub in chain:
@@ -448,6 +536,14 @@ def _pairs_up(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
     )
 
 
+def _splits_into(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
+    """``a, b = k.split(...)`` / ``torch.chunk(k, 2)``: plain names unpacking one piecewise op."""
+    if not isinstance(target, (cst.Tuple, cst.List)) or not all(isinstance(e.value, cst.Name) and isinstance(e, cst.Element) for e in target.elements):
+        return False
+    reshape = reshape_of(strip_shape_keeping(value))
+    return reshape is not None and reshape.kind in PIECEWISE
+
+
 def _zips_onto(target: cst.BaseExpression, iterable: cst.BaseExpression) -> bool:
     """``for a, b in zip(xs, ys)``: one plain iterable per target name."""
     return (
@@ -484,7 +580,18 @@ _HANDLERS = {
     cst.Attribute: _Walker.attribute,
     cst.Name: _Walker.name,
     cst.Lambda: _Walker.lambda_,
+    cst.BinaryOperation: _Walker.binary,
 }
+
+
+def _transposed_operand(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``k`` in ``k.transpose(-2, -1)``, ``k.transpose(2, 3)``, ``k.mT`` or ``k.permute(0, 1, 3, 2)``:
+    the scores' right operand of hand-written attention."""
+    if isinstance(expr, cst.Attribute) and expr.attr.value in ("mT", "mH"):
+        return expr.value
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("transpose", "permute"):
+        return expr.func.value
+    return None
 
 
 SAME = "same"

@@ -18,3 +18,12 @@ def key_head_dim_twin(name: str) -> str | None:
     if kv_side(name) != "k":
         return None
     return value_counterpart(name)
+
+
+def is_value_head_dim(name: str) -> bool:
+    """``v_head_dim``, ``head_v_dim``, ``value_head_dim``, ``v_head_size``: the value's own head dim."""
+    low = name.lower()
+    if ("dim" not in low and "size" not in low) or name_role(name) is not Role.HEAD_DIM:
+        return False
+    parts = low.split("_")
+    return ("v" in parts or "value" in parts) and not ({"k", "key", "qk"} & set(parts))

@@ -25,7 +25,14 @@ from linter.reshapes import (
     strip_shape_keeping,
 )
 from linter.rules.base import Example, Mirror, Rule, free_names
-from linter.scopes import LATENT_ATTENTION, Binding, CallSite, Scope, ScopeTracking
+from linter.scopes import (
+    LATENT_ATTENTION,
+    Binding,
+    CallSite,
+    HandAttention,
+    Scope,
+    ScopeTracking,
+)
 from linter.tensor_roots import tensor_root
 
 # A V binding built with any of these may already carry the matching token/head change.
@@ -54,7 +61,10 @@ class KeyOnlyReshape(ScopeTracking, Rule):
         "result is then used as the key next to its paired value, while that value gets no token "
         "or head operation anywhere in the same function. Operations on the last axis (the head "
         "dim: RoPE or MLA nope/rope splits) are not reported, nor are names that are loop keys, "
-        "counters, masks or lengths, nor code that shows no sign of attention."
+        "counters, masks or lengths, nor code that shows no sign of attention. Hand-written "
+        "attention (scores from `q @ k.transpose(-2, -1)`, a softmax, then `@ v`) pairs its key "
+        "and value as a kernel call does; a piece unpacked from `torch.split(k, ...)` and a cut "
+        "after axis moves (`k.transpose(1, 2)[:, :, :n]`) count as cuts of `k`."
     )
     why = (
         "Attention pairs the i-th key with the i-th value. When only K loses tokens (a ring "
@@ -126,6 +136,18 @@ def ring_step(q, k, v, start, end):
         # Metadata read.
         Example("def attention(q, k, v):\n    b, s = k.shape[:2]\n"
                 "    return F.scaled_dot_product_attention(q, k, v)\n"),
+        # Hand-written attention over K and V split alike into pieces.
+        Example("def forward(q, k, v, a, b):\n    k_old, k_new = k.split([a, b], dim=1)\n"
+                "    v_old, v_new = v.split([a, b], dim=1)\n"
+                "    probs = torch.softmax(q @ k_new.transpose(-2, -1), dim=-1)\n    return probs @ v_new\n"),
+        # MLA: the key's nope/rope halves are a head-dim split; the value keeps its own width.
+        Example("def forward(q, k, v, nope, rope):\n"
+                "    k_nope, k_pe = torch.split(k, [nope, rope], dim=-1)\n"
+                "    scores = torch.matmul(q, k_nope.transpose(-1, -2))\n"
+                "    return torch.matmul(scores.softmax(dim=-1), v)\n"),
+        # A key cut next to a softmax but never multiplied with its value: no attention here.
+        Example("def rank_keys(x, k, v, n):\n    k = k[:n]\n"
+                "    return (x @ k.transpose(-1, -2)).softmax(dim=-1), v\n"),
     )
     INVALID = (
         Example("def f(q, k, v, t):\n    k = k[:t]\n    return flash_attn_func(q, k, v)\n", line=2,
@@ -153,6 +175,17 @@ def ring_step(q, k, v, start, end):
         # Shape-keeping steps in between do not hide the slice.
         Example("def f(q, k, v, t):\n    k = k[:, :t]\n    k = k.transpose(1, 2)\n"
                 "    return F.scaled_dot_product_attention(q, k, v.transpose(1, 2))\n", line=2),
+        # Hand-written attention: the scores use the cut key, the product the whole value.
+        Example("def forward(q, k, v, window):\n    k = k[:, -window:]\n"
+                "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
+                "    return scores.softmax(dim=-1) @ v\n", line=2),
+        # One piece of an unpacked split as the key, the value whole.
+        Example("def forward(q, k, v, prefix, new):\n"
+                "    k_prefix, k_new = torch.split(k, [prefix, new], dim=1)\n"
+                "    return flash_attn_func(q, k_new, v)\n", line=2),
+        # A cut after an axis move (a chain) is a cut all the same.
+        Example("def forward(q, k, v, n):\n    k = k.transpose(1, 2)[:, :, :n]\n"
+                "    return F.scaled_dot_product_attention(q, k, v.transpose(1, 2))\n", line=2),
     )
 
     def visit_Module(self, node: cst.Module) -> None:
@@ -175,6 +208,14 @@ def ring_step(q, k, v, start, end):
             _STORAGE.search(name) for name in scope.enclosing
         )
         reported: set[int] = set()
+        # Hand-written attention pairs its key and value as a kernel call does.
+        for hand in scope.hand_attention():
+            origin = self._origin(scope, hand.key, hand.order)
+            if origin is None or id(origin.reshape.node) in reported:
+                continue
+            if self._is_unmatched(scope, origin, hand.value, hand.order, None):
+                reported.add(id(origin.reshape.node))
+                self._report(scope, origin, hand, hand.key, hand.value)
         for site in scope.calls:
             if site.quiet:
                 continue
@@ -196,6 +237,11 @@ def ring_step(q, k, v, start, end):
                 if value is not None and self._is_unmatched(scope, origin, value, site.order, rank):
                     reported.add(id(origin.reshape.node))
                     self._report(scope, origin, site, key, value)
+
+    def _call_reshape(self, call: cst.Call) -> Reshape | None:
+        """A token/head cut that a call performs beyond the known operations (KV105 reads the
+        module's helpers); KV101 knows none."""
+        return None
 
     def _paired_argument(self, scope: Scope, origin: _Origin, key: cst.BaseExpression,
                          args: list[cst.BaseExpression], order: int) -> cst.BaseExpression | None:
@@ -223,6 +269,8 @@ def ring_step(q, k, v, start, end):
             if pieces is not None:
                 return pieces
         reshape = reshape_of(expr)
+        if reshape is None and isinstance(expr, cst.Call):
+            reshape = self._call_reshape(expr)
         if reshape is not None:
             return None if reshape.kind in PIECEWISE else _Origin(reshape, None)
         if not isinstance(expr, cst.Name):
@@ -230,7 +278,7 @@ def ring_step(q, k, v, start, end):
         binding = scope.binding_before(expr.value, order)
         if binding is None or binding.value is None:
             return None
-        if binding.kind == "loop":
+        if binding.kind in ("loop", "piece"):
             loop = reshape_of(strip_shape_keeping(binding.value))
             if loop is not None and loop.kind in PIECEWISE:
                 return _Origin(loop, binding, via_loop=True)
@@ -270,14 +318,16 @@ def ring_step(q, k, v, start, end):
         partner = counterpart_of_dotted(reshape.base, self.extra_pairs)
         return partner is not None and _value_source(scope, value, order) == partner
 
-    def _report(self, scope: Scope, origin: _Origin, site: CallSite, key: cst.BaseExpression,
+    def _report(self, scope: Scope, origin: _Origin, site: CallSite | HandAttention, key: cst.BaseExpression,
                 value: cst.BaseExpression) -> None:
         reshape = origin.reshape
         partner = counterpart_of_dotted(reshape.base, self.extra_pairs)
         op_text = source_of(reshape.node)
         where = f"`{site.tail}`" if site.tail else "the call"
+        if isinstance(site, HandAttention):
+            where = "hand-written attention"
         message = (
-            f"key `{reshape.base}` is reshaped along a token/head axis (`{op_text}`) and used as the "
+            f"key `{reshape.base}` {self._describe(reshape, op_text)} and used as the "
             f"key in {where}, but its value `{partner}` is passed without the same operation"
         )
         fix, mirror = self._fix(scope, origin, site, key, value)
@@ -287,13 +337,21 @@ def ring_step(q, k, v, start, end):
             fix=fix, mirror=mirror,
         )
 
-    def _suggestion(self, scope: Scope, origin: _Origin, site: CallSite, key: cst.BaseExpression) -> str:
+    def _describe(self, reshape: Reshape, op_text: str) -> str:
+        return f"is reshaped along a token/head axis (`{op_text}`)"
+
+    def _suggestion(self, scope: Scope, origin: _Origin, site: CallSite | HandAttention, key: cst.BaseExpression) -> str:
         """The mirrored code, written where every name it reads is in scope: after the key's
         line, else in place of the value in the call, else in words."""
         reshape = origin.reshape
         partner = counterpart_of_dotted(reshape.base, self.extra_pairs)
         base_tail = reshape.base.rsplit(".", 1)[-1]
         binding = origin.binding
+        if origin.via_loop and binding is not None and binding.kind == "piece":
+            mirrored = _mirror(source_of(binding.value), {base_tail}, self.extra_pairs)
+            if mirrored is not None:
+                return f"split the value the same way (`{mirrored}`) and pass its matching piece"
+            return f"apply the key's `{source_of(reshape.node)}` to `{partner}` as well"
         if origin.via_loop and binding is not None and isinstance(binding.value, cst.BaseExpression):
             # ``for k_c in k.chunk(n)``: walk the value's pieces alongside the key's.
             pieces = source_of(binding.value)
@@ -315,11 +373,11 @@ def ring_step(q, k, v, start, end):
             return f"pass the value with the same operation: `{mirrored}`"
         return f"apply the key's token/head operation (`{source_of(reshape.node)}`) to `{partner}` as well"
 
-    def _fix(self, scope: Scope, origin: _Origin, site: CallSite, key: cst.BaseExpression,
+    def _fix(self, scope: Scope, origin: _Origin, site: CallSite | HandAttention, key: cst.BaseExpression,
              value: cst.BaseExpression) -> tuple[Fix | None, Mirror | None]:
         """The edit that mirrors the key's operation onto the value, and the claim the engine
         checks before letting ``--fix`` apply it (see ``rules.base.mirror_is_proven``)."""
-        if not isinstance(value, cst.Name) or origin.via_loop:
+        if not isinstance(value, cst.Name) or origin.via_loop or not isinstance(site, CallSite):
             return None, None
         base_tail = origin.reshape.base.rsplit(".", 1)[-1]
         kernel = is_attention_call(site.node, self.extra_callables)

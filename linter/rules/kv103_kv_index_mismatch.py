@@ -211,7 +211,7 @@ def write_kv(k_buffer, v_buffer, loc, k, v):
         keys: dict = {}
         values: dict = {}
         for access in scope.accesses:
-            if access.quiet or id(access.node) in operands or not any(_has_index(sub) for sub in access.chain):
+            if access.quiet or access.through or id(access.node) in operands or not any(_has_index(sub) for sub in access.chain):
                 continue
             side = self._cache_side(scope, access.base)
             if side is not None:

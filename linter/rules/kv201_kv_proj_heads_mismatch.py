@@ -7,48 +7,11 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from linter.model.classes import linear_layer, output_size
 from linter.names import kv_side, value_counterpart
 from linter.pairs import callee_tail, dotted_name, source_of
 from linter.rules.base import Example, Rule
 from linter.sizes import Aliases, describe, heads_mismatch
-
-# Where the output size sits, by the callee's last name: positional index and keywords.
-# nn.Linear(in_features, out_features, bias) and the tensor-parallel families
-# (ColumnParallelLinear / RowParallelLinear / ReplicatedLinear(input_size, output_size, ...))
-# share index 1; LazyLinear infers its input and takes the output first.
-_OUTPUT_KEYWORDS = frozenset({"out_features", "output_size", "out_dim", "output_dim", "out_size"})
-_OUTPUT_INDEX = {"LazyLinear": 0}
-_DEFAULT_OUTPUT_INDEX = 1
-
-
-def _linear_layer(call: cst.Call) -> cst.Call | None:
-    """The ``*Linear(...)`` call itself, or the one a wrapper such as
-    ``quant_noise(nn.Linear(...), p, block)`` or ``weight_norm(nn.Linear(...))`` receives first."""
-    tail = callee_tail(call)
-    if tail is not None and tail.endswith("Linear"):
-        return call
-    first = call.args[0].value if call.args and call.args[0].keyword is None else None
-    if isinstance(first, cst.Call):
-        inner = callee_tail(first)
-        if inner is not None and inner.endswith("Linear"):
-            return first
-    return None
-
-
-def _output_size(call: cst.Call) -> cst.BaseExpression | None:
-    tail = callee_tail(call)
-    if tail is None:
-        return None
-    index = _OUTPUT_INDEX.get(tail, _DEFAULT_OUTPUT_INDEX)
-    positional = []
-    for arg in call.args:
-        if arg.star:
-            return None
-        if arg.keyword is None:
-            positional.append(arg.value)
-        elif arg.keyword.value in _OUTPUT_KEYWORDS:
-            return arg.value
-    return positional[index] if index < len(positional) else None
 
 
 @dataclass
@@ -218,14 +181,11 @@ class MultiQueryAttention(nn.Module):
             return
         aliases = self._aliases[-1]
         aliases.record(target, value)
-        if isinstance(value, cst.IfExp):
-            # self.v_proj = None if shared_kv else nn.Linear(...): the layer branch declares V.
-            layers = [b for b in (value.body, value.orelse) if isinstance(b, cst.Call)]
-            value = layers[0] if len(layers) == 1 else value
-        layer = _linear_layer(value) if isinstance(value, cst.Call) else None
+        # ``None if shared_kv else nn.Linear(...)`` and ``weight_norm(nn.Linear(...))`` declare too.
+        layer = linear_layer(value)
         if not isinstance(target, cst.Attribute) or layer is None:
             return
-        size = _output_size(layer)
+        size = output_size(layer)
         if size is None:
             return
         attr = target.attr.value

@@ -6,6 +6,7 @@ from textwrap import dedent
 
 import libcst as cst
 
+from linter.pairs import source_of
 from linter.scopes import DIFFER, SAME, exclusive, mismatches, scope_of
 
 
@@ -181,6 +182,35 @@ def test_attention_code_by_name_call_or_projection():
     assert function_scope("def f(q):\n    pass\n", ("forward_mla",)).is_attention_code()
     assert not function_scope("def f(q):\n    pass\n", ("formlayout",)).is_attention_code()
     assert not function_scope("def f(k, v):\n    return merge(k, v)\n").is_attention_code()
+
+
+def test_hand_written_attention_needs_scores_softmax_and_value_product():
+    full = ("def f(q, key_states, value_states):\n"
+            "    w = torch.matmul(q, key_states.transpose(2, 3))\n"
+            "    return w.softmax(-1) @ value_states\n")
+    scope = function_scope(full)
+    assert scope.is_attention_code()
+    [hand] = scope.hand_attention()
+    assert source_of(hand.key) == "key_states" and source_of(hand.value) == "value_states"
+    # Without the softmax, without the transposed key, or without the value's product: no attention.
+    assert not function_scope(full.replace("w.softmax(-1)", "w")).is_attention_code()
+    assert not function_scope(full.replace("key_states.transpose(2, 3)", "key_states")).is_attention_code()
+    assert not function_scope(full.replace("@ value_states", "@ other")).is_attention_code()
+    # A key's bookkeeping (a scale) is no key.
+    assert not function_scope(full.replace("key_states", "key_scale").replace("value_states", "value_scale")).is_attention_code()
+
+
+def test_names_unpacked_from_a_split_are_its_pieces():
+    scope = function_scope("def f(k, a, b):\n    k1, k2 = torch.split(k, [a, b], dim=1)\n    x, y = g(k)\n")
+    assert [b.kind for b in scope.bindings["k1"]] == ["piece"]
+    assert source_of(scope.bindings["k2"][0].value) == "torch.split(k, [a, b], dim=1)"
+    assert scope.bindings["x"][0].kind == "other"
+
+
+def test_a_subscript_after_axis_moves_is_an_access_on_the_tensor_underneath():
+    scope = function_scope("def f(k, n):\n    return k.transpose(1, 2).contiguous()[:, :n], k.view(2, -1)[:1]\n")
+    [access] = scope.accesses
+    assert access.base == "k" and access.through == ".transpose(1,2).contiguous()"
 
 
 def test_extra_attention_callables_count_as_attention_calls():

@@ -1,0 +1,206 @@
+"""The classes of one module by name, so a subclass sees the projections it inherits from a
+base defined in the same file (transformers' modular files redeclare one projection of a pair
+and inherit the other).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from linter.model.cache import cached
+from linter.model.classes import ClassModel, Projection, class_model
+from linter.model.functions import function_model
+
+_STORE: dict = {}
+
+
+def module_classes(module: cst.Module) -> dict[str, ClassModel]:
+    """Top-level classes by name; a name bound twice keeps neither (which one a subclass
+    names depends on order and control flow)."""
+    return cached(_STORE, module, lambda: _build(module))
+
+
+def _build(module: cst.Module) -> dict[str, ClassModel]:
+    found: dict[str, ClassModel | None] = {}
+    for statement in module.body:
+        if isinstance(statement, cst.ClassDef):
+            name = statement.name.value
+            found[name] = None if name in found else class_model(statement)
+    return {name: model for name, model in found.items() if model is not None}
+
+
+def ancestors(model: ClassModel, classes: dict[str, ClassModel]) -> Iterator[ClassModel]:
+    """The module's own classes ``model`` inherits from, nearest first (depth first along the
+    bases in order, each once)."""
+    seen = {model.name}
+    stack = [b for b in reversed(model.bases) if b in classes]
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        base = classes[name]
+        yield base
+        stack.extend(b for b in reversed(base.bases) if b in classes and b not in seen)
+
+
+def inherited_projection(model: ClassModel, attr: str, classes: dict[str, ClassModel]) -> tuple[ClassModel, Projection] | None:
+    """The nearest ancestor's ``attr`` projection, when ``model`` itself declares none."""
+    if model.defines(attr):
+        return None
+    for base in ancestors(model, classes):
+        if attr in base.projections:
+            return base, base.projections[attr]
+        if base.defines(attr):
+            return None  # set to something that is no ``*Linear`` layer: unknown
+    return None
+
+
+def calls_parent_init(method: cst.FunctionDef) -> bool:
+    """``super().__init__(...)`` or ``Base.__init__(self, ...)``: the inherited layers exist."""
+    return any(
+        isinstance(call.func, cst.Attribute) and call.func.attr.value == "__init__"
+        for call in function_model(method).calls
+    )
+
+
+def resolver(*scopes: tuple[ClassModel, cst.FunctionDef]):
+    """Resolve ``name``/``self.name`` to its single assignment in the given (class, method)
+    pairs, first pair first."""
+    tables = []
+    for model, method in scopes:
+        local: dict[str, list[cst.BaseExpression]] = {}
+        for assignment in function_model(method).assignments:
+            if assignment.position is None:
+                local.setdefault(assignment.name, []).append(assignment.value)
+        tables.append((local, model.attrs))
+
+    def resolve(node: cst.BaseExpression) -> cst.BaseExpression | None:
+        for local, attrs in tables:
+            if isinstance(node, cst.Name):
+                values = local.get(node.value)
+            elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+                values = attrs.get(node.attr.value)
+            else:
+                return None
+            if values:
+                return values[0] if len(values) == 1 else None
+        return None
+
+    return resolve
+
+
+# Modules read for their classes, by path: (mtime, classes). A subclass in a modular file
+# inherits from a class in a sibling package (``from ..glmasr.modeling_glmasr import X``).
+_OTHER_MODULES: dict[str, tuple[int, dict[str, ClassModel]]] = {}
+
+
+def imported_classes(module: cst.Module, path: str, names: set[str], absolute: bool = False) -> dict[str, ClassModel]:
+    """The classes among ``names`` that ``module`` (at ``path``) imports by a relative
+    ``from .x import Name`` at its top level (with ``absolute``, also ``from pkg.x import
+    Name`` anywhere in the file, ``pkg`` being the package ``path`` belongs to), read from the
+    imported file when it exists. A file that cannot be read or parsed contributes nothing."""
+    found: dict[str, ClassModel] = {}
+    for small in _imports(module, absolute):
+        if isinstance(small.names, cst.ImportStar) or not (small.relative or absolute):
+            continue
+        wanted = {
+            alias.name.value: (alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else alias.name.value)
+            for alias in small.names if isinstance(alias.name, cst.Name)
+        }
+        wanted = {real: local for real, local in wanted.items() if local in names}
+        if not wanted:
+            continue
+        if small.relative:
+            target = _module_path(path, len(small.relative), small.module)
+        else:
+            target = _absolute_module_path(path, small.module)
+        classes = _classes_at(target)
+        for real, local in wanted.items():
+            if real in classes:
+                found[local] = classes[real]
+    return found
+
+
+def _imports(node: cst.CSTNode, anywhere: bool):
+    """``from ... import ...`` statements: top-level ones, or (``anywhere``) also inside
+    functions and classes (pools are often imported where they are built)."""
+    body = getattr(node, "body", ())
+    if isinstance(body, cst.BaseSuite):
+        body = getattr(body, "body", ())
+    for statement in body if isinstance(body, (list, tuple)) else ():
+        if isinstance(statement, cst.SimpleStatementLine):
+            yield from (s for s in statement.body if isinstance(s, cst.ImportFrom))
+        elif anywhere and isinstance(statement, cst.BaseCompoundStatement):
+            yield from _imports(statement, anywhere)
+            for extra in (getattr(statement, "orelse", None), *getattr(statement, "handlers", ()),
+                          getattr(statement, "finalbody", None)):
+                if extra is not None:
+                    yield from _imports(extra, anywhere)
+
+
+def _absolute_module_path(path: str, dotted: cst.Attribute | cst.Name | None) -> str | None:
+    """``pkg.mem_cache.pool`` -> the file, when ``path`` lies inside a package named ``pkg``
+    (found by climbing the directories that hold an ``__init__.py``)."""
+    import os
+
+    if not path or path.startswith("<") or not os.path.isfile(path) or dotted is None:
+        return None
+    top = None
+    directory = os.path.dirname(os.path.abspath(path))
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        top = directory
+        directory = os.path.dirname(directory)
+    if top is None:
+        return None
+    node = dotted
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    if not isinstance(node, cst.Name) or node.value != os.path.basename(top):
+        return None
+    return _module_path(os.path.join(os.path.dirname(top), "x.py"), 1, dotted, must_exist=False)
+
+
+def _module_path(path: str, level: int, dotted: cst.Attribute | cst.Name | None, must_exist: bool = True) -> str | None:
+    import os
+
+    if not path or path.startswith("<") or (must_exist and not os.path.isfile(path)):
+        return None
+    directory = os.path.dirname(os.path.abspath(path))
+    for _ in range(level - 1):
+        directory = os.path.dirname(directory)
+    parts: list[str] = []
+    node = dotted
+    while isinstance(node, cst.Attribute):
+        parts.insert(0, node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.insert(0, node.value)
+    if not parts:
+        return None
+    base = os.path.join(directory, *parts)
+    for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def _classes_at(path: str | None) -> dict[str, ClassModel]:
+    if path is None:
+        return {}
+    import os
+
+    try:
+        mtime = os.stat(path).st_mtime_ns
+        hit = _OTHER_MODULES.get(path)
+        if hit is not None and hit[0] == mtime:
+            return hit[1]
+        with open(path, encoding="utf-8") as handle:
+            parsed = cst.parse_module(handle.read())
+    except (OSError, UnicodeDecodeError, cst.ParserSyntaxError, RecursionError):
+        return {}
+    classes = _build(parsed)
+    _OTHER_MODULES[path] = (mtime, classes)
+    return classes

@@ -1,0 +1,180 @@
+"""KV105 key-cut-by-helper: a helper of the module cuts the key along tokens/heads; the value
+goes to attention whole."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from linter.model.functions import function_model, params_of
+from linter.pairs import dotted_name
+from linter.reshapes import (
+    PIECEWISE,
+    TOKEN_HEAD,
+    Reshape,
+    reshape_of,
+    strip_shape_keeping,
+)
+from linter.rules.base import Example
+from linter.rules.kv101_key_only_reshape import KeyOnlyReshape
+from linter.scopes import Scope
+
+
+class KeyCutByHelper(KeyOnlyReshape):
+    code = "KV105"
+    name = "key-cut-by-helper"
+    summary = "Key passed through a helper of the module that cuts it along tokens/heads; value left whole"
+    what = (
+        "Reads every top-level function of the module once: a helper whose every `return` gives "
+        "one of its parameters sliced, narrowed or gathered along a token or head axis "
+        "(`return x[:, :n]`, `y = x.narrow(1, s, n); return y`) cuts that parameter. A call of "
+        "such a helper on a key (`k = trim(k, n)`) is a cut of the key, judged as KV101 judges "
+        "an inline one: reported when the key then meets its paired value in attention (a kernel "
+        "call, an attention-named callee, hand-written attention) and the value was neither cut "
+        "nor passed through any helper of the module."
+    )
+    why = (
+        "A helper hides the cut from the line that pairs K and V: the key loses tokens or heads "
+        "the value keeps, so K and V describe different sequences. Packed NPU kernels fail with "
+        "shape errors; broadcasting kernels attend to the wrong values."
+    )
+    bad = """\
+def keep_recent(x, window):
+    return x[:, -window:]
+
+
+def sliding_attention(q, k, v, window):
+    k = keep_recent(k, window)
+    return F.scaled_dot_product_attention(q, k, v)
+"""
+    good = """\
+def keep_recent(x, window):
+    return x[:, -window:]
+
+
+def sliding_attention(q, k, v, window):
+    k = keep_recent(k, window)
+    v = keep_recent(v, window)
+    return F.scaled_dot_product_attention(q, k, v)
+"""
+    fix_text = (
+        "Pass the value through the same helper (the finding suggests the mirrored line). "
+        "kvlint does not edit the code: it cannot prove what the helper does beyond the cut."
+    )
+
+    VALID = (
+        Example(good),
+        # The helper cuts the head dim (RoPE part): no token/head change.
+        Example("def rotary_part(x, rot):\n    return x[..., :rot]\n\n\n"
+                "def attention(q, k, v, rot):\n    k = rotary_part(k, rot)\n"
+                "    return flash_attn_func(q, k, v)\n"),
+        # The value goes through a helper of its own.
+        Example("def take_keys(x, n):\n    return x[:, :n]\n\n\ndef take_values(x, n):\n    return x.narrow(1, 0, n)\n\n\n"
+                "def attention(q, k, v, n):\n    k = take_keys(k, n)\n    v = take_values(v, n)\n"
+                "    return flash_attn_func(q, k, v)\n"),
+        # A helper that returns its input whole on some path does not always cut it.
+        Example("def maybe_trim(x, n):\n    if n is None:\n        return x\n    return x[:, :n]\n\n\n"
+                "def attention(q, k, v, n):\n    k = maybe_trim(k, n)\n    return flash_attn_func(q, k, v)\n"),
+        # K-only indexer cache: the helper's result is no attention key next to a value.
+        Example("def top_tokens(x, idx):\n    return x[:, idx]\n\n\n"
+                "def index_scores(q, k, v, idx):\n    k = top_tokens(k, idx)\n    return q @ k.transpose(-1, -2)\n"),
+        # MLA: K is the latent and V the same tensor.
+        Example("def recent(x, n):\n    return x[-n:]\n\n\n"
+                "def mla_decode(q, kv, n):\n    kv = recent(kv, n)\n    return flash_attn_func(q, kv, kv)\n"),
+    )
+    INVALID = (
+        Example(bad, line=6),
+        # The helper narrows through a local name; the attention is written out.
+        Example("def window(x, start, length):\n    part = x.narrow(1, start, length)\n    return part\n\n\n"
+                "def forward(q, key_states, value_states, start, length):\n"
+                "    key_states = window(key_states, start, length)\n"
+                "    scores = torch.matmul(q, key_states.transpose(2, 3))\n"
+                "    return torch.matmul(scores.softmax(-1), value_states)\n", line=7),
+        # Inline in the call, helper defined after its caller.
+        Example("class Attention(nn.Module):\n    def forward(self, q, k, v, n):\n"
+                "        return self.core(q, drop_prefix(k, n), v)\n\n\n"
+                "def drop_prefix(x, n):\n    return x[:, n:]\n", line=3),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        super().visit_Module(node)
+        self._helpers = {
+            statement.name.value: statement for statement in node.body if isinstance(statement, cst.FunctionDef)
+        }
+        self._summaries: dict[str, tuple[str, int, Reshape] | None] = {}
+
+    def check_scope(self, scope: Scope) -> None:
+        # Only scopes that call a helper of the module can hold a helper's cut.
+        if any(isinstance(c.node.func, cst.Name) and c.node.func.value in self._helpers for c in scope.calls):
+            super().check_scope(scope)
+
+    def _call_reshape(self, call: cst.Call) -> Reshape | None:
+        if not isinstance(call.func, cst.Name) or call.func.value not in self._helpers:
+            return None
+        summary = self._summary(call.func.value)
+        if summary is None:
+            return None
+        param, index, cut = summary
+        positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+        if any(arg.star for arg in call.args):
+            return None
+        argument = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == param), None)
+        if argument is None and index < len(positional):
+            argument = positional[index]
+        base = None if argument is None else dotted_name(argument)
+        return None if base is None else Reshape(call, base, "helper", cut.axes)
+
+    def _summary(self, name: str) -> tuple[str, int, Reshape] | None:
+        """(parameter, its position, the cut) when every return of helper ``name`` is one
+        parameter cut along a token/head axis."""
+        if name not in self._summaries:
+            self._summaries[name] = _cut_parameter(self._helpers[name])
+        return self._summaries[name]
+
+    def _describe(self, reshape: Reshape, op_text: str) -> str:
+        return f"is cut along a token/head axis by the helper call `{op_text}`"
+
+    def _report(self, scope: Scope, origin, site, key, value) -> None:
+        if origin.reshape.kind != "helper":
+            return  # every other cut is KV101's
+        partner = dotted_name(strip_shape_keeping(value))
+        if partner is not None and self._through_helper(scope, partner):
+            return
+        super()._report(scope, origin, site, key, value)
+
+    def _through_helper(self, scope: Scope, name: str) -> bool:
+        """Is ``name`` an argument of a call of any helper of the module in this scope?"""
+        return any(
+            isinstance(c.node.func, cst.Name) and c.node.func.value in self._helpers
+            and any(dotted_name(arg.value) == name for arg in c.node.args)
+            for c in scope.calls
+        )
+
+    def _fix(self, scope, origin, site, key, value):
+        # What the helper does beyond the cut is unknown: the mirrored call is only suggested.
+        return None, None
+
+
+def _cut_parameter(helper: cst.FunctionDef) -> tuple[str, int, Reshape] | None:
+    params = [p.name.value for p in params_of(helper.params)]
+    positional = [p.name.value for p in (*helper.params.posonly_params, *helper.params.params)]
+    model = function_model(helper)
+    if not model.returns:
+        return None
+    assigned: dict[str, list[cst.BaseExpression]] = {}
+    for assignment in model.assignments:
+        assigned.setdefault(assignment.name, []).append(assignment.value)
+    found: set[tuple[str, str]] = set()
+    cut = None
+    for statement in model.returns:
+        value = statement.value
+        if isinstance(value, cst.Name) and len(assigned.get(value.value, ())) == 1:
+            value = assigned[value.value][0]
+        reshape = None if value is None else reshape_of(strip_shape_keeping(value))
+        if (reshape is None or reshape.kind in PIECEWISE or reshape.base not in params
+                or reshape.base in assigned or reshape.role(None) != TOKEN_HEAD):
+            return None
+        found.add((reshape.base, reshape.kind))
+        cut = reshape
+    if len({base for base, _ in found}) != 1 or cut is None or cut.base not in positional:
+        return None
+    return cut.base, positional.index(cut.base), cut
