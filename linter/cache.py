@@ -3,7 +3,8 @@
 An entry is keyed by a hash of: the file's bytes, its path (findings and per-file-ignores name
 it), the settings fingerprint, the rules that ran, and kvlint's own code (version plus the size
 and mtime of every module of the ``linter`` package, so an edited install never reuses stale
-results). Entries are written to a temporary file and renamed into place, so a reader sees a
+results). An entry also records the other files the lint read (``linter.dependencies``: a
+base class's module, a pool's module) and is used only while they are unchanged. Entries are written to a temporary file and renamed into place, so a reader sees a
 whole entry or none; two processes writing the same key write the same bytes. An entry that is
 truncated, garbage, from another version, or for another key is ignored, never trusted.
 """
@@ -12,17 +13,19 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from functools import cache
 from pathlib import Path
 
 import linter
+from linter import dependencies
+from linter.dependencies import Stamp
 from linter.diagnostics import FileProblem
 from linter.finding import Edit, Finding, Fix, Related, Span
 
 DEFAULT_DIR = ".kvlint_cache"
-_FORMAT = 1
+_FORMAT = 2  # 2: entries record the other files a lint read
 
 
 @cache
@@ -56,7 +59,7 @@ class Cache:
     def get(self, key: str) -> tuple[list[Finding], list[FileProblem]] | None:
         try:
             payload = json.loads(self._entry(key).read_bytes())
-            if payload["key"] != key:
+            if payload["key"] != key or not dependencies.unchanged(payload.get("depends", [])):
                 return None
             return (
                 [_finding(d) for d in payload["findings"]],
@@ -65,10 +68,13 @@ class Cache:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
-    def put(self, key: str, findings: Sequence[Finding], problems: Sequence[FileProblem]) -> None:
+    def put(
+        self, key: str, findings: Sequence[Finding], problems: Sequence[FileProblem], depends: Iterable[Stamp] = ()
+    ) -> None:
         entry = self._entry(key)
         payload = json.dumps({
             "key": key,
+            "depends": sorted(depends),
             "findings": [asdict(f) for f in findings],
             "problems": [asdict(p) for p in problems],
         }).encode()

@@ -23,7 +23,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from linter import files
+from linter import dependencies, files
 from linter.cache import Cache
 from linter.config import enabled_codes
 from linter.diagnostics import FileProblem
@@ -169,7 +169,8 @@ def _check_python(path: str, data: bytes, job: Job) -> FileResult:
     except files.Unreadable as exc:
         return FileResult(path, [], [exc.problem])
     try:
-        findings = _lint_text(source.text, path, job)
+        with dependencies.collect() as depends:
+            findings = _lint_text(source.text, path, job)
     except _Unlintable as exc:
         findings, problems = [], [exc.problem]
     except Exception as exc:  # noqa: BLE001 - a bug in a rule must cost one file, not the run
@@ -177,7 +178,7 @@ def _check_python(path: str, data: bytes, job: Job) -> FileResult:
     else:
         problems = invalid_directives(findings, source.text, path)
     if key is not None and not any(p.code == "EKV999" for p in problems):
-        cache.put(key, findings, problems)
+        cache.put(key, findings, problems, depends)
     result = FileResult(path, findings, problems, source.text if findings else None, encoding=source.encoding)
     if job.fix and findings:
         try:

@@ -180,10 +180,14 @@ def _module_path(path: str, level: int, dotted: cst.Attribute | cst.Name | None,
         parts.insert(0, node.value)
     if not parts:
         return None
+    from linter import dependencies
+
     base = os.path.join(directory, *parts)
     for candidate in (base + ".py", os.path.join(base, "__init__.py")):
         if os.path.isfile(candidate):
             return candidate
+        # Absent now: a cached result must not outlive the file's creation either.
+        dependencies.stamp(candidate)
     return None
 
 
@@ -192,6 +196,9 @@ def _classes_at(path: str | None) -> dict[str, ClassModel]:
         return {}
     import os
 
+    from linter import dependencies
+
+    dependencies.stamp(path)
     try:
         mtime = os.stat(path).st_mtime_ns
         hit = _OTHER_MODULES.get(path)

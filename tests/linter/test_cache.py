@@ -97,3 +97,35 @@ def test_two_concurrent_processes_give_the_findings_of_one(tmp_path):
     outputs = [run.communicate()[0] for run in runs]
     alone = subprocess.run([*cmd[:-3], "--no-cache", str(tree)], capture_output=True, text=True, check=False).stdout
     assert outputs[0] == outputs[1] == alone and alone.count("KV101") == 30
+
+
+def test_an_entry_is_stale_once_a_file_the_lint_read_changes(tmp_path):
+    # KV207 reads the base class from the module the modular file imports: a cached result of
+    # the modular file must not outlive an edit of that module.
+    from linter import runner
+    from linter.settings import Settings
+
+    (tmp_path / "encoder").mkdir()
+    base = tmp_path / "encoder" / "modeling_encoder.py"
+    base.write_text(
+        "class EncoderAttention(nn.Module):\n"
+        "    def __init__(self, config):\n"
+        "        super().__init__()\n"
+        "        self.k_proj = nn.Linear(config.hidden_size, config.num_key_value_heads * config.head_dim)\n"
+        "        self.v_proj = nn.Linear(config.hidden_size, config.num_key_value_heads * config.head_dim)\n"
+    )
+    (tmp_path / "diarization").mkdir()
+    modular = tmp_path / "diarization" / "modular_diarization.py"
+    modular.write_text(
+        "from ..encoder.modeling_encoder import EncoderAttention\n\n\n"
+        "class DiarizationAttention(EncoderAttention):\n"
+        "    def __init__(self, config):\n"
+        "        super().__init__(config)\n"
+        "        self.v_proj = nn.Linear(config.hidden_size, config.num_attention_heads * config.head_dim)\n"
+    )
+    job = runner.job_for(Settings(select=frozenset({"KV207"})), cache_dir=str(tmp_path / "cache"))
+    assert [f.code for f in check_file(str(modular), job).findings] == ["KV207"]
+    assert [f.code for f in check_file(str(modular), job).findings] == ["KV207"]  # from the cache
+    base.write_text(base.read_text().replace("num_key_value_heads * config.head_dim)\n        self.v_proj",
+                                             "num_attention_heads * config.head_dim)\n        self.v_proj"))
+    assert check_file(str(modular), job).findings == []
