@@ -34,6 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING
 
 from linter.chains import assigned_reaches, root_reaches
@@ -50,8 +51,10 @@ from linter.names import (
     kv_side,
     value_counterpart,
 )
+from linter.rules import rule_triggers
 from linter.segments import Segment, header, top_level_segments
 from linter.settings import Settings
+from linter.triggers import Scanner, Trigger
 
 if TYPE_CHECKING:
     from linter.rules.base import Rule
@@ -350,6 +353,9 @@ class ParsePlan:
 
     whole: bool
     ranges: tuple[tuple[int, int], ...] = ()  # (first line, end line), 0-based, when not whole
+    # The rules that may still report (kvlint's codes; None stands for a rule of unknown
+    # conditions): the ``ast`` screen runs only theirs.
+    rules: frozenset[str | None] = frozenset()
 
     @property
     def needed(self) -> bool:
@@ -362,24 +368,29 @@ class ParsePlan:
 
 
 NOTHING = ParsePlan(False)
-WHOLE = ParsePlan(True)
 
 
 def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings) -> ParsePlan:
     """What of ``text`` must be parsed for ``rules`` (kvlint's own by code, or Rule classes) to
     report everything they would on all of it."""
+    known = _known(tuple(rules), settings.extra_attention_callables)
+    passing = known.scanner.passing(text)
+    if not passing:
+        return NOTHING
     raw = _File(text, settings)
-    live = [c for c in dict.fromkeys(map(_condition, rules)) if c(raw)]
+    live = [c for c in dict.fromkeys(known.conditions[code] for code in passing) if c(raw)]
     if not live:
         return NOTHING
+    codes = frozenset(_CODES.get(c) for c in live)
     if any(c not in _OWN_UNIT for c in live) or _LONE_CR.search(text):
         # Old Mac line ends: code_only and segments count lines by "\n" only.
-        return WHOLE
+        return ParsePlan(True, rules=codes)
     code = code_only(text)
     reduced = _File(code, settings, reduced=True)
     live = [c for c in live if c(reduced)]
     if not live:
         return NOTHING
+    codes = frozenset(_CODES.get(c) for c in live)
     segments = top_level_segments(code)
     rests: dict[Callable[[Segment], bool], _File] = {}
     for condition in live:
@@ -389,7 +400,7 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
             rest = "\n".join(header(s) if own(s) else s.text for s in segments)
             rests[own] = _File(rest, settings, reduced=True)
         if condition(rests[own]):
-            return WHOLE
+            return ParsePlan(True, rules=codes)
     ranges = []
     for segment in segments:
         relevant = [c for c in live if _OWN_UNIT[c](segment)]
@@ -397,13 +408,30 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
             unit = _File(segment.text, settings, reduced=True)
             if any(c(unit) for c in relevant):
                 ranges.append((segment.start, segment.end))
-    return ParsePlan(False, tuple(ranges))
+    return ParsePlan(False, tuple(ranges), codes)
 
 
-def _condition(rule: str | type[Rule]) -> Callable[[_File], bool]:
-    # Only kvlint's own rules have known conditions; any other rule (a test's) always runs.
-    if isinstance(rule, str):
-        return _CONDITIONS.get(rule, _always)
-    if not rule.__module__.startswith("linter.rules."):
-        return _always
-    return _CONDITIONS.get(rule.code, _always)
+_CODES = {condition: code for code, condition in _CONDITIONS.items()}
+
+
+@dataclass(frozen=True)
+class _Known:
+    """The rules of one run, keyed by what the scanner reports: their trigger and condition."""
+
+    scanner: Scanner
+    conditions: dict[str | int, Callable[[_File], bool]]
+
+
+@cache
+def _known(rules: tuple[str | type[Rule], ...], extra_callables: tuple[str, ...]) -> _Known:
+    # Only kvlint's own rules have known triggers and conditions; any other rule (a test's)
+    # always runs, keyed by its position.
+    triggers = rule_triggers()
+    keyed: dict[str | int, Trigger | None] = {}
+    conditions: dict[str | int, Callable[[_File], bool]] = {}
+    for i, rule in enumerate(rules):
+        code = rule if isinstance(rule, str) else (rule.code if rule.__module__.startswith("linter.rules.") else None)
+        key = i if code is None else code
+        keyed[key] = triggers.get(code) if code is not None else None
+        conditions[key] = _CONDITIONS.get(code, _always) if code is not None else _always
+    return _Known(Scanner(keyed, extra_callables), conditions)

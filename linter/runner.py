@@ -206,14 +206,30 @@ class _Unlintable(Exception):
 def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
     if not job.rules:
         return []
+    checked = False
     if job.prefilter:
         plan = parse_plan(text, job.rules, job.settings)
-        if not plan.whole and (not plan.ranges or _excerpt_is_clean(plan.excerpt(text), path, job)):
+        if not plan.whole:
+            if not plan.ranges or _excerpt_is_clean(plan.excerpt(text), path, job, plan.rules):
+                return []
+        elif not _may_report(text, path, job, plan.rules):
             return []
-    return _not_ignored(unsuppressed(_parse_and_lint(text, path, job), text), path, job.settings)
+        else:
+            checked = True
+    return _not_ignored(unsuppressed(_parse_and_lint(text, path, job, checked), text), path, job.settings)
 
 
-def _excerpt_is_clean(excerpt: str, path: str, job: Job) -> bool:
+def _may_report(text: str, path: str, job: Job, rules: frozenset[str | None]) -> bool:
+    """Does the ``ast`` screen of the live rules let ``text`` through to libcst?"""
+    tree = _python_tree(text, path)
+    if tree is None:
+        return True  # CPython cannot read it; libcst gives the verdict
+    from linter.ast_screens import may_report
+
+    return may_report(tree, rules, job.settings)
+
+
+def _excerpt_is_clean(excerpt: str, path: str, job: Job, rules: frozenset[str | None]) -> bool:
     """Do the rules report nothing on the planned definitions alone?
 
     Anything else (a finding, or an excerpt that does not parse because the cut was wrong)
@@ -221,13 +237,14 @@ def _excerpt_is_clean(excerpt: str, path: str, job: Job) -> bool:
     file itself.
     """
     try:
-        return not _parse_and_lint(excerpt, path, job)
+        return not _may_report(excerpt, path, job, rules) or not _parse_and_lint(excerpt, path, job, checked=True)
     except _Unlintable:
         return False
 
 
-def _parse_and_lint(text: str, path: str, job: Job) -> list[Finding]:
-    _refuse_unparsable(text, path)
+def _parse_and_lint(text: str, path: str, job: Job, checked: bool = False) -> list[Finding]:
+    if not checked:
+        _python_tree(text, path)
     import libcst as cst
 
     from linter.engine import lint_module
@@ -241,8 +258,10 @@ def _parse_and_lint(text: str, path: str, job: Job) -> list[Finding]:
         raise _Unlintable(FileProblem(path, "EKV003", "nested too deeply to parse; split the expression or statement")) from None
 
 
-def _refuse_unparsable(text: str, path: str) -> None:
-    """Raise for a file libcst cannot be trusted with, before it takes minutes or crashes.
+def _python_tree(text: str, path: str) -> ast.Module | None:
+    """CPython's syntax tree of ``text``, or None where CPython finds a syntax error that
+    libcst may still read (newer syntax); raises for a file libcst cannot be trusted with,
+    before it takes minutes or crashes.
 
     Too large: refused outright. Too deep: CPython's own parser gives the verdict, because
     libcst overflows the C stack (a segfault, not an exception) on expressions nested a few
@@ -259,10 +278,11 @@ def _refuse_unparsable(text: str, path: str) -> None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escapes and the like are not ours to report
-            ast.parse(text)
+            return ast.parse(text)
     except SyntaxError as exc:
         if _bracket_depth(text) > _SAFE_BRACKET_DEPTH:
             raise _Unlintable(FileProblem(path, "E999", f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1)) from None
+        return None
     except (RecursionError, MemoryError):
         raise _Unlintable(FileProblem(path, "EKV003", "nested too deeply to parse; split the expression or statement")) from None
 

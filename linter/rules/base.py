@@ -17,6 +17,7 @@ from libcst.metadata import CodeRange
 
 from linter.finding import Finding, Fix, Related, Span
 from linter.settings import Settings
+from linter.triggers import Trigger
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,9 @@ class Rule(cst.BatchableCSTVisitor):
     bad: ClassVar[str]
     good: ClassVar[str]
     fix_text: ClassVar[str]
+    # The words a file must hold for this rule to report on it (``linter.triggers``); None:
+    # every file. Written as a literal ``trigger = Trigger(...)``: it is read from the source.
+    trigger: ClassVar[Trigger | None] = None
 
     VALID: ClassVar[Sequence[Example]] = ()
     INVALID: ClassVar[Sequence[Example]] = ()

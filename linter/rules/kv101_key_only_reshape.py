@@ -25,6 +25,7 @@ from linter.reshapes import (
 )
 from linter.rules.base import Example, Rule
 from linter.scopes import Binding, CallSite, Scope, ScopeTracking
+from linter.triggers import ATTENTION, Trigger
 
 # A V binding built with any of these may already carry the matching token/head change.
 _RESIZING_CALLS = RESHAPE_CALLS | {"cat", "concat", "concatenate", "stack", "pad", "gather", "roll", "repeat_kv"}
@@ -44,6 +45,8 @@ class KeyOnlyReshape(ScopeTracking, Rule):
     code = "KV101"
     name = "key-only-reshape"
     summary = "Key sliced, narrowed, chunked, gathered or repeated along tokens/heads; value left unchanged"
+    # The attention vocabulary, and a subscript or a reshaping call to cut K with.
+    trigger = Trigger(ATTENTION, ("[", "narrow", "chunk", "split", "unbind", "index_select", "repeat", "expand"))
     what = (
         "Finds a key tensor cut or gathered along a token or head axis (slice, `narrow`, `chunk`, "
         "`split`, `index_select`, an integer/boolean index, `repeat_interleave`, `expand`) whose "

@@ -1,0 +1,255 @@
+"""A second look at what the text pre-filter let through, on the standard library's syntax tree.
+
+The runner parses every excerpt with ``ast`` anyway (CPython's verdict guards libcst against
+inputs that crash it), and ``ast`` builds its tree in C, about ten times faster than libcst.
+A screen asks of that tree whether a rule can report at all; when no live rule's screen says
+yes, libcst is never run on the excerpt (or file). libcst stays the pass that reports and fixes.
+
+A screen must over-approximate its rule exactly as the pre-filter conditions do: it may say yes
+for code without findings, never no for code with one. A rule without a screen always passes.
+``tests/linter/test_fast_path_equivalence.py`` and the benchmark compare the fast path (text
+pre-filter, screens, libcst) with parsing and visiting every file.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Collection
+
+from linter.names import (
+    counterpart_of_dotted,
+    is_kv_head_count_name,
+    is_kv_tensor_name,
+    kv_side,
+    value_counterpart,
+)
+from linter.settings import Settings
+
+Screen = Callable[[ast.Module, Settings], bool]
+
+# KV203's vocabulary, as in the rule.
+_SPLITS = frozenset({"chunk", "split", "tensor_split"})
+_FUNCTION_FORMS = frozenset({"chunk", "tensor_split", "split"})
+_FIRST_KEYWORD = {"split": "split_size_or_sections", "chunk": "chunks", "tensor_split": "indices_or_sections"}
+
+
+def _int_value(node: ast.expr | None) -> int | None:
+    """``3`` or ``-1`` written as a literal (what ``sizes.int_value`` reads), else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _int_value(node.operand)
+        return None if inner is None or not isinstance(node.operand, ast.Constant) else -inner
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
+
+
+def _argument(args: list[ast.expr], keywords: list[ast.keyword], index: int, keyword: str) -> ast.expr | None:
+    for kw in keywords:
+        if kw.arg == keyword:
+            return kw.value
+    return args[index] if index < len(args) else None
+
+
+def _kv203_split(call: ast.Call, three_targets: bool) -> bool:
+    """Can this call be one of KV203's equal-thirds QKV splits?"""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in _SPLITS:
+        return False
+    args, keywords = list(call.args), call.keywords
+    if isinstance(func.value, ast.Name) and func.value.id == "torch" and func.attr in _FUNCTION_FORMS:
+        # torch.chunk(qkv, 3, -1): the receiver is the first positional argument.
+        if not args:
+            return False
+        args = args[1:]
+    if any(isinstance(a, ast.Starred) for a in args) or any(kw.arg is None for kw in keywords):
+        return False
+    first = _argument(args, keywords, 0, _FIRST_KEYWORD[func.attr])
+    dim = _int_value(_argument(args, keywords, 1, "dim"))
+    if first is None or dim is None or dim == 0:
+        return False
+    if func.attr != "split":
+        return _int_value(first) == 3
+    if isinstance(first, (ast.List, ast.Tuple)):
+        # Equal source text (the rule's test) means equal trees.
+        return len(first.elts) == 3 and len({ast.dump(e) for e in first.elts}) == 1
+    if isinstance(first, ast.BinOp) and isinstance(first.op, ast.Mult):
+        sides = (first.left, first.right)
+        if any(_int_value(n) == 3 for n in sides) and any(
+            isinstance(n, (ast.List, ast.Tuple)) and len(n.elts) == 1 for n in sides
+        ):
+            return True  # [head_dim] * 3
+    # A name (it may hold a list of sizes), or one size for every part when the call is
+    # unpacked into three names.
+    return isinstance(first, ast.Name) or three_targets
+
+
+def _kv203(tree: ast.Module, settings: Settings) -> bool:
+    """A split into equal thirds, and a KV head count named anywhere but as a keyword."""
+    three: set[int] = set()
+    split = heads = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            target = node.targets[0] if len(node.targets) == 1 else None
+            if isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 3:
+                three.update(id(n) for n in ast.walk(node.value) if isinstance(n, ast.Call))
+        elif isinstance(node, ast.Call):
+            split = split or _kv203_split(node, id(node) in three)
+        if not heads:
+            heads = any(is_kv_head_count_name(name) for name in _identifiers(node))
+        if split and heads:
+            return True
+    return False
+
+
+def _identifiers(node: ast.AST) -> list[str]:
+    """The identifiers a node itself spells (not its children's); keyword names excluded, as
+    KV203 excludes them (``f(total_num_kv_heads=n)`` names the callee's parameter)."""
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.Attribute):
+        return [node.attr]
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, ast.alias):
+        return [*node.name.split("."), *([node.asname] if node.asname else [])]
+    if isinstance(node, ast.ImportFrom):
+        return (node.module or "").split(".")
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return list(node.names)
+    if isinstance(node, ast.ExceptHandler):
+        return [node.name] if node.name else []
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)):
+        return [node.name] if node.name else []
+    if isinstance(node, ast.MatchMapping):
+        return [node.rest] if node.rest else []
+    if isinstance(node, ast.MatchClass):
+        return list(node.kwd_attrs)
+    return []
+
+
+_SHAPE_METHODS = frozenset({"view", "reshape"})
+_REARRANGE = frozenset({"rearrange"})
+
+
+def _dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        head = _dotted(node.value)
+        return None if head is None else f"{head}.{node.attr}"
+    return None
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    """Every name and attribute spelled in ``node``: a superset of its tensor root."""
+    return {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))}
+
+
+def _sequence(args: list[ast.expr], keywords: list[ast.keyword]) -> list[ast.expr] | None:
+    if keywords or any(isinstance(a, ast.Starred) for a in args):
+        return None
+    if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
+        elements = args[0].elts
+        return None if any(isinstance(e, ast.Starred) for e in elements) else list(elements)
+    return args
+
+
+def _kv202_view(call: ast.Call) -> tuple[tuple, dict[str, str], ast.expr] | None:
+    """(form, axis -> size's dump, receiver) of a call KV202 reads as a view, as the rule does."""
+    func, args = call.func, list(call.args)
+    full = _dotted(func)
+    tail = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if tail is None:
+        return None
+    if full in ("rearrange", "einops.rearrange"):
+        if len(args) < 2 or not (isinstance(args[1], ast.Constant) and isinstance(args[1].value, str)):
+            return None
+        sizes = {kw.arg: ast.dump(kw.value) for kw in call.keywords if kw.arg is not None}
+        return (("rearrange", args[1].value), sizes, args[0]) if sizes else None
+    if full in ("torch.reshape", "torch.unflatten"):
+        if not args:
+            return None  # a keyword-only call: no receiver the rule can read
+        receiver, args = args[0], args[1:]
+    elif isinstance(func, ast.Attribute) and tail in (*_SHAPE_METHODS, "unflatten"):
+        receiver = func.value
+    else:
+        return None
+    if tail == "unflatten":
+        if len(args) + len(call.keywords) != 2 or len(args) < 1:
+            return None
+        shape = _sequence(args[1:], call.keywords)
+        form: tuple = ("unflatten", ast.dump(args[0]), len(shape or ()))
+        minimum = 2
+    else:
+        shape = _sequence(args, call.keywords)
+        form = ("shape", len(shape or ()))
+        minimum = 3
+    if shape is None or len(shape) < minimum:
+        return None
+    return form, {str(i): ast.dump(size) for i, size in enumerate(shape)}, receiver
+
+
+_MINUS_ONE = ast.dump(ast.UnaryOp(ast.USub(), ast.Constant(1)))
+
+
+def _kv202(tree: ast.Module, settings: Settings) -> bool:
+    """Two views of one form, one about a K-side name and one about its V side, whose sizes
+    differ at some axis neither leaves to ``-1``."""
+    extra = settings.extra_pairs
+    views: list[tuple[tuple, dict[str, str], set[str]]] = []
+    targets: dict[int, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) else None
+            if name is not None:
+                targets.update((id(n), name) for n in ast.walk(node.value) if isinstance(n, ast.Call))
+        elif isinstance(node, ast.Call):
+            view = _kv202_view(node)
+            if view is not None:
+                form, sizes, receiver = view
+                ids = _names_in(receiver)
+                if id(node) in targets:
+                    ids.add(targets[id(node)])
+                views.append((form, sizes, {i for i in ids if kv_side(i, extra)}))
+    for k_form, k_sizes, k_ids in views:
+        partners = {value_counterpart(i, extra) for i in k_ids} - {None}
+        for v_form, v_sizes, v_ids in views:
+            if v_form == k_form and v_ids & partners and any(
+                axis in v_sizes and size != v_sizes[axis] and _MINUS_ONE not in (size, v_sizes[axis])
+                for axis, size in k_sizes.items()
+            ):
+                return True
+    return False
+
+
+def _only_slices(node: ast.Subscript) -> bool:
+    elements = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    return all(
+        isinstance(e, ast.Slice) or (isinstance(e, ast.Constant) and (e.value is None or e.value is Ellipsis))
+        for e in elements
+    )
+
+
+def _kv102(tree: ast.Module, settings: Settings) -> bool:
+    """A K tensor and its V counterpart both subscripted with slices only."""
+    extra = settings.extra_pairs
+    sliced = {
+        base for node in ast.walk(tree)
+        if isinstance(node, ast.Subscript) and _only_slices(node)
+        and (base := _dotted(node.value)) is not None and is_kv_tensor_name(base, extra)
+    }
+    return any(
+        kv_side(base.rsplit(".", 1)[-1], extra) == "k" and counterpart_of_dotted(base, extra) in sliced
+        for base in sliced
+    )
+
+
+SCREENS: dict[str, Screen] = {"KV102": _kv102, "KV202": _kv202, "KV203": _kv203}
+
+
+def may_report(tree: ast.Module, rules: Collection[str | None], settings: Settings) -> bool:
+    """Can any of ``rules`` (codes; None: a rule without known conditions) report on ``tree``?"""
+    return any(code not in SCREENS or SCREENS[code](tree, settings) for code in rules)
