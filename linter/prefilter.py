@@ -102,6 +102,27 @@ _VIEW_CALLS = frozenset({"view", "reshape", "unflatten", "rearrange"})
 _SPLIT_CALLS = frozenset({"chunk", "split", "tensor_split"})
 
 
+# Every ASCII character that cannot be part of an identifier, to a space.
+_NON_WORD = str.maketrans({c: " " for c in map(chr, range(128)) if not (c.isalnum() or c == "_")})
+
+
+def identifier_set(text: str) -> frozenset[str]:
+    """The distinct identifiers of ``text``, as ``_IDENTIFIER.findall`` finds them.
+
+    For ASCII text, translating and splitting in C is about 3x faster than the regular
+    expression: each maximal run of word characters, less its leading digits, is what the
+    expression matches.
+    """
+    if not text.isascii():
+        return frozenset(_IDENTIFIER.findall(text))
+    words = set(text.translate(_NON_WORD).split())
+    numeric = [w for w in words if w[0].isdigit()]
+    if numeric:
+        words.difference_update(numeric)
+        words.update(filter(None, (w.lstrip("0123456789") for w in numeric)))
+    return frozenset(words)
+
+
 class _File:
     """Lazily computed facts about one file's text, shared by the rule conditions."""
 
@@ -132,7 +153,7 @@ class _File:
     @property
     def identifiers(self) -> frozenset[str]:
         if self._identifiers is None:
-            self._identifiers = frozenset(_IDENTIFIER.findall(self.text))
+            self._identifiers = identifier_set(self.text)
         return self._identifiers
 
     @property

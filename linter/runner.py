@@ -13,6 +13,7 @@ pre-commit run on one such file should cost little more than starting Python.
 from __future__ import annotations
 
 import ast
+import os
 import re
 import warnings
 from collections.abc import Sequence
@@ -113,13 +114,25 @@ def check_stdin(data: bytes, path: str, job: Job) -> FileResult:
 def check_paths(paths: Sequence[str], job: Job, jobs: int) -> list[FileResult]:
     if jobs <= 1 or len(paths) < POOL_THRESHOLD:
         return [check_file(p, job) for p in paths]
-    # Small chunks: file sizes vary by orders of magnitude, and one big chunk left to one worker
-    # at the end would leave the others idle.
+    # Largest files first, in small chunks: file sizes vary by orders of magnitude, and a big
+    # file (or chunk) started last would leave the other workers idle while it finishes.
+    order = sorted(range(len(paths)), key=lambda i: _size(paths[i]), reverse=True)
     chunksize = max(1, min(8, len(paths) // (jobs * 8)))
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=jobs, initializer=_set_worker_job, initargs=(job,)) as pool:
-        return list(pool.map(_worker_check, paths, chunksize=chunksize))
+        done = pool.map(_worker_check, [paths[i] for i in order], chunksize=chunksize)
+        results: list[FileResult] = [None] * len(paths)  # type: ignore[list-item]
+        for i, result in zip(order, done):
+            results[i] = result
+        return results
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0  # reading it will say what is wrong
 
 
 _worker_job: Job | None = None
