@@ -105,7 +105,7 @@ def small_file_rows(small_files: dict[str, str]) -> list[Row]:
     ]
 
 
-def attention_tree_rows(trees_dir: str | None) -> tuple[list[Row], list[str]]:
+def attention_tree_rows(trees_dir: str | None, rounds: int) -> tuple[list[Row], list[str]]:
     """Rows for every attention tree present under ``trees_dir``; a line for each absent one."""
     from benchmarks.trees import TREES, locate
 
@@ -117,7 +117,7 @@ def attention_tree_rows(trees_dir: str | None) -> tuple[list[Row], list[str]]:
             rows.append(Row(f"{name}: skipped, tree absent", "", None, None))
             continue
         present.append(str(path))
-        rows += tree_rows(str(path), name)
+        rows += tree_rows(str(path), name, rounds)
     return rows, present
 
 
@@ -248,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
                              "(default $KVLINT_BENCH_CACHE); overrides --trees")
     parser.add_argument("--trees-only", action="store_true", help="only the attention-tree rows")
     parser.add_argument("--skip-slow-path", action="store_true", help="skip the parse-everything equivalence run")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of ruff/cold/warm per tree (median)")
     parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
@@ -260,14 +261,14 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks.trees import fetch
 
         trees_dir = fetch(args.fetch)
-    rows, attention_trees = attention_tree_rows(trees_dir)
+    rows, attention_trees = attention_tree_rows(trees_dir, args.rounds)
     tree = "" if args.trees_only else torch_tree()
     if not args.trees_only:
         small = {
             "no K/V code": str(ROOT / "linter" / "settings.py"),
             "attention code, parsed": str(ROOT / "examples" / "ring_attention" / "fixed.py"),
         }
-        rows += tree_rows(tree, "torch") + small_file_rows(small) + plan_rows(tree)
+        rows += tree_rows(tree, "torch", args.rounds) + small_file_rows(small) + plan_rows(tree)
     if not args.skip_slow_path:
         rows += equivalence_rows([*([tree] if tree else []), *attention_trees, *args.tree], args.jobs)
     if not args.trees_only:
