@@ -78,6 +78,9 @@ def tree_rows(tree: str, label: str = "", rounds: int = 3) -> list[Row]:
     # Each round's own ratio too: under load the spread says how far to trust the median.
     spread = sorted(c / r for (c, _), r in zip(cold_runs, ruff_runs))
     prefix = f"{label}: " if label else ""
+    # A line as soon as a tree is done: a run of several trees takes minutes.
+    print(f"benchmarks: {label or tree}: ruff {ruff_s:.2f} s, kvlint cold {cold_s:.2f} s ({cold_s / ruff_s:.2f}x), "
+          f"warm {warm_s:.2f} s ({warm_s / ruff_s:.2f}x), {peak} MB", file=sys.stderr)
     return [
         Row(f"{prefix}reference: ruff check --select E,F --no-cache", f"{ruff_s:.2f} s", None, None),
         Row(f"{prefix}cold kvlint check, no cache <= 3x ruff", f"{cold_s:.2f} s (rounds {spread[0]:.1f}x-{spread[-1]:.1f}x)",
