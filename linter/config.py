@@ -1,9 +1,12 @@
 """``[tool.kvlint]`` in pyproject.toml, merged with command-line options into ``Settings``.
 
-The configuration file is ``--config FILE`` or else the nearest ``pyproject.toml`` holding a
-``[tool.kvlint]`` table, searched from the directory common to the paths being checked (``.``
-by default) upwards. Patterns in ``exclude`` and ``per-file-ignores`` are relative to that
-file's directory.
+The configuration file is ``--config FILE`` or else, searched from the directory common to the
+paths being checked (``.`` by default) upwards, the first directory holding a ``.kvlint.toml``,
+a ``kvlint.toml`` or a ``pyproject.toml`` with a ``[tool.kvlint]`` table (ruff's order). In
+``pyproject.toml`` the keys live under ``[tool.kvlint]``; in ``kvlint.toml``/``.kvlint.toml``
+(and any other file given to ``--config``) they are top-level, the shape of ``ruff.toml``.
+Patterns in ``exclude``, ``extend-exclude`` and ``per-file-ignores`` are relative to that file's
+directory.
 
     [tool.kvlint]
     select = ["KV1"]                       # codes or prefixes; "ALL"; default: every rule
@@ -11,6 +14,8 @@ file's directory.
     ignore = ["KV203"]
     per-file-ignores = { "legacy/**" = ["KV101"] }
     exclude = ["third_party/"]
+    extend-exclude = ["generated/"]
+    force-exclude = false                  # also exclude paths named on the command line
     respect-gitignore = true
     extra-pairs = [["k_rope", "v_rope"]]   # extra K/V name pairs (K name, V name)
     attention-callables = ["my_attn"]      # extra callables taking (q, k, v, ...)
@@ -35,9 +40,11 @@ class ConfigError(Exception):
 
 
 _KEYS = {
-    "select", "extend-select", "ignore", "per-file-ignores", "exclude", "respect-gitignore",
-    "extra-pairs", "attention-callables",
+    "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude",
+    "force-exclude", "respect-gitignore", "extra-pairs", "attention-callables",
 }
+# Files holding kvlint's keys at the top level (ruff.toml's shape), in discovery order.
+_STANDALONE = (".kvlint.toml", "kvlint.toml")
 
 
 @dataclass(frozen=True)
@@ -47,16 +54,48 @@ class CliOptions:
     select: Sequence[str] | None = None
     extend_select: Sequence[str] = ()
     ignore: Sequence[str] = ()
+    extend_exclude: Sequence[str] = ()  # relative to the current directory, as ruff's
+    force_exclude: bool | None = None  # None: the file's force-exclude (default false)
+    exclude: Sequence[str] | None = None  # replaces the file's exclude
+    respect_gitignore: bool | None = None  # None: the file's respect-gitignore
 
 
 def find_config(start: Path) -> Path | None:
-    """The nearest pyproject.toml with a ``[tool.kvlint]`` table, from ``start`` upwards."""
+    """The nearest kvlint configuration, from ``start`` upwards: ``.kvlint.toml``,
+    ``kvlint.toml``, or a ``pyproject.toml`` with a ``[tool.kvlint]`` table."""
     directory = start.resolve()
     for candidate_dir in (directory, *directory.parents):
+        for name in _STANDALONE:
+            if (candidate_dir / name).is_file():
+                return candidate_dir / name
         candidate = candidate_dir / "pyproject.toml"
         if _mentions_kvlint(candidate) and _kvlint_table(_read_toml(candidate), candidate) is not None:
             return candidate
     return None
+
+
+def project_root(config: Path | None, start: Path) -> Path:
+    """Where the cache lives: the configuration's directory, else the nearest directory from
+    ``start`` upwards holding ``.git`` or a ``pyproject.toml``, else ``start`` (as ruff)."""
+    if config is not None:
+        return config.resolve().parent
+    directory = start.resolve()
+    for candidate in (directory, *directory.parents):
+        if (candidate / ".git").exists() or (candidate / "pyproject.toml").is_file():
+            return candidate
+    return directory
+
+
+def _settings_table(config: Path) -> dict:
+    """kvlint's keys in ``config``: ``[tool.kvlint]`` of a pyproject.toml, else top-level
+    (a ``[tool.kvlint]`` table in another file is accepted too)."""
+    document = _read_toml(config)
+    if config.name == "pyproject.toml":
+        return _kvlint_table(document, config) or {}
+    tool = document.get("tool")
+    if isinstance(tool, dict) and "kvlint" in tool:
+        return _kvlint_table(document, config) or {}
+    return document
 
 
 def _kvlint_table(document: dict, path: Path) -> dict | None:
@@ -114,12 +153,13 @@ def load_settings(
     table: dict = {}
     root = Path.cwd()
     if config is not None:
-        table = _kvlint_table(_read_toml(config), config) or {}
+        table = _settings_table(config)
         root = config.resolve().parent
     where = str(config) if config is not None else "command line"
     unknown = sorted(set(table) - _KEYS)
     if unknown:
-        raise ConfigError(f"{where}: unknown key {unknown[0]!r} in [tool.kvlint]; known keys: {', '.join(sorted(_KEYS))}")
+        section = " in [tool.kvlint]" if config is not None and config.name == "pyproject.toml" else ""
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}{section}; known keys: {', '.join(sorted(_KEYS))}")
 
     def codes_of(value: object, key: str) -> frozenset[str]:
         return _expand(_strings(value, key, where), codes, f"{where} ({key})")
@@ -141,6 +181,17 @@ def load_settings(
     respect = table.get("respect-gitignore", True)
     if not isinstance(respect, bool):
         raise ConfigError(f"{where}: respect-gitignore must be true or false")
+    force = table.get("force-exclude", False)
+    if not isinstance(force, bool):
+        raise ConfigError(f"{where}: force-exclude must be true or false")
+    if cli.force_exclude is not None:
+        force = cli.force_exclude
+    if cli.respect_gitignore is not None:
+        respect = cli.respect_gitignore
+    exclude = [_anchor(p, root) for key in ("exclude", "extend-exclude") for p in _strings(table.get(key, []), key, where)]
+    if cli.exclude is not None:
+        exclude = [_anchor(p, Path.cwd()) for p in cli.exclude] + [_anchor(p, root) for p in _strings(table.get("extend-exclude", []), "extend-exclude", where)]
+    exclude += [_anchor(p, Path.cwd()) for p in cli.extend_exclude]
     pairs = table.get("extra-pairs", [])
     if not isinstance(pairs, list) or not all(
         isinstance(p, list) and len(p) == 2 and all(isinstance(n, str) for n in p) for p in pairs
@@ -150,7 +201,8 @@ def load_settings(
         select=select,
         ignore=ignore,
         per_file_ignores=per_file_ignores,
-        exclude=tuple(_anchor(p, root) for p in _strings(table.get("exclude", []), "exclude", where)),
+        exclude=tuple(exclude),
+        force_exclude=force,
         respect_gitignore=respect,
         extra_pairs=tuple((k, v) for k, v in pairs),
         extra_attention_callables=tuple(_strings(table.get("attention-callables", []), "attention-callables", where)),

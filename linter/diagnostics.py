@@ -12,7 +12,10 @@ Codes, used the same way on stderr and in every output format:
 - ``EKV005`` the file is too large to lint (generated data, not code someone edits);
 - ``EKV999`` kvlint itself failed on this file (a bug: please report it with the file).
 
-Any of them makes the run exit 2; every other file is still linted and reported.
+Any of them makes the run exit 2; every other file is still linted and reported. Warnings
+(``W`` codes) do not change the exit status:
+
+- ``WKV001`` a malformed ``# noqa`` directive on a line with a finding (it suppresses nothing).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ NAMES = {
     "EKV004": "fix-not-written",
     "EKV005": "file-too-large",
     "EKV999": "internal-error",
+    "WKV001": "invalid-noqa",
 }
 
 
@@ -41,6 +45,11 @@ class FileProblem:
     @property
     def name(self) -> str:
         return NAMES[self.code]
+
+    @property
+    def warning(self) -> bool:
+        """A warning about the file (exit status unchanged), not a file kvlint could not check."""
+        return self.code.startswith("W")
 
     def line(self) -> str:
         """The stderr form: ``path:row: CODE message``."""

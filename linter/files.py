@@ -2,8 +2,10 @@
 
 Directories are walked with ``exclude`` applied and, by default, ``.gitignore`` respected:
 through ``git ls-files`` when the directory is inside a git work tree (and not itself ignored),
-else by a small pure-Python reader of the ``.gitignore`` files found under it. A path given
-explicitly is linted even when it matches ``exclude`` (as in ruff without ``--force-exclude``).
+else by reading the ``.gitignore`` files found under it and matching them as git does (a test
+compares the walk with ``git check-ignore --no-index`` over generated patterns and paths). A path
+given explicitly is linted even when it matches ``exclude``, unless ``force-exclude`` is set
+(ruff's ``--force-exclude``: what pre-commit needs, since it names every file).
 Symlinked directories are not followed, so a symlink loop can never make the walk endless; a
 symlink loop named as a file becomes an ``EKV001`` diagnostic like any unreadable file.
 """
@@ -23,7 +25,8 @@ from pathlib import Path
 from linter.diagnostics import FileProblem
 from linter.settings import Settings
 
-PYTHON_SUFFIXES = (".py", ".pyi")
+# Notebooks are discovered like Python files, as in ruff (0.6 and later).
+PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
 # Never worth walking into (ruff's defaults plus our own cache).
 DEFAULT_EXCLUDES = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".mypy_cache", ".nox", ".pants.d",
@@ -90,7 +93,8 @@ def discover(paths: Iterable[str], settings: Settings) -> tuple[list[str], list[
             for path in _walk(given, settings):
                 found.setdefault(path)
         elif os.path.lexists(given):
-            found.setdefault(given)
+            if not (settings.force_exclude and is_excluded(given, settings)):
+                found.setdefault(given)
         else:
             problems.append(FileProblem(given, "EKV001", "no such file or directory"))
     return list(found), problems
@@ -180,50 +184,139 @@ def _walk_tree(directory: str, settings: Settings, gitignore: GitignoreRules | N
 
 
 class GitignoreRules:
-    """The ``.gitignore`` files met on the way down, applied git's way (last match wins)."""
+    """The ``.gitignore`` files met on the way down, applied git's way: within a file the last
+    matching pattern wins, and a deeper file's verdict overrides a shallower one's. An ignored
+    directory is never entered, so nothing below it can be re-included (git's rule too)."""
 
-    def __init__(self, rules: tuple[tuple[str, str, bool, bool], ...] = ()) -> None:
-        # (base directory, pattern, negated, directory only)
-        self.rules = rules
+    def __init__(self, files: tuple[tuple[str, tuple[GitignorePattern, ...]], ...] = ()) -> None:
+        # (base directory, its patterns), shallowest first
+        self.files = files
 
     def entering(self, directory: str) -> GitignoreRules:
         try:
-            with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as handle:
+            with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="surrogateescape") as handle:
                 lines = handle.read().splitlines()
         except OSError:
             return self
-        base = posix_absolute(directory)
-        added = []
-        for line in lines:
-            line = line.rstrip()
-            if not line or line.startswith("#"):
-                continue
-            negated = line.startswith("!")
-            line = line[1:] if negated else line
-            dir_only = line.endswith("/")
-            added.append((base, line.rstrip("/"), negated, dir_only))
-        return GitignoreRules(self.rules + tuple(added))
+        patterns = tuple(p for p in map(GitignorePattern.parse, lines) if p is not None)
+        return GitignoreRules((*self.files, (posix_absolute(directory), patterns))) if patterns else self
 
     def ignores(self, path: str, is_dir: bool) -> bool:
-        if not self.rules:
-            return False
         absolute = posix_absolute(path)
-        verdict = False
-        for base, pattern, negated, dir_only in self.rules:
-            if dir_only and not is_dir:
+        for base, patterns in reversed(self.files):
+            if not absolute.startswith(base + "/"):
                 continue
-            rel = absolute[len(base) + 1:] if absolute.startswith(base + "/") else None
-            if rel is None:
-                continue
-            if "/" in pattern.strip("/"):
-                hit = fnmatchcase(rel, pattern.lstrip("/").replace("**/", "*"))
+            rel = absolute[len(base) + 1:]
+            for pattern in reversed(patterns):
+                if pattern.matches(rel, is_dir):
+                    return not pattern.negated
+        return False
+
+
+@dataclass(frozen=True)
+class GitignorePattern:
+    """One ``.gitignore`` line, matched as git's ``dir.c`` and ``wildmatch`` do.
+
+    A pattern without a slash (a trailing one aside) matches the last path component at any
+    depth; one with a slash matches the path relative to its ``.gitignore`` (a leading slash
+    only anchors). ``*``, ``?`` and ``[...]`` never match ``/``; ``**`` is special only as a
+    whole component: ``**/x`` (any leading directories), ``a/**/b`` (zero or more between),
+    ``a/**`` (everything inside ``a``, not ``a`` itself); elsewhere it is ``*``. A trailing
+    ``/`` matches directories only. Trailing spaces are dropped unless escaped; ``\\`` escapes.
+    """
+
+    regex: re.Pattern
+    negated: bool
+    directory_only: bool
+    basename: bool
+
+    @classmethod
+    def parse(cls, line: str) -> GitignorePattern | None:
+        if line.startswith("#"):
+            return None
+        # Trailing spaces go unless the last one is escaped ("a\ " keeps one space).
+        stripped = line.rstrip(" ")
+        if stripped.endswith("\\") and len(stripped) < len(line) and not stripped.endswith("\\\\"):
+            stripped += " "
+        line = stripped
+        negated = line.startswith("!")
+        if negated:
+            line = line[1:]
+        if not line:
+            return None
+        directory_only = line.endswith("/")
+        line = line.rstrip("/") if directory_only else line
+        if not line:
+            return None
+        basename = "/" not in line
+        line = line.lstrip("/") if not basename else line
+        return cls(re.compile(_wildmatch_regex(line), re.DOTALL), negated, directory_only, basename)
+
+    def matches(self, rel: str, is_dir: bool) -> bool:
+        if self.directory_only and not is_dir:
+            return False
+        subject = rel.rsplit("/", 1)[-1] if self.basename else rel
+        return self.regex.fullmatch(subject) is not None
+
+
+def _wildmatch_regex(pattern: str) -> str:
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "*":
+            j = i
+            while j < n and pattern[j] == "*":
+                j += 1
+            whole = (i == 0 or pattern[i - 1] == "/") and (j == n or pattern[j] == "/")
+            if j - i >= 2 and whole:
+                if j == n:  # "a/**": everything inside (or, alone, everything)
+                    out.append(".*")
+                else:  # "**/": zero or more directories
+                    out.append("(?:.*/)?")
+                    j += 1
             else:
-                hit = fnmatchcase(rel.rsplit("/", 1)[-1], pattern.lstrip("/")) and (
-                    not pattern.startswith("/") or "/" not in rel
-                )
-            if hit:
-                verdict = not negated
-        return verdict
+                out.append("[^/]*")
+            i = j
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[":
+            klass, i = _bracket(pattern, i)
+            out.append(klass)
+        elif c == "\\" and i + 1 < n:
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return "".join(out)
+
+
+def _bracket(pattern: str, start: int) -> tuple[str, int]:
+    """A ``[...]`` class as a regex (never matching ``/``), or a literal ``[`` if unclosed."""
+    i = start + 1
+    negate = i < len(pattern) and pattern[i] in "!^"
+    if negate:
+        i += 1
+    items: list[str] = []
+    first = True
+    while i < len(pattern) and (pattern[i] != "]" or first):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            items.append(re.escape(pattern[i + 1]))
+            i += 2
+        elif c == "-" and items and i + 1 < len(pattern) and pattern[i + 1] != "]":
+            items.append("-")
+            i += 1
+        else:
+            items.append(re.escape(c))
+            i += 1
+        first = False
+    if i >= len(pattern):
+        return re.escape("["), start + 1
+    body = "".join(items)
+    return (f"[^/{body}]" if negate else f"(?!/)[{body}]"), i + 1
 
 
 def read_bytes(path: str) -> bytes:

@@ -171,7 +171,9 @@ _HEADS = re.compile(r"(^|_)(n|num|total_num|num_local|num_attention|local_num)?_
 # HF's num_key_value_groups is the repeat factor num_heads // num_kv_heads, not a count.
 _KV_GROUPS = re.compile(r"query_groups?|multi_query_group")
 # Linear-attention layers count K and V heads separately (num_k_heads, num_v_heads): both KV-side.
-_KV_TOKEN = re.compile(r"(^|_)(kv|k|v|key_value|kvh)(_|$)|key_value|^n?kv")
+_KV_TOKEN = re.compile(r"(^|_)(kv|k|v|key|keys|value|values|key_value|kvh)(_|$)|key_value|^n?kv")
+_K_ONLY = frozenset({"k", "key", "keys"})
+_V_ONLY = frozenset({"v", "value", "values"})
 
 
 def name_role(name: str) -> Role:
@@ -190,6 +192,20 @@ def name_role(name: str) -> Role:
     if _HEADS.search(low) and low != "head":
         return Role.KV_HEADS if _KV_TOKEN.search(low) else Role.Q_HEADS
     return Role.UNKNOWN
+
+
+def head_count_side(name: str) -> str | None:
+    """"k" or "v" for a head count of one side only (``num_k_heads``, ``num_v_heads``), else None.
+
+    Shared counts (``num_kv_heads``, ``num_key_value_heads``) name both sides. A side's own count
+    exists where K and V heads differ by design: linear attention (Gated DeltaNet, Kimi Delta
+    Attention) has ``[.., H, K]`` keys beside ``[.., HV, V]`` values.
+    """
+    parts = set(name.lower().split("_"))
+    k, v = bool(parts & _K_ONLY), bool(parts & _V_ONLY)
+    if k == v:
+        return None
+    return "k" if k else "v"
 
 
 def is_kv_head_count_name(name: str) -> bool:

@@ -26,7 +26,14 @@ The conditions, by rule:
   indexed gather/scatter call;
 - KV201 needs a class, a ``*Linear`` constructor, and paired names;
 - KV202 needs a view/reshape/unflatten/rearrange call and paired names;
-- KV203 needs a chunk/split call and a KV-head-count name.
+- KV203 needs a chunk/split call and a KV-head-count name;
+- KV104 needs a paired K-side name that is called, subscripted, written in place, assigned to
+  its V twin, returned twice, or returned as ``self.`` attribute;
+- KV204 needs a class, a ``*Linear`` constructor, a view/reshape call, a shape or size read,
+  and paired names;
+- KV205 needs a class, a ``*Linear`` constructor, a view/reshape call and a head-count name;
+- KV206 needs a key head-dim name with its value twin, and a view or allocation call;
+- KV301 needs a class and a ``self.`` attribute pair.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from typing import TYPE_CHECKING
 
 from linter.chains import assigned_reaches, root_reaches
 from linter.code_only import code_only
+from linter.model.twins import key_head_dim_twin
 from linter.names import (
     ATTENTION_CALLABLES,
     K_SIDE_TOKENS,
@@ -340,6 +348,68 @@ def _kv203(f: _File) -> bool:
     )
 
 
+_IN_PLACE_WRITE = rf"\.{_GAP}(?:copy_|index_copy_?)\b"
+
+
+def _kv104(f: _File) -> bool:
+    # A K-side name with its V twin present that is called (``self.k_proj(``), written through
+    # (``k_cache[``, ``.copy_(``), assigned to its twin (``value = key.``) or returned twice.
+    extra = f.settings.extra_pairs
+    for k in f.k_names:
+        if f.followed_by(k, r"\("):
+            return True
+        if not is_kv_tensor_name(k, extra):
+            continue
+        v = value_counterpart(k, extra) or k
+        if f.subscripted(k) or f.followed_by(k, _IN_PLACE_WRITE) or f.followed_by(v, rf"{_GAP}={_GAP}\(*{_GAP}{k}\b"):
+            return True
+        if re.search(rf"\breturn{_GAP}\(?{_GAP}(?:\w+{_GAP}\.{_GAP})*{k}{_GAP},{_GAP}(?:\w+{_GAP}\.{_GAP})*{k}\b", f.text):
+            return True
+        if f.followed_by("return", rf"{_GAP}self{_GAP}\.{_GAP}{k}\b"):
+            return True
+    return False
+
+
+def _kv204(f: _File) -> bool:
+    # A class's ``*Linear`` K/V projection, viewed or reshaped with a shape read off a tensor.
+    return (
+        "class" in f.text and "Linear" in f.text and ("shape" in f.text or "size" in f.text)
+        and f.has_any(("view", "reshape")) and bool(f.k_names)
+    )
+
+
+def _kv205(f: _File) -> bool:
+    # A class's ``*Linear`` projection viewed with a query head count (its name has "head").
+    return "class" in f.text and "Linear" in f.text and "head" in f.text and f.has_any(("view", "reshape"))
+
+
+def _kv206(f: _File) -> bool:
+    # A key head-dim name (``qk_head_dim``, ``head_k_dim``, ``d_k``) with its value twin present,
+    # and a view or an allocation to use it in.
+    if not f.has_any(_HEAD_DIM_USES):
+        return False
+    names = f.names_containing("dim") | f.names_containing("size") | f.names_containing("d_k")
+    return any((twin := key_head_dim_twin(n)) is not None and f.has_any((twin,)) for n in names)
+
+
+_HEAD_DIM_USES = (
+    "view", "reshape", "unflatten", "empty", "zeros", "ones", "full", "randn", "rand",
+    "new_empty", "new_zeros", "new_ones", "new_full",
+)
+
+
+def _kv301(f: _File) -> bool:
+    # A class attribute pair ``self.k_cache`` / ``self.v_cache``.
+    if "class" not in f.text or "self" not in f.text:
+        return False
+    extra = f.settings.extra_pairs
+    return any(
+        is_kv_tensor_name(k, extra) and f.followed_by("self", rf"\.{_GAP}{k}\b")
+        and f.followed_by("self", rf"\.{_GAP}{value_counterpart(k, extra) or k}\b")
+        for k in f.k_names
+    )
+
+
 def _always(_: _File) -> bool:
     return True
 
@@ -347,6 +417,8 @@ def _always(_: _File) -> bool:
 _CONDITIONS: dict[str, Callable[[_File], bool]] = {
     "KV101": _kv101, "KV102": _kv102, "KV103": _kv103,
     "KV201": _kv201, "KV202": _kv202, "KV203": _kv203,
+    "KV104": _kv104, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206,
+    "KV301": _kv301,
 }
 
 
@@ -365,6 +437,8 @@ def _is_class(segment: Segment) -> bool:
 _OWN_UNIT: dict[Callable[[_File], bool], Callable[[Segment], bool]] = {
     _kv101: _is_definition, _kv102: _is_definition, _kv103: _is_definition,
     _kv201: _is_definition, _kv202: _is_definition, _kv203: _is_class,
+    _kv104: _is_definition, _kv204: _is_class, _kv205: _is_class, _kv206: _is_definition,
+    _kv301: _is_class,
 }
 
 

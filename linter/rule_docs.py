@@ -18,6 +18,20 @@ from linter.rules import all_rules
 
 INDEX = "README.md"
 _RULE_PAGE = re.compile(r"KV\d{3}\.md")
+# Where the pages are: docs/rules/ of a checkout (and an editable install), or the copy a wheel
+# carries inside the package (pyproject's force-include).
+_PAGE_DIRS = (Path(__file__).resolve().parent.parent / "docs" / "rules", Path(__file__).resolve().parent / "rule_pages")
+
+
+def rule_url(code: str) -> str | None:
+    """A link to the rule's page (``url`` in JSON, ``helpUri`` in SARIF): the page installed with
+    kvlint, as a ``file://`` URI; None when no page is installed. The page is the text
+    ``kvlint rule CODE`` prints, so it is the same wherever it is read."""
+    for directory in _PAGE_DIRS:
+        page = directory / f"{code}.md"
+        if page.is_file():
+            return page.as_uri()
+    return None
 
 
 def render_pages() -> dict[str, str]:

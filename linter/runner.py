@@ -17,7 +17,8 @@ import os
 import re
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import accumulate
 from pathlib import Path
@@ -32,7 +33,7 @@ from linter.fixes import apply_fixes, has_applicable_fix
 from linter.prefilter import parse_plan
 from linter.rules import rules_by_code
 from linter.settings import Settings
-from linter.suppress import unsuppressed
+from linter.suppress import invalid_directives, unsuppressed
 
 if TYPE_CHECKING:
     from linter.rules.base import Rule
@@ -93,6 +94,9 @@ class FileResult:
     original: str | None = None
     encoding: str = "utf-8"
     fixed_count: int = 0
+    fixed_codes: dict[str, int] = field(default_factory=dict)  # for --show-fixes
+    # A notebook's (first row, cell number) per code cell (linter.notebook); None for .py files.
+    cells: tuple[tuple[int, int], ...] | None = None
 
     @property
     def fixed(self) -> bool:
@@ -149,6 +153,21 @@ def _worker_check(path: str) -> FileResult:
 
 
 def _check_bytes(path: str, data: bytes, job: Job) -> FileResult:
+    if not path.endswith(".ipynb"):
+        return _check_python(path, data, job)
+    from linter import notebook
+
+    try:
+        converted = notebook.to_python(path, data)
+    except files.Unreadable as exc:
+        return FileResult(path, [], [exc.problem])
+    # The fixed text is Python, not the notebook's JSON: never write it back.
+    result = _check_python(path, converted.text.encode(), replace(job, fix=False) if job.fix else job)
+    result.cells = converted.cell_starts
+    return result
+
+
+def _check_python(path: str, data: bytes, job: Job) -> FileResult:
     cache, key = job.cache, None
     if cache is not None:
         key = cache.key(path, data)
@@ -169,7 +188,7 @@ def _check_bytes(path: str, data: bytes, job: Job) -> FileResult:
     except Exception as exc:  # noqa: BLE001 - a bug in a rule must cost one file, not the run
         findings, problems = [], [_internal_error(path, exc)]
     else:
-        problems = []
+        problems = invalid_directives(findings, source.text, path)
     if key is not None and not any(p.code == "EKV999" for p in problems):
         cache.put(key, findings, problems)
     result = FileResult(path, findings, problems, source.text if findings else None, encoding=source.encoding)
@@ -207,6 +226,7 @@ def _fix(result: FileResult, job: Job) -> None:
         findings = _lint_text(text, result.path, job)
     if text != result.text:
         result.fixed_count = max(0, len(result.findings) - len(findings))
+        result.fixed_codes = dict(Counter(f.code for f in result.findings) - Counter(f.code for f in findings))
         result.original, result.text, result.findings = result.text, text, findings
 
 
@@ -219,27 +239,26 @@ class _Unlintable(Exception):
 def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
     if not job.rules:
         return []
-    checked = False
+    python: ast.Module | SyntaxError | None = None
     if job.prefilter:
         plan = parse_plan(text, job.rules, job.settings)
         if not plan.whole:
             if not plan.ranges or _excerpt_is_clean(plan.excerpt(text), path, job, plan.rules):
                 return []
-        elif not _may_report(text, path, job, plan.rules):
-            return []
         else:
-            checked = True
-    return _not_ignored(unsuppressed(_parse_and_lint(text, path, job, checked), text), path, job.settings)
+            python = _python_tree(text, path)
+            if not _may_report(python, job, plan.rules):
+                return []
+    return _not_ignored(unsuppressed(_parse_and_lint(text, path, job, python), text), path, job.settings)
 
 
-def _may_report(text: str, path: str, job: Job, rules: frozenset[str | None]) -> bool:
-    """Does the ``ast`` screen of the live rules let ``text`` through to libcst?"""
-    tree = _python_tree(text, path)
-    if tree is None:
+def _may_report(python: ast.Module | SyntaxError, job: Job, rules: frozenset[str | None]) -> bool:
+    """Does the ``ast`` screen of the live rules let the text through to libcst?"""
+    if isinstance(python, SyntaxError):
         return True  # CPython cannot read it; libcst gives the verdict
     from linter.ast_screens import may_report
 
-    return may_report(tree, rules, job.settings)
+    return may_report(python, rules, job.settings)
 
 
 def _excerpt_is_clean(excerpt: str, path: str, job: Job, rules: frozenset[str | None]) -> bool:
@@ -250,14 +269,17 @@ def _excerpt_is_clean(excerpt: str, path: str, job: Job, rules: frozenset[str | 
     file itself.
     """
     try:
-        return not _may_report(excerpt, path, job, rules) or not _parse_and_lint(excerpt, path, job, checked=True)
+        python = _python_tree(excerpt, path)
+        return not _may_report(python, job, rules) or not _parse_and_lint(excerpt, path, job, python)
     except _Unlintable:
         return False
 
 
-def _parse_and_lint(text: str, path: str, job: Job, checked: bool = False) -> list[Finding]:
-    if not checked:
-        _python_tree(text, path)
+def _parse_and_lint(text: str, path: str, job: Job, python: ast.Module | SyntaxError | None = None) -> list[Finding]:
+    """Findings of libcst's pass over ``text``; ``python`` is ``_python_tree(text)`` where the
+    caller already has it (None: not yet checked)."""
+    if python is None:
+        python = _python_tree(text, path)
     import libcst as cst
 
     from linter.engine import lint_module
@@ -266,15 +288,28 @@ def _parse_and_lint(text: str, path: str, job: Job, checked: bool = False) -> li
         module = cst.parse_module(text)
         return lint_module(module, path, job.settings, job.rule_classes)
     except cst.ParserSyntaxError as exc:
-        raise _Unlintable(FileProblem(path, "E999", f"syntax error: {exc.message}", exc.editor_line, exc.editor_column)) from None
+        raise _Unlintable(_syntax_problem(path, exc, python if isinstance(python, SyntaxError) else None)) from None
     except RecursionError:
         raise _Unlintable(FileProblem(path, "EKV003", "nested too deeply to parse; split the expression or statement")) from None
 
 
-def _python_tree(text: str, path: str) -> ast.Module | None:
-    """CPython's syntax tree of ``text``, or None where CPython finds a syntax error that
-    libcst may still read (newer syntax); raises for a file libcst cannot be trusted with,
-    before it takes minutes or crashes.
+def _syntax_problem(path: str, exc: Exception, python_error: SyntaxError | None) -> FileProblem:
+    """E999 whose message and position come from one parser: CPython's when it refuses the
+    text too (its messages name the cause: "'(' was never closed"), else libcst's, without the
+    "error at R:C" that libcst counts differently from the position reported."""
+    if python_error is not None:
+        return FileProblem(path, "E999", f"syntax error: {python_error.msg}", python_error.lineno or 1, python_error.offset or 1)
+    message = _LIBCST_AT.sub("", exc.message)
+    return FileProblem(path, "E999", f"syntax error: {message}", exc.editor_line, exc.editor_column)
+
+
+_LIBCST_AT = re.compile(r"^parser error: error at \d+:\d+: ")
+
+
+def _python_tree(text: str, path: str) -> ast.Module | SyntaxError:
+    """CPython's syntax tree of ``text``, or its SyntaxError where libcst may still read the
+    text (newer syntax); raises for a file libcst cannot be trusted with, before it takes
+    minutes or crashes.
 
     Too large: refused outright. Too deep: CPython's own parser gives the verdict, because
     libcst overflows the C stack (a segfault, not an exception) on expressions nested a few
@@ -295,7 +330,7 @@ def _python_tree(text: str, path: str) -> ast.Module | None:
     except SyntaxError as exc:
         if _bracket_depth(text) > _SAFE_BRACKET_DEPTH:
             raise _Unlintable(FileProblem(path, "E999", f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1)) from None
-        return None
+        return exc
     except (RecursionError, MemoryError):
         raise _Unlintable(FileProblem(path, "EKV003", "nested too deeply to parse; split the expression or statement")) from None
 

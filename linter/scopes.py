@@ -26,10 +26,18 @@ _QUIET_CALLS = frozenset({
     "print", "debug", "info", "warning", "warn", "error", "exception", "critical", "log",
     "warn_once", "info_once", "assert_close", "_check", "_check_with", "format", "repr", "str",
 })
+# Attributes that read a tensor's metadata, never its elements: ``k_buffer[0].device``,
+# ``k_buffers[0].shape[-1]``, ``k_cache[0].element_size()`` pick one layer only to ask what every
+# layer shares, so the subscript under them is no cache access.
+METADATA_ATTRIBUTES = frozenset({
+    "device", "dtype", "shape", "ndim", "is_cuda", "layout", "itemsize", "nbytes", "size", "dim",
+    "numel", "element_size", "stride", "data_ptr", "is_contiguous", "get_device", "storage_offset",
+    "is_floating_point", "untyped_storage", "nelement",
+})
 # Iterables whose loop targets are keys, indices or counters, not tensors.
 _NON_TENSOR_ITERABLES = frozenset({"items", "keys", "range", "enumerate"})
 # Multi-head latent attention (DeepSeek ``MLA``, ``forward_mla``) names no "attention".
-_LATENT_ATTENTION = re.compile(r"MLA|(?:^|_)mla(?:_|$)")
+LATENT_ATTENTION = re.compile(r"MLA|(?:^|_)mla(?:_|$)")
 # Calls that only materialise or reorder an iterable: ``list(d.keys())`` still yields keys.
 _ORDERING_WRAPPERS = frozenset({"list", "tuple", "sorted", "reversed", "set"})
 # Fields that hold only whitespace, brackets and punctuation: never worth descending into.
@@ -39,6 +47,10 @@ _SKIPPED_FIELDS = frozenset({
     "lbracket", "rbracket", "lbrace", "rbrace", "dot", "whitespace_before", "whitespace_after",
     "decorators", "returns", "annotation",
 })
+
+
+# The ``if`` arms a site sits in: (id of the If node, 0 for its body or 1 for its else/elif).
+Branch = tuple[tuple[int, int], ...]
 
 
 @dataclass(frozen=True)
@@ -52,6 +64,8 @@ class Binding:
     line: cst.SimpleStatementLine | None = None
     # Walk-order range of the value: the calls and accesses inside it have orders in between.
     value_orders: tuple[int, int] = (0, 0)
+    # Bound by a comprehension's ``for``: visible inside that comprehension only.
+    comprehension: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,6 +78,7 @@ class Access:
     order: int
     store: bool
     quiet: bool
+    branch: Branch = ()
 
 
 @dataclass(frozen=True)
@@ -72,6 +87,14 @@ class CallSite:
     tail: str | None
     order: int
     quiet: bool
+    branch: Branch = ()
+
+
+def exclusive(a: object, b: object) -> bool:
+    """Do two sites sit in different arms of one ``if`` (``if is_v: ... else: ...``)? Then no run
+    of the function executes both, and they cannot be compared as a K/V pair."""
+    arms = dict(getattr(a, "branch", ()))
+    return any(node in arms and arms[node] != arm for node, arm in getattr(b, "branch", ()))
 
 
 @dataclass
@@ -94,6 +117,15 @@ class Scope:
                 break
             found = binding
         return found
+
+    def visible_at(self, name: str, order: int) -> bool:
+        """Can code written at walk order ``order`` (a statement of this body, not inside a
+        comprehension) read ``name``? Names bound nowhere here are globals or builtins; a name
+        bound here must be bound before, and not only by a comprehension's ``for``."""
+        bindings = self.bindings.get(name)
+        if not bindings:
+            return True
+        return any(b.order < order and not b.comprehension for b in bindings)
 
     def rebound_between(self, name: str, start: int, end: int) -> bool:
         return any(start < b.order < end for b in self.bindings.get(name, ()))
@@ -120,7 +152,7 @@ class Scope:
 
     def _has_attention_sign(self, extra_callables: tuple[str, ...]) -> bool:
         return (
-            any(is_attention_word(name) or _LATENT_ATTENTION.search(name) for name in self.enclosing)
+            any(is_attention_word(name) or LATENT_ATTENTION.search(name) for name in self.enclosing)
             or any(is_kv_projection(attr) for attr in self.attributes)
             # ``self.attn(...)``, ``ring_flash_attn_forward(...)``: attention-named callees.
             or any(c.tail is not None and is_attention_word(c.tail) for c in self.calls)
@@ -221,12 +253,14 @@ class _Walker:
         self.scope = scope
         self.order = 0
         self.line: cst.SimpleStatementLine | None = None
+        self.comprehension = False  # binding a comprehension ``for``'s targets now
+        self.branch: Branch = ()
 
     def bind(self, name: str, value: cst.BaseExpression | None, kind: str,
              value_orders: tuple[int, int] = (0, 0), alone: bool = True) -> None:
         line = self.line if kind == "assign" and alone else None
         self.scope.bindings.setdefault(name, []).append(
-            Binding(name, self.order, value, kind, line, value_orders)
+            Binding(name, self.order, value, kind, line, value_orders, self.comprehension)
         )
 
     def walk_all(self, nodes: Iterable[cst.CSTNode], quiet: bool = False, store: bool = False) -> None:
@@ -310,6 +344,19 @@ class _Walker:
 
     def loop(self, node: cst.For | cst.CompFor, quiet: bool, store: bool) -> None:
         self.walk(node.iter, quiet)
+        self.comprehension = isinstance(node, cst.CompFor)
+        self._bind_loop_target(node, quiet)
+        self.comprehension = False
+        if isinstance(node, cst.For):
+            self.walk(node.body, quiet)
+            if node.orelse is not None:
+                self.walk(node.orelse, quiet)
+        else:
+            self.walk_all(node.ifs, quiet)
+            if node.inner_for_in is not None:
+                self.walk(node.inner_for_in, quiet)
+
+    def _bind_loop_target(self, node: cst.For | cst.CompFor, quiet: bool) -> None:
         if _iterates_keys_or_counters(node.iter):
             self.scope.non_tensors.update(_target_names(node.target))
         if isinstance(node.target, cst.Name):
@@ -323,14 +370,16 @@ class _Walker:
                     self.bind_target(name.value, None, quiet)
         else:
             self.bind_target(node.target, None, quiet)
-        if isinstance(node, cst.For):
-            self.walk(node.body, quiet)
-            if node.orelse is not None:
-                self.walk(node.orelse, quiet)
-        else:
-            self.walk_all(node.ifs, quiet)
-            if node.inner_for_in is not None:
-                self.walk(node.inner_for_in, quiet)
+
+    def if_(self, node: cst.If, quiet: bool, store: bool) -> None:
+        self.walk(node.test, quiet)
+        outer = self.branch
+        self.branch = (*outer, (id(node), 0))
+        self.walk(node.body, quiet)
+        if node.orelse is not None:
+            self.branch = (*outer, (id(node), 1))
+            self.walk(node.orelse, quiet)
+        self.branch = outer
 
     def with_item(self, node: cst.WithItem, quiet: bool, store: bool) -> None:
         self.walk(node.item, quiet)
@@ -345,7 +394,7 @@ class _Walker:
 
     def call(self, node: cst.Call, quiet: bool, store: bool) -> None:
         tail = callee_tail(node)
-        self.scope.calls.append(CallSite(node, tail, self.order, quiet))
+        self.scope.calls.append(CallSite(node, tail, self.order, quiet, self.branch))
         self.walk(node.func, quiet)
         quiet = quiet or tail in _QUIET_CALLS or (tail or "").startswith("assert")
         for arg in node.args:
@@ -360,7 +409,7 @@ class _Walker:
         base = dotted_name(inner)
         if base is not None:
             self.scope.accesses.append(
-                Access(node, base, tuple(reversed(chain)), self.order, store, quiet)
+                Access(node, base, tuple(reversed(chain)), self.order, store, quiet, self.branch)
             )
         self.walk(inner, quiet)
         for sub in chain:
@@ -369,7 +418,7 @@ class _Walker:
 
     def attribute(self, node: cst.Attribute, quiet: bool, store: bool) -> None:
         self.scope.attributes.add(node.attr.value)
-        self.walk(node.value, quiet)
+        self.walk(node.value, quiet or node.attr.value in METADATA_ATTRIBUTES)
 
     def name(self, node: cst.Name, quiet: bool, store: bool) -> None:
         self.scope.names_used.add(node.value)
@@ -426,6 +475,7 @@ _HANDLERS = {
     cst.AugAssign: _Walker.aug_assign,
     cst.For: _Walker.loop,
     cst.CompFor: _Walker.loop,
+    cst.If: _Walker.if_,
     cst.WithItem: _Walker.with_item,
     cst.Assert: _Walker.assert_,
     cst.FormattedString: _Walker.formatted,
@@ -445,26 +495,35 @@ DIFFER = "differ"
 class Mismatch:
     key: object  # the K-side site (an Access or CallSite)
     value: object  # the V-side site nearest to it that differs
-    anchor: str  # "k" when the K site has no equal V site, "v" for a leftover V site
+    anchor: str  # "k" when the K site has no equal V site, "v" for a leftover V site read
 
 
 def mismatches(keys: list, values: list, compare, where=lambda site: site.order) -> list[Mismatch]:
     """Pair K and V sites that have no equal counterpart, each with its nearest differing one.
 
     ``compare(k, v)`` returns SAME, DIFFER, or None when the two cannot be compared (then
-    neither evidence of a match nor of a mismatch). A K site equal to any V site is matched;
-    an unmatched V site is reported only when no K finding already names it. ``where`` places
-    a site (its line, say) for choosing the nearest partner.
+    neither evidence of a match nor of a mismatch), as are sites in different arms of one ``if``.
+    A K site equal to any V site is matched.
+    ``where`` places a site (its line, say) for choosing the nearest partner.
+
+    One finding per mismatched pair: K sites whose nearest differing V site is the same are one
+    mismatch, reported once at the K site nearest to it. A V site read with no equal K site
+    (``attn(q, k, v[:m])`` beside ``attn(q, k[:n], v[:n])``) is reported unless a K finding
+    already names it; a V site written to (``v[6:] += 100``, a test perturbing V on purpose) is
+    not: writing into V alone changes values, not which tokens K and V describe.
     """
-    verdicts = {(id(k), id(v)): compare(k, v) for k in keys for v in values}
-    found: list[Mismatch] = []
+    verdicts = {(id(k), id(v)): None if exclusive(k, v) else compare(k, v) for k in keys for v in values}
+    by_value: dict[int, Mismatch] = {}
     for k in keys:
         nearest = _nearest_unequal(k, [(verdicts[id(k), id(v)], v) for v in values], where)
-        if nearest is not None:
-            found.append(Mismatch(k, nearest, "k"))
-    named = {id(m.value) for m in found}
+        if nearest is None:
+            continue
+        known = by_value.get(id(nearest))
+        if known is None or abs(where(k) - where(nearest)) < abs(where(known.key) - where(nearest)):
+            by_value[id(nearest)] = Mismatch(k, nearest, "k")
+    found = list(by_value.values())
     for v in values:
-        if id(v) in named:
+        if id(v) in by_value or getattr(v, "store", False):
             continue
         nearest = _nearest_unequal(v, [(verdicts[id(k), id(v)], k) for k in keys], where)
         if nearest is not None:

@@ -12,7 +12,8 @@ class Settings:
     select: frozenset[str] = frozenset()
     ignore: frozenset[str] = frozenset()
     per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()  # (glob, codes)
-    exclude: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()  # exclude and extend-exclude, anchored
+    force_exclude: bool = False  # apply exclude to paths named on the command line too
     respect_gitignore: bool = True
     extra_pairs: tuple[tuple[str, str], ...] = ()  # (k_name, v_name)
     extra_attention_callables: tuple[str, ...] = ()

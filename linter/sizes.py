@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from linter.names import Role, name_role
+from linter.names import Role, head_count_side, name_role
 from linter.pairs import normalized
 
 # Resolves ``x`` / ``self.x`` to the single expression it was assigned, or None.
@@ -116,7 +116,8 @@ def _only(found: list[Factor], surplus: Counter[str]) -> list[Factor]:
 
 
 def _kind(diff: Sequence[Factor]) -> str | int | None:
-    """What one side's extra factors name: "q" (query heads or full width), "kv", or an int."""
+    """What one side's extra factors name: "q" (query heads or full width), "kv", "k"/"v" (one
+    side's own head count), or an int."""
     if not diff:
         return None
     if all(f.value is not None for f in diff):
@@ -129,7 +130,9 @@ def _kind(diff: Sequence[Factor]) -> str | int | None:
     role = diff[0].role
     if role in (Role.Q_HEADS, Role.Q_WIDTH):
         return "q"
-    if role in (Role.KV_HEADS, Role.KV_WIDTH):
+    if role is Role.KV_HEADS:
+        return head_count_side(diff[0].key) or "kv"
+    if role is Role.KV_WIDTH:
         return "kv"
     return None
 
@@ -150,6 +153,11 @@ class HeadsMismatch:
 
     left: str | int
     right: str | int
+
+    @property
+    def linear(self) -> bool:
+        """One side names a head count of its own: K and V heads differ by design here."""
+        return self.left in ("k", "v") or self.right in ("k", "v")
 
 
 def heads_mismatch(
@@ -176,15 +184,27 @@ def heads_mismatch(
     rk = 1 if implicit_one and not rf else _kind(_only(rf, rc - lc))
     if lk is None or rk is None or not _differ(lk, rk):
         return None
+    if lk == "k" or rk == "v":
+        # Each side on a count of its own (``num_k_heads`` for K, ``num_v_heads`` for V): linear
+        # attention, where value heads differ from query/key heads by design.
+        return None
     return HeadsMismatch(lk, rk)
 
 
-def describe(kind: str | int) -> str:
-    """Words for a side of a mismatch: "query heads", "KV heads", "one head", "8 heads"."""
+def describe(kind: str | int, linear: bool = False) -> str:
+    """Words for a side of a mismatch: "query heads", "KV heads", "one head", "8 heads".
+
+    ``linear``: the other side names one side's own head count (linear attention), where the
+    query head count is the key's too.
+    """
     if kind == "q":
-        return "query heads"
+        return "query/key heads" if linear else "query heads"
     if kind == "kv":
         return "KV heads"
+    if kind == "k":
+        return "key heads"
+    if kind == "v":
+        return "value heads"
     if kind == 1:
         return "one head"
     return f"{kind} heads"

@@ -16,15 +16,15 @@ from runtime_guard.checks import ABSENT
 from runtime_guard.reporting import (
     KVConsistencyError,
     KVConsistencyWarning,
-    KVGuardInternalError,
     KVGuardInternalWarning,
+    KVGuardNotJudgedWarning,
 )
 
 __all__ = [
     "KVConsistencyError",
     "KVConsistencyWarning",
-    "KVGuardInternalError",
     "KVGuardInternalWarning",
+    "KVGuardNotJudgedWarning",
     "guard",
     "guarded",
     "install",

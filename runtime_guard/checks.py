@@ -50,14 +50,25 @@ TENSOR_TYPES: set = set()
 
 
 def is_tensor_like(value: Any) -> bool:
-    """Has shape, dtype and device; the answer is remembered per type, as this runs on every call."""
+    """Has shape, dtype and device; the answer is remembered per type, as this runs on every call.
+
+    NumPy arrays and scalars have all three too (NumPy 2's array API) but are host values: a
+    length list built with np.cumsum is read as a list, never judged as a device tensor.
+    """
     kind = type(value)
     if kind in TENSOR_TYPES:
         return True
-    if hasattr(value, "shape") and hasattr(value, "dtype") and hasattr(value, "device"):
+    if hasattr(value, "shape") and hasattr(value, "dtype") and hasattr(value, "device") and not kind.__module__.startswith("numpy"):
         TENSOR_TYPES.add(kind)
         return True
     return False
+
+
+class NotJudged(NamedTuple):
+    """A call the guard does not understand (an unknown layout, cache format, mode or argument
+    type): it goes to the kernel unjudged; warn mode notes the reason once per op."""
+
+    reason: str
 
 
 def arguments_are_tensors(named: tuple) -> Violation | None:
@@ -230,22 +241,48 @@ def axis_matches(check: str, what: Any, left: Any, right: Any, named: tuple, cau
 
 
 def host_ints(value: Any) -> list | tuple | None:
-    """Return a host list/tuple of integers, or None if the values live elsewhere (never read)."""
-    if type(value) is not list and type(value) is not tuple:
+    """Return a host list/tuple of integers, or None if the values live elsewhere (never read).
+
+    Host values are: a list or tuple of ints (NumPy integers too: sglang builds lengths with
+    np.cumsum), a 1-D integer NumPy array, and a 1-D integer torch tensor on the CPU (the ATB ops
+    take seq_len/context_lens as host tensors; vllm-ascend's sink path passes a CPU cumsum).
+    Reading a CPU tensor is a host memory read, never a device sync; a device tensor, a tensor
+    subclass (FakeTensor, functional wrappers) or anything else is never read.
+    """
+    kind = type(value)
+    if kind is list or kind is tuple:
+        if countOf(map(type, value), int) == len(value):
+            return value
+        if all(isinstance(v, Integral) and not isinstance(v, bool) and not is_tensor_like(v) for v in value):
+            return [int(v) for v in value]
         return None
-    if countOf(map(type, value), int) == len(value):
-        return value
-    if all(isinstance(v, Integral) and not is_tensor_like(v) for v in value):
-        return value
+    module = kind.__module__
+    if kind.__name__ == "ndarray" and module == "numpy":
+        return value.tolist() if value.ndim == 1 and value.dtype.kind in "iu" else None
+    if kind.__name__ == "Tensor" and module == "torch" and value.device.type == "cpu" and value.dim() == 1:
+        dtype = value.dtype
+        if dtype.is_floating_point or dtype.is_complex or str(dtype) == "torch.bool":
+            return None
+        try:
+            return value.tolist()
+        except Exception:  # noqa: BLE001 - a tensor that cannot be read on the host (a mode active): not read
+            return None
     return None
 
 
 def cumulative_lengths_valid(arg: str, lengths: list | tuple, total: int, tensor_name: str, tensor: Any) -> Violation | None:
-    """Cumulative ends: start >= 0, never decrease, end at the packed token count; trailing zeros are EOD padding."""
+    """Cumulative ends: start >= 0, never decrease, end at the packed token count.
+
+    Trailing zeros are EOD padding: the tokens after the last non-zero end are tail padding, so
+    that end may fall short of the token count (torch_npu's npu_fusion_attention doc example
+    ``actual_seq_qlen=[2,5,9,0,0]`` over 20 tokens; vllm-ascend's encoder path appends a 0 when
+    ``query.shape[0] > actual_seq_qlen[-1]``). Without a trailing zero the last end must equal it.
+    """
     end = len(lengths)
     while end and lengths[end - 1] == 0:
         end -= 1
-    body = lengths if end == len(lengths) else lengths[:end]
+    padded = end != len(lengths)
+    body = lengths[:end] if padded else lengths
     if not body:
         if total == 0:
             return None
@@ -254,14 +291,14 @@ def cumulative_lengths_valid(arg: str, lengths: list | tuple, total: int, tensor
         problem = f"start at {body[0]} < 0"
     elif sorted(body) != (body if type(body) is list else list(body)):
         problem = "decrease"
-    elif body[-1] != total:
+    elif body[-1] > total or (body[-1] != total and not padded):
         problem = f"end at {body[-1]}"
     else:
         return None
     return Violation(
         "cumulative_lengths_valid",
         f"{arg} {_short(lengths)} {problem}; they must be cumulative, non-decreasing, start >= 0 and end at "
-        f"{describe(tensor_name, tensor)}'s token count {total} (trailing zeros allowed)",
+        f"{describe(tensor_name, tensor)}'s token count {total} (or, followed by trailing zeros of EOD padding, at most {total})",
         LENGTHS_STALE,
         ((tensor_name, tensor),),
     )

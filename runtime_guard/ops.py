@@ -19,6 +19,12 @@ class Fixed(NamedTuple):
     value: Any
 
 
+class AnyOf(NamedTuple):
+    """A role several keyword-only arguments can fill: the first of them passed (not None)."""
+
+    names: tuple
+
+
 class OpRow(NamedTuple):
     name: str
     namespace: str  # torch.ops.<namespace>; every op is also an attribute of torch_npu
@@ -29,17 +35,42 @@ class OpRow(NamedTuple):
 
 ATTENTION_LAYOUT = "input_layout"
 
+# The dequantisation scales that make int8 K/V with a float query valid (validators._attention_dtypes).
+FIA_SCALES = AnyOf(("antiquant_scale", "key_antiquant_scale", "value_antiquant_scale"))
+FIA_V2_SCALES = AnyOf(("dequant_scale_key", "dequant_scale_value"))
+IFA_SCALES = AnyOf(("antiquant_scale",))
+NPU = Fixed(validators.DEVICE_TYPE)
+
 ROWS = (
     OpRow("npu_fusion_attention", "npu", ("input_layout", "query", "key", "value", "head_num", Fixed(ABSENT), "actual_seq_qlen", "actual_seq_kvlen", Fixed(None), Fixed(0)), validators.attention, ATTENTION_LAYOUT),
-    OpRow("npu_fused_infer_attention_score", "npu", ("input_layout", "query", "key", "value", "num_heads", "num_key_value_heads", "actual_seq_lengths", "actual_seq_lengths_kv", "block_table", "block_size"), validators.attention, ATTENTION_LAYOUT),
-    OpRow("npu_fused_infer_attention_score_v2", "npu", ("input_layout", "query", "key", "value", "num_query_heads", "num_key_value_heads", "actual_seq_qlen", "actual_seq_kvlen", "block_table", "block_size"), validators.attention, ATTENTION_LAYOUT),
+    OpRow("npu_fused_infer_attention_score", "npu", ("input_layout", "query", "key", "value", "num_heads", "num_key_value_heads", "actual_seq_lengths", "actual_seq_lengths_kv", "block_table", "block_size", NPU, FIA_SCALES), validators.attention, ATTENTION_LAYOUT),
+    OpRow("npu_fused_infer_attention_score_v2", "npu", ("input_layout", "query", "key", "value", "num_query_heads", "num_key_value_heads", "actual_seq_qlen", "actual_seq_kvlen", "block_table", "block_size", NPU, FIA_V2_SCALES), validators.attention, ATTENTION_LAYOUT),
     OpRow("npu_prompt_flash_attention", "npu", ("input_layout", "query", "key", "value", "num_heads", "num_key_value_heads", "actual_seq_lengths", "actual_seq_lengths_kv", Fixed(None), Fixed(0)), validators.attention, ATTENTION_LAYOUT),
     # Incremental (decode) attention: its actual_seq_lengths are the K/V lengths.
-    OpRow("npu_incre_flash_attention", "npu", ("input_layout", "query", "key", "value", "num_heads", "num_key_value_heads", Fixed(None), "actual_seq_lengths", "block_table", "block_size"), validators.attention, ATTENTION_LAYOUT),
+    OpRow("npu_incre_flash_attention", "npu", ("input_layout", "query", "key", "value", "num_heads", "num_key_value_heads", Fixed(None), "actual_seq_lengths", "block_table", "block_size", NPU, IFA_SCALES), validators.attention, ATTENTION_LAYOUT),
     OpRow("_npu_flash_attention", "atb", ("query", "key", "value", "seq_len", "num_heads", "num_kv_heads"), validators.atb_flash_attention, "packed (T, N, D)"),
     OpRow("_npu_paged_attention", "atb", ("query", "key_cache", "value_cache", "num_heads", "num_kv_heads", "block_table", "context_lens"), validators.atb_paged_attention, "paged (blocks, block_size, N, D)"),
-    OpRow("_npu_reshape_and_cache", "atb", ("key", "value", "key_cache", "value_cache", "slot_indices", Fixed("slot_indices")), validators.cache_write, "paged (blocks, block_size, N, D)"),
-    OpRow("npu_scatter_pa_kv_cache", "npu", ("key", "value", "key_cache", "value_cache", "slot_mapping", Fixed("slot_mapping")), validators.cache_write, "paged (blocks, block_size, N, D)"),
+    OpRow("_npu_reshape_and_cache", "atb", ("key", "value", "key_cache", "value_cache", "slot_indices", Fixed("slot_indices")), validators.cache_write, "paged ND or NZ caches"),
+    OpRow("npu_scatter_pa_kv_cache", "npu", ("key", "value", "key_cache", "value_cache", "slot_mapping", Fixed("slot_mapping"), "cache_mode"), validators.cache_write, "paged caches by cache_mode"),
+    # The ATB prefill variants vllm-ascend's 310P and encoder paths call: _npu_flash_attention's arguments.
+    OpRow("_npu_flash_attention_unpad", "atb", ("query", "key", "value", "seq_len", "num_heads", "num_kv_heads"), validators.atb_flash_attention, "packed (T, N, D)"),
+    OpRow("_npu_flash_attention_unpad_v2", "atb", ("query", "key", "value", "seq_len", "num_heads", "num_kv_heads"), validators.atb_flash_attention, "packed (T, N, D)"),
+    OpRow("_npu_flash_attention_v3", "atb", ("query", "key", "value", "seq_len", "num_heads", "num_kv_heads"), validators.atb_flash_attention, "packed (T, N, D)"),
+    # Chunked prefill over paged caches: packed query tokens, seq_len per sequence (vllm-ascend 310P, sglang).
+    OpRow("_npu_paged_attention_splitfuse", "atb", ("query", "key_cache", "value_cache", "num_heads", "num_kv_heads", "block_table", "context_lens", "seq_len"), validators.atb_chunked_paged, "paged ND or NZ caches"),
+    OpRow("_npu_paged_attention_splitfuse_v2", "atb", ("query", "key_cache", "value_cache", "num_heads", "num_kv_heads", "block_table", "context_lens", "seq_len"), validators.atb_chunked_paged, "paged ND or NZ caches"),
+    OpRow("_npu_flash_attention_qlens", "atb", ("query", "key_cache", "value_cache", "num_heads", "num_kv_heads", "block_table", "context_lens", "seq_len"), validators.atb_chunked_paged, "paged ND or NZ caches"),
+    OpRow("_npu_paged_attention_quant", "atb", ("query", "key_cache", "value_cache", "num_heads", "num_kv_heads", "block_table", "context_lens"), validators.atb_paged_quant, "paged ND or NZ caches"),
+    # Where two caches meet: read together, written at the same slots.
+    OpRow("npu_gather_pa_kv_cache", "npu", ("key_cache", "value_cache", "block_tables", "seq_lens", "key", "value"), validators.gather_cache, "paged caches"),
+    OpRow("npu_paged_cache_load", "atb", ("key_cache", "value_cache", "block_table", "context_lens", "key", "value"), validators.gather_cache, "paged caches"),
+    OpRow("npu_kv_rmsnorm_rope_cache", "npu", ("k_cache", "ckv_cache", "cache_mode"), validators.rope_cache_write, "MLA caches by cache_mode"),
+    OpRow("npu_kv_rmsnorm_rope_cache_v2", "npu", ("k_cache", "ckv_cache", "cache_mode"), validators.rope_cache_write, "MLA caches by cache_mode"),
+    OpRow("npu_mla_prolog_v2", "npu", ("kv_cache", "kr_cache", "cache_mode"), validators.mla_prolog, "MLA caches by cache_mode"),
+    OpRow("npu_mla_prolog_v3", "npu", ("kv_cache", "kr_cache", "cache_mode"), validators.mla_prolog, "MLA caches by cache_mode"),
+    OpRow("npu_kv_quant_sparse_flash_attention", "npu", ("query", "key", "value", "layout_kv"), validators.sparse_kv_attention, "layout_kv"),
+    OpRow("npu_scatter_pa_cache", "npu", ("key", "key_cache", "slot_mapping"), validators.single_cache_write, "one paged cache"),
+    OpRow("_npu_reshape_and_cache_siso", "atb", ("key", "key_cache", "slot_indices"), validators.single_cache_write, "one paged cache"),
 )
 
 ROWS_BY_NAME = {row.name: row for row in ROWS}
@@ -50,18 +81,25 @@ HEAD_ROLES = {"head_num", "num_heads", "num_query_heads", "num_key_value_heads"}
 
 def role_names(row: OpRow) -> tuple:
     """The op's own name for each role (None where it has no argument): what messages call them."""
-    return tuple(None if isinstance(role, Fixed) else role for role in row.roles)
+    return tuple(None if isinstance(role, Fixed) else "/".join(role.names) if isinstance(role, AnyOf) else role for role in row.roles)
 
 
 class Binder:
     """Picks each role's value out of (args, kwargs) by the positions the schema gives."""
 
-    __slots__ = ("layout_index", "slots")
+    __slots__ = ("any_of", "layout_index", "slots")
 
     def __init__(self, row: OpRow, params: list) -> None:
         by_name = {name: (index, kwarg_only, default) for index, (name, kwarg_only, default) in enumerate(params)}
         slots = []
-        for role in row.roles:
+        any_of = []
+        for position, role in enumerate(row.roles):
+            if isinstance(role, AnyOf):
+                present = tuple(name for name in role.names if name in by_name)
+                slots.append((-1, "", None if present else ABSENT))  # ABSENT: an op version without them
+                if present:
+                    any_of.append((position, present))
+                continue
             if isinstance(role, Fixed):
                 slots.append((-1, "", role.value))
                 continue
@@ -71,16 +109,23 @@ class Binder:
             index, kwarg_only, default = by_name[role]
             slots.append((-1 if kwarg_only else index, role, default))
         self.slots = tuple(slots)
+        self.any_of = tuple(any_of)
         self.layout_index = row.roles.index(row.layout) if row.layout in row.roles else -1
 
     def bind(self, args: tuple, kwargs: dict) -> list:
         n = len(args)
-        return [args[i] if -1 < i < n else kwargs.get(name, default) for i, name, default in self.slots]
+        values = [args[i] if -1 < i < n else kwargs.get(name, default) for i, name, default in self.slots]
+        for position, names in self.any_of:  # keyword-only arguments in every schema that has them
+            values[position] = next((kwargs[name] for name in names if kwargs.get(name) is not None), None)
+        return values
 
 
 def schema_params(op: Any) -> list:
     """(name, keyword-only, default) of a packet's .default overload or of one overload."""
-    schema = getattr(op, "_schema", None) or op.default._schema
+    schema = getattr(op, "_schema", None)
+    if schema is None:  # a packet: its .default, or its only overload (npu_scatter_pa_cache has just .value)
+        overloads = op.overloads()
+        schema = getattr(op, "default" if "default" in overloads else overloads[0])._schema
     return [(a.name, a.kwarg_only, a.default_value if a.has_default_value() else MISSING) for a in schema.arguments]
 
 

@@ -16,6 +16,7 @@ import warnings
 from typing import Any
 
 from runtime_guard import fast_paths, ops, validators
+from runtime_guard.checks import NotJudged
 from runtime_guard.reporting import (
     KVConsistencyError,
     KVGuardInternalWarning,
@@ -102,9 +103,11 @@ def reporter() -> Reporter:
 
 
 def _print_summary_at_exit() -> None:
-    rows = STATE.reporter.summary_rows() if STATE.reporter else []
-    if rows and STATE.mode == "warn":
-        print(format_summary(rows), file=sys.stderr)
+    if STATE.reporter is None or STATE.mode != "warn":
+        return
+    rows, unjudged = STATE.reporter.summary_rows(), STATE.reporter.not_judged_rows()
+    if rows or unjudged:
+        print(format_summary(rows, unjudged), file=sys.stderr)
 
 
 def _report(op: GuardedOp, mode: str, values: list, found: Any) -> None:
@@ -134,6 +137,9 @@ def _under_fake_tensors(args: tuple, kwargs: dict) -> bool:
     return any(isinstance(value, FakeTensor) for value in (*args, *kwargs.values()))
 
 
+_OWN_ATTRIBUTES = frozenset(("_kvguard_original", "_entry", "_row", "_binder", "_accepts", "_label", "_overloads", "_mode", "__wrapped__", "__doc__", "__name__", "__qualname__", "__module__"))
+
+
 class GuardedOp:
     """Stands where a packet (or one of its overloads) stood; checks, then calls the original."""
 
@@ -150,6 +156,13 @@ class GuardedOp:
         self._label = label
         self._overloads: dict = {}
         self._mode = mode  # set for guard()-decorated functions that always check
+        # What help(), inspect.signature and functools read: the op's own (torch_npu's docstrings).
+        self.__wrapped__ = original
+        self.__doc__ = getattr(original, "__doc__", None)  # None too: never the guard's own docstring
+        for name in ("__name__", "__qualname__", "__module__"):
+            value = getattr(original, name, None)
+            if value is not None:
+                setattr(self, name, value)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         mode = self._mode or STATE.mode
@@ -171,7 +184,11 @@ class GuardedOp:
         except Exception as exc:  # noqa: BLE001 - a guard bug must not become the user's bug
             _guard_failed(self, mode, exc, args, kwargs)
         else:
-            if found is not None:
+            if found is None:
+                return
+            if type(found) is NotJudged:
+                reporter().not_judged(mode, self._label, found.reason)
+            else:
                 _report(self, mode, values, found)
 
     def __getattr__(self, name: str) -> Any:
@@ -181,9 +198,32 @@ class GuardedOp:
             return attr
         wrapper = self._overloads.get(name)
         if wrapper is None:
-            wrapper = self._overloads[name] = GuardedOp(attr, self._row, f"{self._label}.{name}")
+            wrapper = GuardedOp(attr, self._row, f"{self._label}.{name}")
+            self._overloads[name] = wrapper
             _wrappers[id(attr)] = wrapper
         return wrapper
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Whatever else is stored on an op belongs to the op: torchair registers its converter as
+        # ``op._ge_converter = ...`` and later reads it from the raw OpOverload the graph holds.
+        if name in _OWN_ATTRIBUTES:
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._kvguard_original, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in _OWN_ATTRIBUTES:
+            object.__delattr__(self, name)
+        else:
+            delattr(self._kvguard_original, name)
+
+    # A registry keyed by the op (torchair's _CONVERTERS, sets of ops) finds an entry made
+    # through the wrapper when it is looked up with the raw op, and the other way round.
+    def __eq__(self, other: object) -> bool:
+        return self._kvguard_original == unwrap(other)
+
+    def __hash__(self) -> int:
+        return hash(self._kvguard_original)
 
     def __repr__(self) -> str:
         return f"<kvlint guard around {self._kvguard_original!r}>"
@@ -225,7 +265,7 @@ def _wrap(raw: Any, row: ops.OpRow) -> GuardedOp:
     wrapper = _wrappers.get(id(raw))
     if wrapper is None or wrapper._kvguard_original is not raw:
         _pin_dispatcher_objects(raw)
-        wrapper = _wrappers[id(raw)] = GuardedOp(raw, row, f"torch_npu.{row.name}")
+        wrapper = _wrappers[id(raw)] = GuardedOp(raw, row, _label(row))
     return wrapper
 
 
@@ -269,11 +309,12 @@ def _placeholder_arguments(schema: Any) -> tuple:
     import torch
 
     def placeholder(type_text: str) -> Any:
-        if type_text.startswith("Tensor"):
+        base = type_text.rstrip("?")
+        if base.endswith("]"):  # Tensor[] (FIA's .out), Tensor?[], int[], SymInt[2]
+            return [torch.empty(0)] if base.startswith("Tensor[") else []
+        if base.startswith("Tensor"):
             return torch.empty(0)
-        if "[]" in type_text:
-            return []
-        return {"int": 0, "SymInt": 0, "float": 0.0, "str": "", "bool": False}.get(type_text)
+        return {"int": 0, "SymInt": 0, "float": 0.0, "str": "", "bool": False, "Scalar": 0, "ScalarType": torch.float32}.get(base)
 
     args, kwargs = [], {}
     for arg in schema.arguments:
@@ -332,6 +373,15 @@ def _watch(owner: Any, name: str, row: ops.OpRow) -> None:
         setattr(owner, name, current)  # re-assign through the watcher: wraps a packet, records the original
 
 
+def _label(row: ops.OpRow) -> str:
+    """How messages name the op: where torch_npu exposes it (torch_npu.X, or torch_npu.atb.X for the ATB-only ones)."""
+    atb = sys.modules.get("torch_npu.atb")
+    torch_npu = sys.modules.get("torch_npu")
+    if atb is not None and row.name in vars(atb) and (torch_npu is None or row.name not in vars(torch_npu)):
+        return f"torch_npu.atb.{row.name}"
+    return f"torch_npu.{row.name}"
+
+
 def patch_torch_npu(torch_npu: Any) -> None:
     """Wrap every guarded op in torch_npu and torch.ops.*; safe to call again."""
     import torch
@@ -346,7 +396,11 @@ def patch_torch_npu(torch_npu: Any) -> None:
                 getattr(namespace, row.name)  # resolve now, so both names share one wrapper
             except (AttributeError, RuntimeError):
                 pass  # not registered (yet): the watcher wraps it when it appears
-            _watch(torch_npu, row.name, row)
+            # torch_npu.X, and torch_npu.atb.X where torch_npu keeps its ATB-only ops (npu_paged_cache_load):
+            # both start as lazy functions and are replaced by torch.ops.atb.X on the first ATB call.
+            for owner in (torch_npu, vars(torch_npu).get("atb")):
+                if owner is not None:
+                    _watch(owner, row.name, row)
         _warn_early_bindings(torch_npu)
 
 

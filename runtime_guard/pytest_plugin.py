@@ -30,16 +30,13 @@ def pytest_terminal_summary(terminalreporter: Any, config: Any) -> None:
     mode = getattr(config, "_kvguard_mode", None)
     if mode != "warn":
         return
-    import runtime_guard
+    from runtime_guard import patching
+    from runtime_guard.reporting import format_summary
 
-    rows = runtime_guard.summary()
+    reporter = patching.STATE.reporter
     terminalreporter.section("kvlint runtime guard")
-    if not rows:
-        terminalreporter.write_line("no K/V consistency violations")
-        return
-    terminalreporter.write_line(f"{'count':>5}  op / check / first call site")
-    for op, check, count, site in rows:
-        terminalreporter.write_line(f"{count:5d}  {op} / {check} / {site}")
+    for line in format_summary(reporter.summary_rows() if reporter else [], reporter.not_judged_rows() if reporter else []).splitlines():
+        terminalreporter.write_line(line)
 
 
 def pytest_unconfigure(config: Any) -> None:

@@ -21,10 +21,6 @@ class KVConsistencyError(ValueError):
         self.op, self.check, self.call_site = op, check, call_site
 
 
-class KVGuardInternalError(RuntimeError):
-    """The guard itself failed while inspecting a call (a kvlint bug, not a problem in the call)."""
-
-
 class KVConsistencyWarning(UserWarning):
     pass
 
@@ -33,8 +29,12 @@ class KVGuardInternalWarning(RuntimeWarning):
     pass
 
 
+class KVGuardNotJudgedWarning(UserWarning):
+    """Warn mode: a call the guard does not understand (layout, cache format, mode, argument type) went through unchecked."""
+
+
 # Tracebacks and pytest summaries show the public name users catch.
-for _public in (KVConsistencyError, KVGuardInternalError, KVConsistencyWarning, KVGuardInternalWarning):
+for _public in (KVConsistencyError, KVConsistencyWarning, KVGuardInternalWarning, KVGuardNotJudgedWarning):
     _public.__module__ = "runtime_guard"
 del _public
 
@@ -95,6 +95,7 @@ class Reporter:
         self._lock = threading.Lock()
         self._seen: set = set()
         self.tallies: dict = {}
+        self.unjudged: dict = {}  # (op, reason) -> Tally: calls the guard let through without judging
 
     def violation(self, mode: str, op: str, layout: str, violation: Violation) -> None:
         site = user_call_site()
@@ -113,16 +114,40 @@ class Reporter:
             warnings.warn_explicit(message, KVConsistencyWarning, site.file, site.line)
 
     def internal(self, mode: str, op: str, exc: BaseException) -> None:
-        site = user_call_site()
-        text = f"kvlint runtime guard failed while checking {op} at {site}: {type(exc).__name__}: {exc} (the call itself was not judged; please report this)"
-        if mode == "raise":
-            raise KVGuardInternalError(text) from exc
-        key = (op, "internal", type(exc).__name__)
-        with self._lock:
-            first = key not in self._seen
-            self._seen.add(key)
+        """The guard itself failed on a call: in either mode the call goes on to the kernel unjudged
+        (the op's own behaviour is never replaced by a guard bug); say so once per op and error type."""
+        reason = f"the guard failed: {type(exc).__name__}"
+        first, site = self._count_unjudged(op, reason)
         if first:
+            text = (
+                f"kvlint runtime guard failed while checking {op} at {site}: {type(exc).__name__}: {exc}. "
+                "The call went to the kernel unchecked. This is a bug in kvlint, not in your call: please report it "
+                "with this message and the call's argument shapes and dtypes (KVGUARD=off turns the guard off)."
+            )
             warnings.warn_explicit(text, KVGuardInternalWarning, site.file, site.line)
+
+    def _count_unjudged(self, op: str, reason: str) -> tuple:
+        """Count one call let through unjudged; (first time for this op and reason, first call site)."""
+        key = (op, reason)
+        with self._lock:
+            tally = self.unjudged.get(key)
+            if tally is not None:
+                self.unjudged[key] = Tally(tally.count + 1, tally.first_site)
+                return False, tally.first_site
+            site = user_call_site()
+            self.unjudged[key] = Tally(1, site)
+            return True, site
+
+    def not_judged(self, mode: str, op: str, reason: str) -> None:
+        """A call the guard does not understand went to the kernel unjudged: count it, say so once in warn mode."""
+        first, site = self._count_unjudged(op, reason)
+        if first and mode == "warn":
+            warnings.warn_explicit(f"kvlint runtime guard did not judge {op} at {site}: {reason}; the call went to the kernel unchecked", KVGuardNotJudgedWarning, site.file, site.line)
+
+    def not_judged_rows(self) -> list:
+        """(op, reason, count, first call site) for every kind of call the guard let through unjudged."""
+        with self._lock:
+            return sorted((op, reason, t.count, str(t.first_site)) for (op, reason), t in self.unjudged.items())
 
     def _log(self, mode: str, op: str, layout: str, violation: Violation, site: CallSite) -> None:
         if not self.log_path:
@@ -150,9 +175,13 @@ class Reporter:
             return sorted((op, check, t.count, str(t.first_site)) for (op, check), t in self.tallies.items())
 
 
-def format_summary(rows: list) -> str:
-    if not rows:
-        return "kvlint runtime guard: no K/V consistency violations"
-    lines = [f"kvlint runtime guard: {sum(r[2] for r in rows)} K/V consistency violation(s)", "  count  op / check / first call site"]
-    lines += [f"  {count:5d}  {op} / {check} / {site}" for op, check, count, site in rows]
+def format_summary(rows: list, unjudged: list = ()) -> str:
+    """The exit summary: violations by op and check, then the calls let through unjudged by op and reason."""
+    lines = [f"kvlint runtime guard: {sum(r[2] for r in rows)} K/V consistency violation(s)" if rows else "kvlint runtime guard: no K/V consistency violations"]
+    if rows:
+        lines.append("  count  op / check / first call site")
+        lines += [f"  {count:5d}  {op} / {check} / {site}" for op, check, count, site in rows]
+    if unjudged:
+        lines.append(f"  {sum(r[2] for r in unjudged)} call(s) not judged (the guard did not understand them; they ran unchecked):")
+        lines += [f"  {count:5d}  {op} / {reason} / {site}" for op, reason, count, site in unjudged]
     return "\n".join(lines)

@@ -27,6 +27,8 @@ import pytest
 from linter.rules.kv101_key_only_reshape import KeyOnlyReshape
 
 CHECKOUT = Path(__file__).resolve().parents[1]
+# Each hook environment is built by pip: about a minute for the module.
+pytestmark = pytest.mark.slow
 
 # KV101's own documented example and its fix: K sliced for a ring step, then V sliced too.
 K_ONLY_SLICE = KeyOnlyReshape.bad
@@ -108,6 +110,22 @@ def test_kvlint_hook_honours_tool_kvlint_in_pyproject(project, hook_ref, pre_com
     _stage(project, "attention.py", K_ONLY_SLICE)
     run = _run_hook(project, "kvlint", hook_ref, pre_commit_home)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_kvlint_hook_skips_files_excluded_in_tool_kvlint(project, hook_ref, pre_commit_home):
+    # pre-commit names legacy/attention.py explicitly; without --force-exclude in the hook's
+    # entry the exclude would be bypassed and the hook would fail on it.
+    _stage(project, "pyproject.toml", '[tool.kvlint]\nexclude = ["legacy/"]\n')
+    (project / "legacy").mkdir()
+    _stage(project, "legacy/attention.py", K_ONLY_SLICE)
+    _stage(project, "attention.py", BOTH_SLICED)
+    run = _run_hook(project, "kvlint", hook_ref, pre_commit_home)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Passed" in run.stdout
+    # The same file outside the excluded directory still fails the hook.
+    _stage(project, "attention.py", K_ONLY_SLICE)
+    run = _run_hook(project, "kvlint", hook_ref, pre_commit_home)
+    assert run.returncode == 1 and "KV101" in run.stdout and "legacy/attention.py" not in run.stdout, run.stdout
 
 
 def test_kvlint_fix_hook_mirrors_the_slice_onto_the_value(project, hook_ref, pre_commit_home):

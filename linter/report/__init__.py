@@ -29,6 +29,24 @@ class Outcome:
     texts: dict[str, str] = field(default_factory=dict)
     # Findings that --fix removed, for the summary line.
     fixed: int = 0
+    # Notebooks: path -> (first row, cell number) per code cell (see linter.notebook).
+    cells: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    # -q: findings only, no summary line.
+    quiet: bool = False
+
+    def cell_of(self, path: str, row: int) -> tuple[int | None, int]:
+        """(cell number, row in the cell) for a notebook's row; (None, row) for a Python file."""
+        starts = self.cells.get(path)
+        if starts is None:
+            return None, row
+        from linter.notebook import locate
+
+        return locate(starts, row)
+
+    def where(self, path: str, row: int, column: int) -> str:
+        """``path:row:col``, or ruff's ``path:cell N:row:col`` inside a notebook."""
+        cell, row = self.cell_of(path, row)
+        return f"{path}:{row}:{column}" if cell is None else f"{path}:cell {cell}:{row}:{column}"
 
 
 Renderer = Callable[[Outcome, TextIO, bool], None]

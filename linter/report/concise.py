@@ -10,5 +10,6 @@ from linter.report.summary import summary
 
 def render(outcome: Outcome, out: TextIO, color: bool) -> None:
     for f in outcome.findings:
-        out.write(f"{f.path}:{f.span.row}:{f.span.column}: {f.code} {f.message}\n")
-    out.write(summary(outcome) + "\n")
+        out.write(f"{outcome.where(f.path, f.span.row, f.span.column)}: {f.code} {f.message}\n")
+    if not outcome.quiet:
+        out.write(summary(outcome) + "\n")

@@ -32,21 +32,23 @@ def _frame_rows(finding: Finding) -> list[tuple[int, Span | None, str, str]]:
     return sorted(marks, key=lambda m: (m[0], m[1].column if m[1] else 0))
 
 
-def _finding_text(finding: Finding, lines: list[str]) -> Text:
+def _finding_text(finding: Finding, lines: list[str], outcome: Outcome) -> Text:
     from rich.text import Text
 
     text = Text()
-    text.append(f"{finding.path}:{finding.span.row}:{finding.span.column}: ", style="bold")
+    text.append(f"{outcome.where(finding.path, finding.span.row, finding.span.column)}: ", style="bold")
     text.append(finding.code, style="bold red")
     text.append(f" {finding.message}\n")
     marks = _frame_rows(finding)
-    width = len(str(max(m[0] for m in marks)))
+    # Rows as the reader counts them: inside its cell, for a notebook.
+    shown_row = {m[0]: outcome.cell_of(finding.path, m[0])[1] for m in marks}
+    width = len(str(max(shown_row.values())))
     gutter = " " * width + " |"
     text.append(gutter + "\n", style="blue")
     shown: set[int] = set()
     for row, span, label, style in marks:
         if row not in shown and 0 < row <= len(lines):
-            text.append(f"{row:>{width}} |", style="blue")
+            text.append(f"{shown_row[row]:>{width}} |", style="blue")
             text.append(f" {lines[row - 1].expandtabs(4).rstrip()}\n")
             shown.add(row)
         if span is not None and 0 < row <= len(lines):
@@ -72,7 +74,8 @@ def _finding_text(finding: Finding, lines: list[str]) -> Text:
 def render(outcome: Outcome, out: TextIO, color: bool) -> None:
     if not outcome.findings and not color:
         # rich costs as much to import as a clean file costs to check.
-        out.write(summary(outcome) + "\n")
+        if not outcome.quiet:
+            out.write(summary(outcome) + "\n")
         return
     from rich.console import Console
     from rich.text import Text
@@ -83,5 +86,6 @@ def render(outcome: Outcome, out: TextIO, color: bool) -> None:
     )
     for finding in outcome.findings:
         lines = source_lines(outcome.texts.get(finding.path, ""))
-        console.print(_finding_text(finding, lines))
-    console.print(Text(summary(outcome), style="bold"))
+        console.print(_finding_text(finding, lines, outcome))
+    if not outcome.quiet:
+        console.print(Text(summary(outcome), style="bold"))

@@ -21,7 +21,14 @@ def render(outcome: Outcome, out: TextIO, color: bool) -> None:
     for f in outcome.findings:
         s = f.span
         message = f"{f.message}\n{f.suggestion}"
+        cell, row = outcome.cell_of(f.path, s.row)
+        if cell is not None:
+            # An annotation cannot point into a notebook cell: name the cell in the message.
+            end_row = outcome.cell_of(f.path, s.end_row)[1]
+            message = f"cell {cell}: {message}"
+        else:
+            end_row = s.end_row
         out.write(
-            f"::error file={_property(f.path)},line={s.row},col={s.column},endLine={s.end_row},"
+            f"::error file={_property(f.path)},line={row},col={s.column},endLine={end_row},"
             f"endColumn={s.end_column},title={_property(f'kvlint ({f.code})')}::{_data(message)}\n"
         )

@@ -3,7 +3,10 @@
 An array of objects with ``cell`` (always null), ``code``, ``end_location{row,column}``,
 ``filename``, ``fix`` (null or ``{applicability, message, edits:[{content, location,
 end_location}]}``), ``location{row,column}``, ``message``, ``name``, ``noqa_row``, ``severity``
-and ``url`` (null: kvlint has no hosted rule pages; ``kvlint rule CODE`` prints them).
+and ``url`` (the rule's page installed with kvlint, a ``file://`` URI; ``kvlint rule CODE``
+prints the same text). ``filename`` is absolute, or ``-`` for stdin read without
+``--stdin-filename``, as in ruff. In a notebook ``cell`` is the cell number and rows count from
+the cell's first line, as in ruff.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import TextIO
 from linter.diagnostics import FileProblem
 from linter.finding import Finding, Span
 from linter.report import Outcome
+from linter.rule_docs import rule_url
 from linter.rules import rules_by_code
 
 
@@ -22,36 +26,43 @@ def _location(row: int, column: int) -> dict:
     return {"column": column, "row": row}
 
 
-def _start(span: Span) -> dict:
-    return _location(span.row, span.column)
+def _filename(path: str) -> str:
+    return path if path == "-" else os.path.abspath(path)
 
 
-def _end(span: Span) -> dict:
-    return _location(span.end_row, span.end_column)
-
-
-def finding_object(finding: Finding) -> dict:
+def finding_object(finding: Finding, outcome: Outcome | None = None) -> dict:
     fix = finding.fix
     rule = rules_by_code().get(finding.code)
+
+    def row(n: int) -> int:
+        return outcome.cell_of(finding.path, n)[1] if outcome is not None else n
+
+    def start(span: Span) -> dict:
+        return _location(row(span.row), span.column)
+
+    def end(span: Span) -> dict:
+        return _location(row(span.end_row), span.end_column)
+
+    noqa = finding.noqa_row
     return {
-        "cell": None,
+        "cell": outcome.cell_of(finding.path, finding.span.row)[0] if outcome is not None else None,
         "code": finding.code,
-        "end_location": _end(finding.span),
-        "filename": os.path.abspath(finding.path),
+        "end_location": end(finding.span),
+        "filename": _filename(finding.path),
         "fix": None if fix is None else {
             "applicability": fix.applicability,
             "edits": [
-                {"content": e.content, "end_location": _end(e.span), "location": _start(e.span)}
+                {"content": e.content, "end_location": end(e.span), "location": start(e.span)}
                 for e in fix.edits
             ],
             "message": fix.message,
         },
-        "location": _start(finding.span),
+        "location": start(finding.span),
         "message": finding.message,
         "name": rule.name if rule is not None else finding.code,
-        "noqa_row": finding.noqa_row,
+        "noqa_row": row(noqa) if noqa is not None else None,
         "severity": "error",
-        "url": None,
+        "url": rule_url(finding.code) if rule is not None else None,
     }
 
 
@@ -61,7 +72,7 @@ def problem_object(problem: FileProblem) -> dict:
         "cell": None,
         "code": problem.code,
         "end_location": where,
-        "filename": os.path.abspath(problem.path),
+        "filename": _filename(problem.path),
         "fix": None,
         "location": where,
         "message": problem.message,
@@ -73,6 +84,6 @@ def problem_object(problem: FileProblem) -> dict:
 
 
 def render(outcome: Outcome, out: TextIO, color: bool) -> None:
-    objects = [problem_object(p) for p in outcome.problems] + [finding_object(f) for f in outcome.findings]
+    objects = [problem_object(p) for p in outcome.problems] + [finding_object(f, outcome) for f in outcome.findings]
     json.dump(objects, out, indent=2)
     out.write("\n")

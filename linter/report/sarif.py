@@ -4,8 +4,12 @@
 result has the K side as its location and the V side (and any other related line) as
 ``relatedLocations``. ``partialFingerprints`` hold the baseline key (code, path and the
 normalised flagged text, plus an occurrence count), so an alert survives line moves the same
-way a baseline entry does. Paths are relative to ``%SRCROOT%`` (the working directory), as
-code scanning expects. File problems become tool execution notifications.
+way a baseline entry does. Paths are relative to ``%SRCROOT%``, the repository root (the
+nearest directory holding ``.git`` above the working directory, else the working directory),
+which ``originalUriBaseIds`` gives as an absolute ``file://`` URI; so a run from a subdirectory
+still points code scanning at the right files. A file outside that root gets an absolute
+``file://`` URI. Each rule's ``helpUri`` links to its page. File problems become tool execution
+notifications.
 """
 
 from __future__ import annotations
@@ -22,20 +26,33 @@ from linter.baseline import finding_key
 from linter.diagnostics import FileProblem
 from linter.finding import Finding, Span
 from linter.report import Outcome, is_fixable
+from linter.rule_docs import rule_url
 from linter.rules import all_rules
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
-def _uri(path: str) -> str:
-    relative = os.path.relpath(os.path.abspath(path))
-    return Path(relative).as_posix()
+def source_root(start: Path | None = None) -> Path:
+    """The repository root code scanning resolves ``%SRCROOT%`` against."""
+    directory = (start or Path.cwd()).resolve()
+    for candidate in (directory, *directory.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return directory
 
 
-def _location(path: str, span: Span) -> dict:
+def _artifact(path: str, root: Path) -> dict:
+    absolute = Path(os.path.abspath(path))
+    try:
+        return {"uri": absolute.relative_to(root).as_posix(), "uriBaseId": "%SRCROOT%"}
+    except ValueError:
+        return {"uri": absolute.as_uri()}
+
+
+def _location(path: str, span: Span, root: Path) -> dict:
     return {
         "physicalLocation": {
-            "artifactLocation": {"uri": _uri(path), "uriBaseId": "%SRCROOT%"},
+            "artifactLocation": _artifact(path, root),
             "region": {
                 "startLine": span.row, "startColumn": span.column,
                 "endLine": span.end_row, "endColumn": span.end_column,
@@ -45,7 +62,9 @@ def _location(path: str, span: Span) -> dict:
 
 
 def _rule(rule) -> dict:
+    url = rule_url(rule.code)
     return {
+        **({"helpUri": url} if url else {}),
         "id": rule.code,
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
@@ -56,31 +75,33 @@ def _rule(rule) -> dict:
     }
 
 
-def _result(finding: Finding, index: dict[str, int], fingerprint: str) -> dict:
+def _result(finding: Finding, index: dict[str, int], fingerprint: str, root: Path, outcome: Outcome) -> dict:
+    cell, row = outcome.cell_of(finding.path, finding.span.row)
+    where = f" (notebook cell {cell}, line {row})" if cell is not None else ""
     result = {
         "ruleId": finding.code,
         "level": "error",
-        "message": {"text": f"{finding.message}\n{finding.suggestion}"},
-        "locations": [_location(finding.path, finding.span)],
+        "message": {"text": f"{finding.message}{where}\n{finding.suggestion}"},
+        "locations": [_location(finding.path, finding.span, root)],
         "partialFingerprints": {"kvlintFindingHash/v1": fingerprint},
     }
     if finding.code in index:
         result["ruleIndex"] = index[finding.code]
     if finding.related:
         result["relatedLocations"] = [
-            {"id": i, **_location(finding.path, r.span), "message": {"text": r.message}}
+            {"id": i, **_location(finding.path, r.span, root), "message": {"text": r.message}}
             for i, r in enumerate(finding.related)
         ]
     return result
 
 
-def _notification(problem: FileProblem) -> dict:
+def _notification(problem: FileProblem, root: Path) -> dict:
     where = Span(problem.row, problem.column, problem.row, problem.column)
     return {
         "level": "error",
         "message": {"text": f"{problem.code} {problem.message}"},
         "descriptor": {"id": problem.code},
-        "locations": [_location(problem.path, where)],
+        "locations": [_location(problem.path, where, root)],
     }
 
 
@@ -89,12 +110,13 @@ def document(outcome: Outcome) -> dict:
     index = {rule.code: i for i, rule in enumerate(rules)}
     seen: Counter[tuple[str, str, str]] = Counter()
     results = []
-    base = Path.cwd()
+    # Fingerprints name paths from the root too, so they do not depend on where kvlint ran.
+    root = source_root()
     for finding in outcome.findings:
-        key = finding_key(finding, outcome.texts.get(finding.path), base)
+        key = finding_key(finding, outcome.texts.get(finding.path), root)
         seen[key] += 1
         digest = hashlib.sha256("\0".join(key).encode()).hexdigest()[:32]
-        results.append(_result(finding, index, f"{digest}:{seen[key]}"))
+        results.append(_result(finding, index, f"{digest}:{seen[key]}", root, outcome))
     return {
         "$schema": SCHEMA,
         "version": "2.1.0",
@@ -107,8 +129,9 @@ def document(outcome: Outcome) -> dict:
             }},
             "invocations": [{
                 "executionSuccessful": not outcome.problems,
-                "toolExecutionNotifications": [_notification(p) for p in outcome.problems],
+                "toolExecutionNotifications": [_notification(p, root) for p in outcome.problems],
             }],
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
             "results": results,
         }],
     }

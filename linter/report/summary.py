@@ -8,8 +8,9 @@ from linter.report import Outcome
 def summary(outcome: Outcome) -> str:
     n = len(outcome.findings)
     fixed = f"Fixed {outcome.fixed} finding{'s' * (outcome.fixed != 1)}. " if outcome.fixed else ""
+    unchecked = _unchecked(outcome)
     if n == 0:
-        return f"{fixed}All checks passed!" if not outcome.problems else f"{fixed}No findings; {len(outcome.problems)} file(s) could not be checked."
+        return f"{fixed}All checks passed!" if not outcome.problems else f"{fixed}No findings; {unchecked}."
     fixable = sum(1 for f in outcome.findings if f.fix is not None and f.fix.applicability == "safe")
     unsafe = sum(1 for f in outcome.findings if f.fix is not None and f.fix.applicability == "unsafe")
     hints = []
@@ -18,4 +19,10 @@ def summary(outcome: Outcome) -> str:
     if unsafe:
         hints.append(f"{unsafe} more with --unsafe-fixes")
     hint = f" ({', '.join(hints)})" if hints else ""
-    return f"{fixed}Found {n} finding{'s' * (n != 1)}{hint}."
+    also = f"; {unchecked}" if outcome.problems else ""
+    return f"{fixed}Found {n} finding{'s' * (n != 1)}{hint}{also}."
+
+
+def _unchecked(outcome: Outcome) -> str:
+    files = len({p.path for p in outcome.problems})
+    return f"{files} file{' was' if files == 1 else 's were'} not checked (see the errors above)"

@@ -8,7 +8,7 @@ examples and the test suite runs every rule against its own examples.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import ClassVar
 
@@ -16,6 +16,10 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from linter.finding import Finding, Fix, Related, Span
+from linter.names import RESHAPE_CALLS
+from linter.pairs import dotted_name
+from linter.reshapes import reshape_of
+from linter.scopes import Scope
 from linter.settings import Settings
 from linter.triggers import Trigger
 
@@ -36,6 +40,124 @@ class RuleContext:
     # Where a node sits. Resolved lazily by the engine: most parsed files have no finding, and
     # libcst's position pass costs more than the parse itself.
     position: Callable[[cst.CSTNode], CodeRange]
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """What a fix claims when it repeats the key's operation on the value: the engine checks the
+    claim before the fix may be ``safe`` (applied by ``--fix`` without asking).
+
+    ``expression`` is what the fix makes the value (``v[:n]``, ``v.chunk(n)``); it is evaluated
+    at walk order ``written_at`` (the key's line for an inserted statement, the call itself for
+    an inline argument) and the value is used by the call at ``used_at``.
+    """
+
+    scope: Scope
+    value: cst.BaseExpression
+    expression: str
+    written_at: int
+    used_at: int
+    # The call is a known attention kernel, which reads K and V as tensors of the same tokens.
+    # Any other callee may take a V that is unused or None (a latent pool's ``cache_v``).
+    kernel: bool
+    # Written into the call beside the key's own inline operation (``f(q, k[s:e], v[s:e])``):
+    # the names it shares with that operation are read in the same place, comprehension
+    # variables included.
+    beside_key: bool = False
+
+
+# Calls that change how many tokens or heads a tensor holds (besides RESHAPE_CALLS).
+_RESIZING = RESHAPE_CALLS | {"cat", "concat", "concatenate", "stack", "pad", "gather", "roll", "repeat_kv"}
+_CONSTANTS = frozenset({"None", "True", "False"})
+
+
+def mirror_is_proven(mirror: Mirror) -> bool:
+    """Is the mirrored fix sure to repeat the key's operation on the very tensor passed as V?
+
+    Only when the value is a plain name that nothing in the function cuts, gathers, pads or
+    rebinds (inline call arguments included: ``f(q, k[:0], v[:0], out, k, v)`` has already
+    operated on ``v``), the call is an attention kernel, and every free name of the mirrored
+    expression is bound where the fix writes it and not rebound before the value is used.
+    """
+    scope, value = mirror.scope, mirror.value
+    if not mirror.kernel or not isinstance(value, cst.Name) or _operated_on(scope, value.value):
+        return False
+    names = free_names(mirror.expression)
+    if names is None or value.value not in names:
+        return False
+    return all(
+        name in scope.bindings
+        and (scope.visible_at(name, mirror.written_at) or (mirror.beside_key and name != value.value))
+        and not scope.rebound_between(name, mirror.written_at, mirror.used_at)
+        for name in names
+    )
+
+
+def _operated_on(scope: Scope, name: str) -> bool:
+    """Does any token/head operation, resizing call or rebinding touch ``name`` in the scope?"""
+    if any(access.base == name and not access.quiet for access in scope.accesses):
+        return True
+    for site in scope.calls:
+        if site.quiet:
+            continue
+        reshape = reshape_of(site.node)
+        if reshape is not None and reshape.base == name:
+            return True
+        if site.tail in _RESIZING and any(_mentions(arg.value, name) for arg in site.node.args):
+            return True
+    for binding in scope.bindings.get(name, ()):
+        if binding.kind in ("param", "assign") and not any(
+            True for _ in scope.accesses_within(binding.value_orders)
+        ) and not any(c.tail in _RESIZING for c in scope.calls_within(binding.value_orders)):
+            continue  # a parameter, or ``v = self.v_proj(x).transpose(1, 2)``: no token/head change
+        return True
+    return False
+
+
+def _mentions(expr: cst.BaseExpression, name: str) -> bool:
+    if dotted_name(expr) == name:
+        return True
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return any(_mentions(element.value, name) for element in expr.elements)
+    return False
+
+
+class _Names(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: set[str] = set()
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)  # ``x.attr``: x is a free name, attr is not
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)  # ``f(dim=d)``: d is, dim is not
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value not in _CONSTANTS:
+            self.found.add(node.value)
+
+
+def free_names(expression: str) -> set[str] | None:
+    """The names ``expression`` reads, or None when it is no plain expression (a lambda or a
+    comprehension binds names of its own)."""
+    try:
+        node = cst.parse_expression(expression)
+    except cst.ParserSyntaxError:
+        return None
+    if any(True for _ in _find(node, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.NamedExpr))):
+        return None
+    visitor = _Names()
+    node.visit(visitor)
+    return visitor.found
+
+
+def _find(node: cst.CSTNode, kinds: tuple[type, ...]):
+    if isinstance(node, kinds):
+        yield node
+    for child in node.children:
+        yield from _find(child, kinds)
 
 
 class Rule(cst.BatchableCSTVisitor):
@@ -86,7 +208,13 @@ class Rule(cst.BatchableCSTVisitor):
         suggestion: str,
         related: Sequence[tuple[cst.CSTNode, str]] = (),
         fix: Fix | None = None,
+        mirror: Mirror | None = None,
     ) -> None:
+        """Record a finding. A ``safe`` fix stays safe only with a ``mirror`` claim the engine
+        can prove (``mirror_is_proven``); any other fix is offered as ``unsafe``, applied only
+        with ``--unsafe-fixes``, whatever the rule asked for."""
+        if fix is not None and fix.applicability == "safe" and (mirror is None or not mirror_is_proven(mirror)):
+            fix = replace(fix, applicability="unsafe")
         span = self.span(node)
         self.findings.append(
             Finding(

@@ -14,6 +14,7 @@ from linter.names import (
     is_kv_tensor_name,
     kv_side,
     swap_kv_text,
+    value_counterpart,
 )
 from linter.pairs import attention_kv_args, dotted_name, is_attention_call, source_of
 from linter.reshapes import (
@@ -23,20 +24,23 @@ from linter.reshapes import (
     reshape_of,
     strip_shape_keeping,
 )
-from linter.rules.base import Example, Rule
-from linter.scopes import Binding, CallSite, Scope, ScopeTracking
+from linter.rules.base import Example, Mirror, Rule, free_names
+from linter.scopes import LATENT_ATTENTION, Binding, CallSite, Scope, ScopeTracking
+from linter.tensor_roots import tensor_root
 from linter.triggers import ATTENTION, Trigger
 
 # A V binding built with any of these may already carry the matching token/head change.
 _RESIZING_CALLS = RESHAPE_CALLS | {"cat", "concat", "concatenate", "stack", "pad", "gather", "roll", "repeat_kv"}
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_STORAGE = re.compile(r"pool|cache|buffer", re.IGNORECASE)
 _MAX_HOPS = 4
 
 
 @dataclass(frozen=True)
 class _Origin:
     reshape: Reshape
-    # Where the K reshape was assigned (None when it is written inline in the call).
+    # Where the K reshape was assigned (None when it is written inline in the call); with
+    # ``via_loop``, the loop variable that walks the K pieces.
     binding: Binding | None
     via_loop: bool = False
 
@@ -111,6 +115,17 @@ def ring_step(q, k, v, start, end):
         # K trimmed to V's length is a cure, not a cause.
         Example("def attention(q, k, v):\n    k = k[:, : v.shape[1]]\n"
                 "    return F.scaled_dot_product_attention(q, k, v)\n"),
+        # One call carrying two K/V pairs (new tokens, then the prefix): the empty K goes with the
+        # empty V next to it, the whole K with the whole V.
+        Example("class TritonAttnBackend:\n"
+                "    def forward_prefix_only(self, q, k, v, out, indptr):\n"
+                "        self.extend_fwd(q, k[:0], v[:0], out, k, v, indptr)\n"
+                "        self.extend_fwd(q, k, v, out, k[:0], v[:0], indptr)\n"),
+        # A latent (MLA) pool: its K is the compressed KV, the V argument is unused by the parent.
+        Example("class ShardedMLAKVPool(MLAKVPool):\n"
+                "    def set_kv_buffer(self, layer, loc, cache_k, cache_v):\n"
+                "        owned, rows = self._plan(loc)\n"
+                "        super().set_kv_buffer(layer, rows, cache_k.index_select(0, owned), cache_v)\n"),
         # Metadata read.
         Example("def attention(q, k, v):\n    b, s = k.shape[:2]\n"
                 "    return F.scaled_dot_product_attention(q, k, v)\n"),
@@ -156,6 +171,12 @@ def ring_step(q, k, v, start, end):
 
     def check_scope(self, scope: Scope) -> None:
         attention_scope = scope.is_attention_code(self.extra_callables)
+        # A latent (MLA) cache pool's K is the compressed KV and its "V" is often unused or None:
+        # there only a real attention kernel, which reads both, says that they must describe the
+        # same tokens. (MLA attention modules themselves, with real K and V, stay checked.)
+        latent = any(LATENT_ATTENTION.search(name) for name in scope.enclosing) and any(
+            _STORAGE.search(name) for name in scope.enclosing
+        )
         reported: set[int] = set()
         for site in scope.calls:
             if site.quiet:
@@ -163,19 +184,37 @@ def ring_step(q, k, v, start, end):
             if is_attention_call(site.node, self.extra_callables):
                 key, value, rank = attention_kv_args(site.node)
                 pairs = [(key, value)] if key is not None and value is not None else []
-            elif attention_scope:
+            elif attention_scope and not latent:
                 rank = None
                 args = [arg.value for arg in site.node.args if not arg.star]
-                pairs = [(a, b) for a in args for b in args if a is not b]
+                pairs = [(a, None) for a in args]
             else:
                 continue
             for key, value in pairs:
                 origin = self._origin(scope, key, site.order)
                 if origin is None or id(origin.reshape.node) in reported:
                     continue
-                if self._is_unmatched(scope, origin, value, site.order, rank):
+                if value is None:
+                    value = self._paired_argument(scope, origin, key, args, site.order)
+                if value is not None and self._is_unmatched(scope, origin, value, site.order, rank):
                     reported.add(id(origin.reshape.node))
                     self._report(scope, origin, site, key, value)
+
+    def _paired_argument(self, scope: Scope, origin: _Origin, key: cst.BaseExpression,
+                         args: list[cst.BaseExpression], order: int) -> cst.BaseExpression | None:
+        """The argument of a call of unknown signature that is ``key``'s value: the one naming
+        its V partner nearest to it, later arguments first (``f(q, k[:0], v[:0], out, k, v)``
+        carries two K/V pairs, and ``k[:0]`` goes with ``v[:0]``, not with ``v``)."""
+        partner = counterpart_of_dotted(origin.reshape.base, self.extra_pairs)
+        if partner is None:
+            return None
+        tail = partner.rsplit(".", 1)[-1]
+        at = next(i for i, arg in enumerate(args) if arg is key)
+        named = [
+            (abs(i - at), i < at, arg) for i, arg in enumerate(args)
+            if arg is not key and (tensor_root(arg) == tail or _value_source(scope, arg, order) == partner)
+        ]
+        return min(named, key=lambda item: item[:2])[2] if named else None
 
     def _origin(self, scope: Scope, expr: cst.BaseExpression, order: int, hops: int = 0) -> _Origin | None:
         """The K reshape that ``expr`` (an argument at walk order ``order``) comes from."""
@@ -197,7 +236,7 @@ def ring_step(q, k, v, start, end):
         if binding.kind == "loop":
             loop = reshape_of(strip_shape_keeping(binding.value))
             if loop is not None and loop.kind in PIECEWISE:
-                return _Origin(loop, None, via_loop=True)
+                return _Origin(loop, binding, via_loop=True)
             return None
         found = self._origin(scope, binding.value, binding.order, hops + 1)
         if found is not None and found.binding is None and not found.via_loop:
@@ -239,59 +278,90 @@ def ring_step(q, k, v, start, end):
         reshape = origin.reshape
         partner = counterpart_of_dotted(reshape.base, self.extra_pairs)
         op_text = source_of(reshape.node)
-        allowed = {reshape.base.rsplit(".", 1)[-1]}
-        mirrored = _mirror(op_text, allowed, self.extra_pairs)
-        if origin.binding is not None and origin.binding.line is not None:
-            allowed.add(origin.binding.name)
-            mirrored = _mirror(source_of(origin.binding.line.body[0]), allowed, self.extra_pairs)
         where = f"`{site.tail}`" if site.tail else "the call"
         message = (
             f"key `{reshape.base}` is reshaped along a token/head axis (`{op_text}`) and used as the "
             f"key in {where}, but its value `{partner}` is passed without the same operation"
         )
-        fix = self._fix(scope, origin, site, key, value)
-        if fix is not None:
-            suggestion = fix.message
-        elif mirrored is not None:
-            suggestion = f"apply the same operation to the value: `{mirrored}`"
-        else:
-            suggestion = f"apply the same token/head operation to `{partner}`"
+        fix, mirror = self._fix(scope, origin, site, key, value)
         self.report(
-            reshape.node, message, suggestion=suggestion,
+            reshape.node, message, suggestion=fix.message if fix else self._suggestion(scope, origin, site, key),
             related=[(value, f"V side: `{source_of(value)}` passed here without the key's operation")],
-            fix=fix,
+            fix=fix, mirror=mirror,
         )
 
+    def _suggestion(self, scope: Scope, origin: _Origin, site: CallSite, key: cst.BaseExpression) -> str:
+        """The mirrored code, written where every name it reads is in scope: after the key's
+        line, else in place of the value in the call, else in words."""
+        reshape = origin.reshape
+        partner = counterpart_of_dotted(reshape.base, self.extra_pairs)
+        base_tail = reshape.base.rsplit(".", 1)[-1]
+        binding = origin.binding
+        if origin.via_loop and binding is not None and isinstance(binding.value, cst.BaseExpression):
+            # ``for k_c in k.chunk(n)``: walk the value's pieces alongside the key's.
+            pieces = source_of(binding.value)
+            v_pieces = _mirror(pieces, {base_tail}, self.extra_pairs)
+            v_name = value_counterpart(binding.name, self.extra_pairs)
+            if v_pieces is not None and v_name is not None and not scope.is_bound_or_used(v_name):
+                return (f"walk the value's pieces alongside the key's: "
+                        f"`for {binding.name}, {v_name} in zip({pieces}, {v_pieces})`")
+            return f"apply the key's `{source_of(reshape.node)}` to `{partner}` as well and walk both together"
+        if binding is not None and binding.line is not None:
+            statement = _mirror(source_of(binding.line.body[0]), {base_tail, binding.name}, self.extra_pairs)
+            expression = _mirror(source_of(binding.value), {base_tail}, self.extra_pairs)
+            if statement is not None and expression is not None and _writable(scope, expression, binding.order):
+                return f"apply the same operation to the value after the key's line: `{statement}`"
+        mirrored = _mirror(source_of(reshape.node), {base_tail}, self.extra_pairs)
+        # Inline in the call itself, the key's own names are in scope for the value too.
+        inline = key is reshape.node or strip_shape_keeping(key) is reshape.node
+        if mirrored is not None and (inline or _writable(scope, mirrored, site.order)):
+            return f"pass the value with the same operation: `{mirrored}`"
+        return f"apply the key's token/head operation (`{source_of(reshape.node)}`) to `{partner}` as well"
+
     def _fix(self, scope: Scope, origin: _Origin, site: CallSite, key: cst.BaseExpression,
-             value: cst.BaseExpression) -> Fix | None:
+             value: cst.BaseExpression) -> tuple[Fix | None, Mirror | None]:
+        """The edit that mirrors the key's operation onto the value, and the claim the engine
+        checks before letting ``--fix`` apply it (see ``rules.base.mirror_is_proven``)."""
         if not isinstance(value, cst.Name) or origin.via_loop:
-            return None
+            return None, None
         base_tail = origin.reshape.base.rsplit(".", 1)[-1]
+        kernel = is_attention_call(site.node, self.extra_callables)
         if origin.binding is None:
             # Inline: ``attn(q, k[:n], v)`` -> ``attn(q, k[:n], v[:n])``.
             if key is not origin.reshape.node:
-                return None
+                return None, None
             mirrored = _mirror(source_of(key), {base_tail}, self.extra_pairs)
             if mirrored is None:
-                return None
-            return Fix(f"pass `{mirrored}` as the value", (Edit(self.span(value), mirrored),))
+                return None, None
+            mirror = Mirror(scope, value, mirrored, site.order, site.order, kernel, beside_key=True)
+            return Fix(f"pass `{mirrored}` as the value", (Edit(self.span(value), mirrored),)), mirror
         binding = origin.binding
         if binding.line is None or scope.rebound_between(value.value, binding.order, site.order):
-            return None
+            return None, None
         target = binding.name
         statement = _mirror(source_of(binding.line.body[0]), {base_tail, target}, self.extra_pairs)
+        expression = _mirror(source_of(binding.value), {base_tail}, self.extra_pairs)
         new_value = _mirror(source_of(strip_shape_keeping(key)), {target}, self.extra_pairs) \
             if target != base_tail else value.value
-        if statement is None or new_value is None:
-            return None
+        if statement is None or expression is None or new_value is None:
+            return None, None
+        if not _writable(scope, expression, binding.order):
+            return None, None
         if target != base_tail and scope.is_bound_or_used(new_value.split("[", 1)[0]):
-            return None
+            return None, None
         line = self.span(binding.line)
         inserted = f"{self._leading_whitespace(line.row)}{statement}{self._module.default_newline}"
         edits = [Edit(Span(line.end_row + 1, 1, line.end_row + 1, 1), inserted)]
         if new_value != value.value:
             edits.append(Edit(self.span(value), new_value))
-        return Fix(f"mirror the key's operation on the value: `{statement}`", tuple(edits))
+        mirror = Mirror(scope, value, expression, binding.order, site.order, kernel)
+        return Fix(f"mirror the key's operation on the value: `{statement}`", tuple(edits)), mirror
+
+
+def _writable(scope: Scope, expression: str, order: int) -> bool:
+    """Does every name ``expression`` reads exist at walk order ``order`` of the body?"""
+    names = free_names(expression)
+    return names is not None and all(scope.visible_at(name, order) for name in names)
 
 
 def _mirror(text: str, allowed: set[str], extra_pairs) -> str | None:

@@ -72,6 +72,11 @@ def attention(q, cache_k, cache_v, b, p, s):
                 "    return self.attn(q, k, v)\n"),
         # No attention context.
         Example("def trim(k, v, n):\n    return k[:n], v[:n - 1]\n"),
+        # A test that perturbs V on purpose after the real K/V pair: writing into V alone is no
+        # drift between K and V.
+        Example("def test_per_segment_attention_ignores_other_segments(q, k, v, bounds):\n"
+                "    ref = [F.scaled_dot_product_attention(q[a:b], k[a:b], v[a:b]) for a, b in bounds]\n"
+                "    v[bounds[0][1]:] += 1.0\n    return ref\n"),
         # Slicing Q alone.
         Example("def attention(q, k, v, n):\n    q = q[:n]\n"
                 "    return F.scaled_dot_product_attention(q, k, v)\n"),

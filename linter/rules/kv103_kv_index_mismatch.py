@@ -14,6 +14,7 @@ from linter.scopes import (
     DIFFER,
     SAME,
     Access,
+    Branch,
     Mismatch,
     Scope,
     ScopeTracking,
@@ -42,6 +43,13 @@ _DATA_POSITION = {
     "npu_scatter_nd_update": 1, "scatter_update_": 1, "scatter_update": 1,
 }
 _DATA_KEYWORDS = frozenset({"source", "src", "values", "updates"})
+# Keywords that name no index: ``out=`` is where a gather writes (the K and V slots of one stacked
+# destination differ by design), the others switch behaviour.
+_IGNORED_KEYWORDS = _DATA_KEYWORDS | frozenset({"out", "accumulate", "reduce", "include_self", "non_blocking"})
+# Update calls that exist as free functions (``from torch_npu import npu_scatter_nd_update_``).
+# A bare ``scatter(...)``/``index_copy(...)`` is a local helper with its own signature: the
+# tensor methods are only ever called on a tensor or through ``torch.``/``torch_npu.``.
+_FREE_FUNCTIONS = frozenset({"npu_scatter_nd_update_", "npu_scatter_nd_update", "scatter_update_", "scatter_update"})
 # Cache managers are attention code even when nothing in them is named after attention.
 _CACHE_SCOPE = re.compile(r"kv|cache|pool", re.IGNORECASE)
 
@@ -56,6 +64,7 @@ class _Update:
     operand: cst.BaseExpression  # the cache as written: ``k_cache``, ``self.k_buffer[layer_id]``
     chain: tuple[cst.BaseSlice, ...]  # the operand's own subscripts (``[layer_id]``)
     arguments: tuple[cst.CSTNode, ...]  # the index arguments: all but the operand and the data
+    branch: Branch = ()
 
 
 class KVIndexMismatch(ScopeTracking, Rule):
@@ -113,6 +122,41 @@ def write_kv(k_buffer, v_buffer, loc, k, v):
                 "    torch_npu.npu_scatter_nd_update_(v_buffer, loc, v)\n"),
         # No attention or cache-manager context.
         Example("def lookup(k_cache, v_cache, i, j):\n    return k_cache[i], v_cache[j]\n"),
+        # Layer 0 read only for what every layer shares (device, dtype, sizes): no cache access.
+        Example("class PagedKVPool:\n"
+                "    def write_rows(self, layer, rows, k, v):\n"
+                "        if rows.device != self.k_pool[0].device:\n"
+                "            rows = rows.to(self.k_pool[0].device)\n"
+                "        width = self.k_pool[0].shape[-1] * self.k_pool[0].element_size()\n"
+                "        assert k.dtype == self.k_pool[0].dtype\n"
+                "        self.k_pool[layer][rows] = k\n        self.v_pool[layer][rows] = v\n"
+                "        return width\n"),
+        Example("def unpack_staged_kv(staged, k_buffers, v_buffers, slots, layer):\n"
+                "    dim = k_buffers[0].size(-1)\n    k_buffers[layer][slots] = staged[0].view(-1, dim)\n"
+                "    v_buffers[layer][slots] = staged[1].view(-1, dim)\n"),
+        # K and V handled in different arms of one ``if`` (one call loads K, another V): each
+        # arm has its own tiling, and no run executes both.
+        Example("class PagedKVLoader:\n"
+                "    def load_attn_tile(self, cached_k_pages, cached_v_pages, is_v, owner, step, raw):\n"
+                "        if not is_v:\n"
+                "            for j in range(4):\n"
+                "                raw[j] = cached_k_pages[owner * 4 + j]\n"
+                "        else:\n"
+                "            for j in range(4):\n"
+                "                raw[j] = cached_v_pages[step * 8 + owner * 4 + j]\n"),
+        # ``out=`` names the K and V slots of one stacked destination, not an index.
+        Example("def stack_kv_pages(k_cache, v_cache, pages):\n"
+                "    kv = k_cache.new_empty((pages.numel(), 2, *k_cache.shape[1:]))\n"
+                "    torch.index_select(k_cache, 0, pages, out=kv[:, 0])\n"
+                "    torch.index_select(v_cache, 0, pages, out=kv[:, 1])\n    return kv\n"),
+        # A local helper that happens to share a tensor method's name has its own arguments:
+        # the third one is a width, not an index.
+        Example("class LatentKVPool:\n"
+                "    def store(self, layer, loc, cache_k, cache_v):\n"
+                "        def scatter(dst, src, width):\n"
+                "            torch_npu.npu_scatter_nd_update_(dst.view(-1, width), loc.view(-1, 1), src.view(-1, width))\n"
+                "        scatter(self.k_buf[layer], cache_k, self.latent_dim)\n"
+                "        scatter(self.v_buf[layer], cache_v, self.rope_dim)\n"),
     )
     INVALID = (
         Example("def attention(k_pool, v_pool, layer, block_ids, slot_ids):\n"
@@ -183,12 +227,16 @@ def write_kv(k_buffer, v_buffer, loc, k, v):
         for site in scope.calls:
             if site.quiet or site.tail not in _INDEXED_CALLS:
                 continue
+            if isinstance(site.node.func, cst.Name) and (
+                site.tail not in _FREE_FUNCTIONS or site.tail in scope.bindings
+            ):
+                continue
             for operand, arg in _cache_operands(site.node):
                 base, chain = _subscript_chain(operand)
                 side = self._cache_side(scope, base)
                 if side is not None:
                     update = _Update(site.node, site.tail, site.order, operand, chain,
-                                     _index_arguments(site.node, site.tail, arg))
+                                     _index_arguments(site.node, site.tail, arg), site.branch)
                     (keys if side == "k" else values).setdefault((base, site.tail), []).append(update)
                     break
         return keys, values
@@ -290,7 +338,7 @@ def _index_arguments(call: cst.Call, tail: str, operand: cst.Arg | None) -> tupl
         if arg is operand:
             continue
         if arg.keyword is not None:
-            if arg.keyword.value not in _DATA_KEYWORDS:
+            if arg.keyword.value not in _IGNORED_KEYWORDS:
                 kept.append(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT))
             continue
         if position != data_position:

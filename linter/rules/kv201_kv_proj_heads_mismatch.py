@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -144,6 +145,15 @@ class Attention(nn.Module):
         self.k_proj = ColumnParallelLinear(hidden, kv_out, bias=False)
         self.v_proj = ColumnParallelLinear(input_size=hidden, output_size=self.num_kv_heads * head_dim)
 """),
+        # Linear attention: value heads are their own count, by design.
+        Example("""\
+class GatedDeltaNet(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_k_heads, self.num_v_heads = config.linear_num_key_heads, config.linear_num_value_heads
+        self.k_proj = nn.Linear(config.hidden_size, self.num_k_heads * config.head_k_dim, bias=False)
+        self.v_proj = nn.Linear(config.hidden_size, self.num_v_heads * config.head_v_dim, bias=False)
+"""),
     )
     INVALID = (
         Example(bad, line=4),
@@ -168,9 +178,13 @@ class MultiQueryAttention(nn.Module):
 
     def __init__(self, context) -> None:
         super().__init__(context)
+        self._generated_from: str | None = None
         self._classes: list[_ClassFacts] = []
         self._aliases: list[Aliases] = []
         self._blocks: list[cst.CSTNode] = []
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._generated_from = generated_from(node)
 
     # Scopes: a class collects declarations; each function has its own local aliases.
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -241,20 +255,50 @@ class MultiQueryAttention(nn.Module):
             if mismatch is None:
                 continue
             k_text, v_text = source_of(k.size), source_of(v.size)
-            kv_text = k_text if mismatch.left in ("kv", 1) else v_text if mismatch.right in ("kv", 1) else None
+            kv_text = None if mismatch.linear else (
+                k_text if mismatch.left in ("kv", 1) else v_text if mismatch.right in ("kv", 1) else None
+            )
             callee = dotted_name(k.call.func) or callee_tail(k.call)
+            linear = mismatch.linear
+            rule = (
+                "in linear attention K keeps the query/key head count and V its own"
+                if linear else "K and V must have the same number of heads"
+            )
             self.report(
                 k.call,
                 f"K projection `{k.attr}` is declared with output size `{k_text}` "
-                f"({describe(mismatch.left)}) but V projection `{v.attr}` with `{v_text}` "
-                f"({describe(mismatch.right)}): K and V must have the same number of heads",
+                f"({describe(mismatch.left, linear)}) but V projection `{v.attr}` with `{v_text}` "
+                f"({describe(mismatch.right, linear)}): {rule}"
+                + ("" if self._generated_from is None else f" (generated from `{self._generated_from}`)"),
                 suggestion=(
                     f"declare both `{k.attr}` and `{v.attr}` with output size `{kv_text}`"
                     if kv_text is not None
                     else f"declare both `{k.attr}` and `{v.attr}` ({callee}) with the same head count"
-                ),
+                ) + self._source_of_truth(),
                 related=[(v.call, f"V projection `{v.attr}` declared with output size `{v_text}`")],
             )
+
+
+    def _source_of_truth(self) -> str:
+        if self._generated_from is None:
+            return ""
+        return (f"; this file is generated from `{self._generated_from}`: make the change there "
+                "(or in the class it inherits the projection from), then regenerate")
+
+
+# transformers' modular converter heads every file it writes with "This file was automatically
+# generated from src/transformers/models/x/modular_x.py"; an edit to the generated file is lost.
+_GENERATED = re.compile(r"generated from\s+(\S*modular_\w+\.py)", re.IGNORECASE)
+
+
+def generated_from(module: cst.Module) -> str | None:
+    """The ``modular_*.py`` file a generated ``modeling_*.py`` names in its header comment."""
+    for line in module.header:
+        if line.comment is not None:
+            match = _GENERATED.search(line.comment.value)
+            if match:
+                return match.group(1)
+    return None
 
 
 def _chain(first: Aliases, second: Aliases):

@@ -29,6 +29,14 @@ def _sequence(args: list[cst.Arg]) -> list[cst.BaseExpression] | None:
     return [a.value for a in args]
 
 
+_QUERY_PARTS = frozenset({"q", "query", "queries", "xq", "qs"})
+
+
+def _is_query(name: str | None) -> bool:
+    """``q``, ``query_states``, ``q_prefill``: a name only a query tensor carries."""
+    return name is not None and bool(_QUERY_PARTS & set(name.lower().split("_")))
+
+
 @dataclass
 class _View:
     call: cst.Call
@@ -102,9 +110,38 @@ def forward(self, k, v):
     k = k.view(b, s, self.num_kv_heads, d).transpose(1, 2)
     v = v.transpose(1, 2)
 """),
+        # Linear attention (Gated DeltaNet, Kimi Delta Attention): Q/K heads and V heads differ by
+        # design, [.., H, K] keys beside [.., HV, V] values.
+        Example("""\
+def forward_decode(self, q, k, v, b):
+    num_heads, head_k_dim = q.shape[2], q.shape[3]
+    num_v_heads, head_v_dim = v.shape[2], v.shape[3]
+    query = q.view(b, 1, num_heads, head_k_dim)
+    key = k.view(b, 1, num_heads, head_k_dim)
+    value = v.view(b, 1, num_v_heads, head_v_dim)
+"""),
+        # A K-named view of the query's storage (a launch dummy) is no key.
+        Example("""\
+def decode_dummies(q, k, v, head_dim, tokens):
+    k_pair = q.reshape(2, 1, 128, head_dim)
+    v_pair = v.reshape(-1, 1, head_dim)[:tokens].reshape(-1, 1, 64, head_dim)
+    return k_pair, v_pair
+"""),
+        Example("""\
+def chunk_delta_rule(self, k, v, t):
+    k = k.reshape(1, t, self.num_k_heads, self.head_k_dim)
+    v = v.reshape(1, t, self.num_value_heads, self.head_v_dim)
+"""),
     )
     INVALID = (
         Example(bad, line=3),
+        # Linear attention with the head counts swapped: K viewed with the value's own count.
+        Example("""\
+def forward_decode(self, q, k, v, b):
+    num_heads, num_v_heads = q.shape[2], v.shape[2]
+    key = k.view(b, 1, num_v_heads, self.head_k_dim)
+    value = v.view(b, 1, num_heads, self.head_v_dim)
+""", line=3),
         Example("""\
 def write(key_cache, value_cache, num_blocks, block_size, num_kv_heads, num_heads, head_size):
     key_cache = key_cache.view(num_blocks, block_size, num_kv_heads, head_size)
@@ -202,7 +239,7 @@ def forward(self, k, v, b, s):
         if root is not None and kv_side(root, self.extra_pairs):
             ids.add(root)
         target, chain = self._targets[-1] if self._targets else (None, set())
-        if target is not None and id(call) in chain:
+        if target is not None and id(call) in chain and not _is_query(root):
             ids.add(target)
         if not ids:
             return None
@@ -210,6 +247,7 @@ def forward(self, k, v, b, s):
 
     def _check(self, scope: _Scope) -> None:
         views = scope.views
+        reported: set[int] = set()  # one finding per mismatched V view, however many K views
         for k in views:
             partners = {value_counterpart(i, self.extra_pairs) for i in k.ids} - {None}
             if not partners or any(kv_side(i, self.extra_pairs) != "k" for i in k.ids):
@@ -221,7 +259,9 @@ def forward(self, k, v, b, s):
             if any(found is None for _, found in verdicts):
                 continue
             v, (axis, mismatch) = verdicts[0]
-            self._report(k, v, axis, mismatch)
+            if id(v) not in reported:
+                reported.add(id(v))
+                self._report(k, v, axis, mismatch)
 
     @staticmethod
     def _first_mismatch(k: _View, v: _View, aliases: Aliases) -> tuple[str, HeadsMismatch] | None:
@@ -237,16 +277,25 @@ def forward(self, k, v, b, s):
     def _report(self, k: _View, v: _View, axis: str, mismatch: HeadsMismatch) -> None:
         k_size, v_size = source_of(k.sizes[axis]), source_of(v.sizes[axis])
         where = f"`{axis}=`" if k.form[0] == "rearrange" else f"axis {axis}"
-        if mismatch.left in ("kv", 1):
+        linear = mismatch.linear
+        if linear and mismatch.left == "v":
+            suggestion = f"view the key with its own (query/key) head count, not the value's `{k_size}`, at {where}"
+        elif linear and mismatch.right == "k":
+            suggestion = f"view the value with its own head count, not the key's `{v_size}`, at {where}"
+        elif mismatch.left in ("kv", 1):
             suggestion = f"view the value with `{k_size}` at {where}, as the key is"
         elif mismatch.right in ("kv", 1):
             suggestion = f"view the key with `{v_size}` at {where}, as the value is"
         else:
             suggestion = f"view K and V with the same head count at {where}"
+        rule = (
+            "in linear attention K keeps the query/key head count and V its own"
+            if linear else "K and V must have the same number of heads"
+        )
         self.report(
             k.call,
-            f"K is viewed with `{k_size}` ({describe(mismatch.left)}) at {where} but V with "
-            f"`{v_size}` ({describe(mismatch.right)}): K and V must have the same number of heads",
+            f"K is viewed with `{k_size}` ({describe(mismatch.left, linear)}) at {where} but V with "
+            f"`{v_size}` ({describe(mismatch.right, linear)}): {rule}",
             suggestion=suggestion,
             related=[(v.call, f"V viewed with `{v_size}` at {where}")],
         )

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from linter.names import Role, is_kv_head_count_name, kv_side
+from linter.names import Role, head_count_side, is_kv_head_count_name, kv_side, name_role
 from linter.pairs import dotted_name, normalized, source_of
 from linter.rules.base import Example, Rule
 from linter.sizes import Aliases, factors, int_value
@@ -101,8 +101,40 @@ class _Candidate:
 class _Owner:
     """A class (or the module): where a KV head count is declared and splits are collected."""
 
-    kv_heads: cst.Name | None = None
+    # Every KV head count named here (first occurrence), outside keyword names.
+    kv_heads: dict[str, cst.Name] = field(default_factory=dict)
     candidates: list[_Candidate] = field(default_factory=list)
+    # Head-count names each assignment of a name reads (``self.num_kv_heads = max(1,
+    # self.total_num_kv_heads // tp_size)`` reads ``total_num_kv_heads``), for proving a KV head
+    # count equal to the query head count.
+    assigned: dict[str, list[set[str]]] = field(default_factory=dict)
+    # ``self.x = ...`` attributes: names a suggestion may use in any method.
+    self_attrs: set[str] = field(default_factory=set)
+
+    def record(self, targets: list[str], value: cst.BaseExpression) -> None:
+        """``a = b = value``: each target reads the value's head counts and the other targets'."""
+        heads = {w for w in _IDENTIFIER.findall(source_of(value)) if name_role(w) in _HEAD_ROLES}
+        for target in targets:
+            self.assigned.setdefault(target, []).append(heads | {t for t in targets if t != target})
+
+    def equal_to_query(self) -> set[str]:
+        """KV head counts that provably equal the query head count (no GQA): every assignment
+        reads a query head count or another such name, and no other KV head count
+        (``self.total_num_kv_heads = self.total_num_heads``)."""
+        proven: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for name, reads in self.assigned.items():
+                if name in proven or name_role(name) is not Role.KV_HEADS:
+                    continue
+                if all(r and all(name_role(w) is Role.Q_HEADS or w in proven for w in r) for r in reads):
+                    proven.add(name)
+                    changed = True
+        return proven
+
+
+_HEAD_ROLES = (Role.Q_HEADS, Role.KV_HEADS)
 
 
 @dataclass
@@ -195,6 +227,30 @@ class Attention(nn.Module):
         else:
             q, k, v = qkv.split([self.q_size, self.kv_size, self.kv_size], dim=-1)
 """),
+        # Head counts made equal by assignment: no GQA, so equal thirds are right.
+        Example("""\
+class EncoderAttention(nn.Module):
+    def __init__(self, config, tp_size):
+        self.total_num_heads = self.total_num_kv_heads = config.num_heads
+        self.inner_dim = config.num_heads // tp_size * config.d_kv
+        self.qkv_proj = QKVParallelLinear(config.d_model, config.d_kv, self.total_num_heads, self.total_num_kv_heads)
+
+    def forward(self, x):
+        qkv, _ = self.qkv_proj(x)
+        q, k, v = qkv.split(self.inner_dim, dim=-1)
+"""),
+        Example("""\
+class LegacyAttention(nn.Module):
+    def __init__(self, hidden_size, num_heads, tp_size):
+        self.total_num_heads = num_heads
+        self.total_num_kv_heads = self.total_num_heads
+        self.num_kv_heads = max(1, self.total_num_kv_heads // tp_size)
+        self.num_heads = self.num_kv_heads
+
+    def forward(self, x):
+        qkv, _ = self.W_pack(x)
+        q, k, v = qkv.chunk(chunks=3, dim=-1)
+"""),
     )
     INVALID = (
         Example(bad, line=7),
@@ -250,8 +306,8 @@ def attention(qkv, num_kv_heads):
 
     def visit_Name(self, node: cst.Name) -> None:
         owner = self._owners[-1]
-        if owner.kv_heads is None and is_kv_head_count_name(node.value) and id(node) not in self._keywords:
-            owner.kv_heads = node
+        if is_kv_head_count_name(node.value) and id(node) not in self._keywords:
+            owner.kv_heads.setdefault(node.value, node)
 
     def visit_If(self, node: cst.If) -> None:
         self._guard(node.test)
@@ -266,6 +322,14 @@ def attention(qkv, num_kv_heads):
     def visit_Assign(self, node: cst.Assign) -> None:
         target = node.targets[0].target if len(node.targets) == 1 else None
         self._targets.append(target)
+        names = [_target_name(t.target) for t in node.targets]
+        owner = self._owners[-1]
+        if all(names):
+            owner.record(names, node.value)  # type: ignore[arg-type]
+        owner.self_attrs.update(
+            t.target.attr.value for t in node.targets
+            if isinstance(t.target, cst.Attribute) and dotted_name(t.target.value) == "self"
+        )
         if self._functions and isinstance(target, cst.Name):
             self._functions[-1].stacked[target.value] = _has_stacked_axis(node.value)
             self._functions[-1].aliases.record(target, node.value)
@@ -333,9 +397,10 @@ def attention(qkv, num_kv_heads):
         )
 
     def _settle(self, owner: _Owner) -> None:
-        if owner.kv_heads is None:
+        counts = [name for name in owner.kv_heads if name not in owner.equal_to_query()]
+        if not counts:
             return
-        heads = owner.kv_heads.value
+        heads = counts[0]
         for candidate in owner.candidates:
             text = source_of(candidate.call)
             self.report(
@@ -343,9 +408,37 @@ def attention(qkv, num_kv_heads):
                 f"fused QKV output `{candidate.receiver}` is split into three equal parts by "
                 f"`{text}`, but this code has a separate KV head count `{heads}`: when it is "
                 "smaller than the query head count, equal thirds cut through Q, K and V",
-                suggestion=(
-                    f"split by sizes: `.split([num_heads * head_dim, {heads} * head_dim, "
-                    f"{heads} * head_dim], dim=-1)`"
-                ),
-                related=[(owner.kv_heads, f"KV head count `{heads}` used here")],
+                suggestion=_suggestion(owner, heads),
+                related=[(owner.kv_heads[heads], f"KV head count `{heads}` used here")],
             )
+
+
+# Names of the tensor-parallel world size: where they appear, declared head counts are global and
+# a split needs the per-rank ones.
+_TP_SIZE = re.compile(r"(^|_)tp(_|$)|tensor_parallel|world_size")
+
+
+def _suggestion(owner: _Owner, heads: str) -> str:
+    """A split by sizes that names only what the class defines on ``self`` (in scope in every
+    method), with per-rank sizes where the counts are divided across tensor-parallel ranks;
+    ``<...>`` placeholders stand for what the class does not name."""
+    attrs = owner.self_attrs
+    if {"q_size", "kv_size"} <= attrs:
+        return "split by sizes: `.split([self.q_size, self.kv_size, self.kv_size], dim=-1)`"
+    tp = any(_TP_SIZE.search(name) for name in attrs | set(owner.kv_heads) | set(owner.assigned))
+    # Under tensor parallelism ``total_*`` counts are global; the split needs this rank's.
+    usable = sorted(a for a in attrs if not (tp and a.startswith("total")))
+    per_rank = " per rank" if tp else ""
+    q = next((f"self.{a}" for a in usable if name_role(a) is Role.Q_HEADS), f"<query heads{per_rank}>")
+    kv = next((f"self.{a}" for a in usable if name_role(a) is Role.KV_HEADS and not head_count_side(a)),
+              f"<KV heads{per_rank}>")
+    dim = next((f"self.{a}" for a in usable if a in ("head_dim", "head_size")), "<head dim>")
+    return f"split by sizes: `.split([{q} * {dim}, {kv} * {dim}, {kv} * {dim}], dim=-1)`"
+
+
+def _target_name(target: cst.BaseExpression) -> str | None:
+    if isinstance(target, cst.Name):
+        return target.value
+    if isinstance(target, cst.Attribute) and dotted_name(target.value) == "self":
+        return target.attr.value
+    return None

@@ -7,6 +7,8 @@ fail the way a buggy rule would.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import libcst as cst
 
 from linter.finding import Edit, Fix
@@ -32,6 +34,9 @@ class FlagMe(Rule):
             related = [(node.args[0].value, "V side: the argument")] if node.args else []
             fix = Fix("rename to fixed_me", (Edit(self.span(node.func), FIXED_NAME),))
             self.report(node, "flag_me called", suggestion="call fixed_me instead", related=related, fix=fix)
+            # The engine demotes a fix it cannot prove to unsafe (rules.base.mirror_is_proven);
+            # this stand-in plays a rule whose fix was proven, as the machinery tests need one.
+            self.findings[-1] = replace(self.findings[-1], fix=fix)
 
 
 def fake_job(settings: Settings | None = None, **kwargs) -> Job:

@@ -193,7 +193,9 @@ def test_the_cache_is_used_and_gives_the_same_output(tree):
 def test_rules_lists_every_rule_with_fixability(tree):
     lines = out(kvlint("rules", cwd=tree)).splitlines()
     assert lines[0].split()[:3] == ["code", "name", "fixable"]
-    assert [line.split()[0] for line in lines[1:]] == ["KV101", "KV102", "KV103", "KV201", "KV202", "KV203"]
+    assert [line.split()[0] for line in lines[1:]] == [
+        "KV101", "KV102", "KV103", "KV104", "KV201", "KV202", "KV203", "KV204", "KV205", "KV206", "KV301",
+    ]
 
 
 def test_rule_prints_the_rule_documentation(tree):

@@ -34,6 +34,8 @@ GITHUB_LINE = re.compile(
 # (linting a 1.4 MB file takes 40 s; the big ones are in the JSON sweep).
 SLOW_SAMPLE = 200
 SLOW_MAX_BYTES = 60_000
+# The whole stdlib and torch tree, linted several times: minutes. Skip with -m "not slow".
+pytestmark = pytest.mark.slow
 
 
 def _corpus_files() -> list[Path]:

@@ -69,6 +69,7 @@ def test_torch_attention_modules_give_the_same_findings_with_and_without_the_pre
     assert differences(sample, jobs=1) == ([], [])
 
 
+@pytest.mark.slow  # every file of the torch tree parsed: about a minute
 def test_the_whole_torch_tree_gives_the_same_findings_with_and_without_the_prefilter() -> None:
     # The yardstick tree: every file parsed (minutes on 2 cores) against the fast path.
     spec = importlib.util.find_spec("torch")

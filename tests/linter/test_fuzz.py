@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 import hypothesmith
+import pytest
 import libcst as cst
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -22,6 +23,10 @@ from linter.files import source_lines
 from linter.finding import Finding
 from linter.rules import all_rules
 from linter.runner import check_stdin, job_for
+
+# hypothesmith compiles each generated program to check it; programs such as ``1()`` draw a
+# SyntaxWarning ("'int' object is not callable") that says nothing about kvlint.
+pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")
 
 _COMMON = {
     "deadline": None,  # libcst parse time varies with the generated program's size

@@ -576,3 +576,35 @@ def test_noqa_row_is_the_key_line():
         """
     )
     assert finding.noqa_row == 3
+
+
+def test_a_call_of_unknown_signature_pairs_each_key_with_the_nearest_value():
+    # Two K/V pairs in one call: k[:0] sits next to a whole v, which is the drift.
+    (finding,) = lint_source(
+        "class Backend:\n"
+        "    def forward_attn(self, q, k, v, out):\n"
+        "        self.extend_fwd(q, k[:0], v, out, k, v[:0])\n",
+        codes=["KV101"],
+    )
+    assert finding.span.column == 28 and finding.related[0].span.column == 35
+
+
+def test_a_real_attention_kernel_still_checks_latent_code():
+    (finding,) = lint_source(
+        "class DeepseekMLA:\n"
+        "    def forward(self, q, k, v, n):\n"
+        "        return flash_attn_varlen_func(q, k[:n], v)\n",
+        codes=["KV101"],
+    )
+    assert finding.span.row == 3
+
+
+def test_an_mla_attention_module_with_real_k_and_v_is_still_checked_at_any_call():
+    (finding,) = lint_source(
+        "class DeepseekV2MLA:\n"
+        "    def forward(self, q, k, v, idx):\n"
+        "        k = k[idx]\n"
+        "        return self.attn(q, k, v)\n",
+        codes=["KV101"],
+    )
+    assert finding.span.row == 3

@@ -308,3 +308,36 @@ def test_suggestion_offers_both_index_chains_as_written_when_several_indices_dif
         "index both the same way, with the V side's `[layer][slot_ids]` or the K side's "
         "`[k_layer][block_ids]`, after checking which is right"
     )
+
+
+def test_metadata_reads_of_layer_zero_do_not_hide_a_real_mismatch():
+    # The ``[0].device`` reads are no accesses; the two writes still disagree.
+    (finding,) = lint_source(
+        "class KVPool:\n"
+        "    def write(self, layer, loc, slot, k, v):\n"
+        "        loc = loc.to(self.k_pool[0].device)\n"
+        "        self.k_pool[layer][loc] = k\n"
+        "        self.v_pool[layer][slot] = v\n",
+        codes=["KV103"],
+    )
+    assert finding.span.row == 4 and "[slot]" in finding.message
+
+
+def test_one_mismatched_value_is_one_finding_however_many_keys_differ_from_it():
+    findings = lint_source(
+        "def write_kv(k_cache, v_cache, a, b, c, k, v):\n"
+        "    k_cache[a] = k\n    k_cache[b] = k\n    k_cache[a] += k\n"
+        "    v_cache[c] = v\n",
+        codes=["KV103"],
+    )
+    assert [f.span.row for f in findings] == [4]
+
+
+def test_out_keyword_is_no_index_but_a_real_index_difference_still_counts():
+    (finding,) = lint_source(
+        "def gather_kv(k_cache, v_cache, pages, other, kv):\n"
+        "    torch.index_select(k_cache, 0, pages, out=kv[:, 0])\n"
+        "    torch.index_select(v_cache, 0, other, out=kv[:, 1])\n",
+        codes=["KV103"],
+    )
+    assert finding.span.row == 2 and "out=" not in finding.suggestion

@@ -187,3 +187,37 @@ def test_a_matching_v_view_in_the_scope_silences_the_pair():
         setup="v_full = v.view(b, s, self.num_heads, self.head_dim) if expand else None",
     )
     assert findings(source) == []
+
+
+def test_linear_attention_labels_name_query_key_and_value_heads():
+    (finding,) = lint_source(
+        "def forward_decode(self, q, k, v, b):\n"
+        "    key = k.view(b, 1, self.num_v_heads, self.head_k_dim)\n"
+        "    value = v.view(b, 1, self.num_heads, self.head_v_dim)\n",
+        codes=["KV202"],
+    )
+    assert "(value heads)" in finding.message and "(query/key heads)" in finding.message
+    assert "KV heads" not in finding.message and "same number of heads" not in finding.message
+    assert "not the value's `self.num_v_heads`" in finding.suggestion
+
+
+def test_a_key_view_of_a_query_tensor_is_no_key_view():
+    source = (
+        "def launch(q, k, v, d, n):\n"
+        "    k_dummy = q.reshape(2, 1, 128, d)\n"
+        "    v_dummy = v.reshape(-1, 1, 64, d)\n"
+    )
+    assert lint_source(source, codes=["KV202"]) == []
+    assert len(lint_source(source.replace("q.reshape", "k.reshape"), codes=["KV202"])) == 1
+
+
+def test_one_mismatched_value_view_is_one_finding():
+    source = (
+        "def forward(self, k, v, b, s, cached):\n"
+        "    if cached:\n"
+        "        k = k.view(b, s, self.num_kv_heads, self.head_dim)\n"
+        "    else:\n"
+        "        k = k.view(b, s, self.num_kv_heads, self.head_dim)\n"
+        "    v = v.view(b, s, self.num_heads, self.head_dim)\n"
+    )
+    assert [f.span.row for f in lint_source(source, codes=["KV202"])] == [3]

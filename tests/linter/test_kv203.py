@@ -171,3 +171,69 @@ def test_kv_head_count_passed_as_a_keyword_value_counts():
             q, k, v = self.qkv(x).chunk(3, dim=-1)
     """
     assert len(findings(source)) == 1
+
+
+def test_a_kv_head_count_assigned_from_its_own_source_still_counts():
+    # Equal by assignment in one branch, a real KV count in the other: GQA is possible.
+    source = """\
+    class Attention(nn.Module):
+        def __init__(self, config):
+            if config.mha:
+                self.num_kv_heads = config.num_heads
+            else:
+                self.num_kv_heads = config.num_key_value_heads
+
+        def forward(self, x):
+            q, k, v = self.qkv(x).chunk(3, dim=-1)
+    """
+    assert [f.span.row for f in findings(source)] == [9]
+
+
+def test_suggestion_uses_the_per_rank_sizes_the_class_defines():
+    source = """\
+    class Attention(nn.Module):
+        def __init__(self, config, tp_size):
+            self.total_num_heads = config.num_attention_heads
+            self.total_num_kv_heads = config.num_key_value_heads
+            self.num_heads = self.total_num_heads // tp_size
+            self.num_kv_heads = max(1, self.total_num_kv_heads // tp_size)
+            self.head_dim = config.hidden_size // self.total_num_heads
+
+        def forward(self, x):
+            q, k, v = self.qkv_proj(x).chunk(3, dim=-1)
+    """
+    [finding] = findings(source)
+    assert finding.suggestion.endswith(
+        "`.split([self.num_heads * self.head_dim, self.num_kv_heads * self.head_dim, "
+        "self.num_kv_heads * self.head_dim], dim=-1)`"
+    )
+
+
+def test_suggestion_never_names_a_global_count_under_tensor_parallelism():
+    source = """\
+    class Attention(nn.Module):
+        def __init__(self, config, tp_size):
+            self.tp_size = tp_size
+            self.total_num_kv_heads = config.num_key_value_heads
+
+        def forward(self, x):
+            q, k, v = self.qkv_proj(x).chunk(3, dim=-1)
+    """
+    [finding] = findings(source)
+    assert "total_num_kv_heads *" not in finding.suggestion
+    assert "<KV heads per rank>" in finding.suggestion
+
+
+def test_suggestion_prefers_the_q_and_kv_sizes_the_class_defines():
+    source = """\
+    class Attention(nn.Module):
+        def __init__(self, config):
+            self.num_kv_heads = config.num_key_value_heads
+            self.q_size = config.num_attention_heads * config.head_dim
+            self.kv_size = self.num_kv_heads * config.head_dim
+
+        def forward(self, x):
+            q, k, v = self.qkv_proj(x).chunk(3, dim=-1)
+    """
+    [finding] = findings(source)
+    assert "[self.q_size, self.kv_size, self.kv_size]" in finding.suggestion

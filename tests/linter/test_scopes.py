@@ -6,7 +6,7 @@ from textwrap import dedent
 
 import libcst as cst
 
-from linter.scopes import DIFFER, SAME, mismatches, scope_of
+from linter.scopes import DIFFER, SAME, exclusive, mismatches, scope_of
 
 
 def function_scope(source: str, enclosing: tuple[str, ...] = ("f",)):
@@ -196,8 +196,8 @@ def test_every_rule_of_a_traversal_shares_one_model_per_scope():
 
 
 class Site:
-    def __init__(self, text: str, order: int) -> None:
-        self.text, self.order = text, order
+    def __init__(self, text: str, order: int, store: bool = False) -> None:
+        self.text, self.order, self.store = text, order, store
 
 
 def _same_text(k: Site, v: Site) -> str:
@@ -206,10 +206,16 @@ def _same_text(k: Site, v: Site) -> str:
 
 def test_mismatches_skip_a_key_with_any_equal_value():
     k, other, equal = Site("a", 1), Site("b", 2), Site("a", 9)
+    # The key is matched; only the leftover value read with no equal key is reported.
     found = mismatches([k], [other, equal], _same_text)
-    # The key is matched; only the leftover value with no equal key is reported.
     assert [(m.key, m.value, m.anchor) for m in found] == [(k, other, "v")]
     assert mismatches([k], [equal], _same_text) == []
+
+
+def test_mismatches_ignore_a_leftover_value_written_to():
+    # ``v[6:] += 100`` after a matched pair: a test perturbing V on purpose.
+    k, perturbed, equal = Site("a", 1), Site("b", 2, store=True), Site("a", 9)
+    assert mismatches([k], [perturbed, equal], _same_text) == []
 
 
 def test_mismatches_pair_an_unmatched_key_with_the_nearest_differing_value():
@@ -218,5 +224,33 @@ def test_mismatches_pair_an_unmatched_key_with_the_nearest_differing_value():
     assert [(m.key, m.value, m.anchor) for m in found] == [(k, near, "k"), (k, far, "v")]
 
 
+def test_mismatches_report_keys_sharing_one_value_once_at_the_nearest_key():
+    keys = [Site("a", 1), Site("a", 2), Site("c", 3), Site("d", 8)]
+    v = Site("b", 9)
+    found = mismatches(keys, [v], _same_text)
+    assert [(m.key, m.value, m.anchor) for m in found] == [(keys[3], v, "k")]
+
+
+def test_mismatches_report_each_differing_value_once():
+    k1, k2 = Site("a", 1), Site("c", 20)
+    v1, v2 = Site("b", 2), Site("d", 21)
+    found = mismatches([k1, k2], [v1, v2], _same_text)
+    assert [(m.key, m.value, m.anchor) for m in found] == [(k1, v1, "k"), (k2, v2, "k")]
+
+
 def test_mismatches_stay_silent_when_sites_cannot_be_compared():
     assert mismatches([Site("a", 1)], [Site("b", 2)], lambda k, v: None) == []
+
+
+def test_sites_in_different_arms_of_one_if_are_never_compared():
+    scope = function_scope(
+        "def f(k_pool, v_pool, is_v, a, b):\n"
+        "    if is_v:\n        x = v_pool[a]\n"
+        "    elif a:\n        x = k_pool[b]\n        y = v_pool[b]\n"
+        "    else:\n        x = k_pool[a]\n"
+    )
+    v_a, k_b, v_b, k_a = scope.accesses
+    assert exclusive(v_a, k_b) and exclusive(v_a, k_a) and exclusive(k_b, k_a)
+    assert not exclusive(k_b, v_b)
+    # In different arms the verdict is "cannot compare": no mismatch, no match.
+    assert mismatches([k_a], [v_a], lambda k, v: DIFFER) == []

@@ -16,11 +16,16 @@ import sysconfig
 from pathlib import Path
 
 import hypothesmith
+import pytest
 from hypothesis import assume, given, settings
 
 from linter.code_only import code_only
 from linter.segments import Segment, top_level_segments
 from tests.linter.test_fuzz import PROFILE
+
+# hypothesmith compiles each generated program to check it; programs such as ``1()`` draw a
+# SyntaxWarning ("'int' object is not callable") that says nothing about kvlint.
+pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")
 
 _PER_TREE = 100
 

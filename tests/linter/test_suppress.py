@@ -1,5 +1,8 @@
+import pytest
+
 from linter.finding import Finding, Span
-from linter.suppress import noqa_map, unsuppressed
+from linter.suppress import directives, invalid_directives, noqa_map, unsuppressed
+from tests.linter.test_cli import kvlint
 
 
 def _finding(code: str, row: int) -> Finding:
@@ -39,3 +42,58 @@ def test_blanket_noqa_removes_every_finding_on_its_line():
 def test_finding_is_matched_on_its_noqa_row_not_its_start_row():
     finding = Finding("KV101", "m", "f.py", Span(1, 1, 2, 2), "s", noqa_row=2)
     assert unsuppressed([finding], "call(\n  x)  # noqa: KV101\n") == []
+
+
+@pytest.mark.parametrize(
+    ("comment", "why"),
+    [
+        pytest.param("# noqa KV101", "expected `:`", id="missing-colon"),
+        pytest.param("# noqa E501", "expected `:`", id="missing-colon-other-tool"),
+        pytest.param("# noqa:", "expected a comma-separated list of codes", id="empty-codes"),
+        pytest.param("# noqa:  # reason", "expected a comma-separated list of codes", id="empty-codes-then-comment"),
+        pytest.param("# noqa: E", "not `E`", id="letters-only"),
+        pytest.param("# noqa: KV-101", "not `KV-101`", id="dashed-code"),
+    ],
+)
+def test_a_malformed_directive_suppresses_nothing_and_says_why(comment, why):
+    text = f"x = 1  {comment}\n"
+    assert noqa_map(text) == {}
+    (directive,) = directives(text).values()
+    assert directive.error is not None and why in directive.error
+    assert unsuppressed([_finding("KV101", 1)], text) == [_finding("KV101", 1)]
+
+
+@pytest.mark.parametrize(
+    ("comment", "codes"),
+    [
+        ("# noqa", None),
+        ("# noqa  ", None),
+        ("# noqa # the caller trims V", None),
+        ("# noqa:KV101", frozenset({"KV101"})),
+        ("# noqa : KV101, KV202 - reason", frozenset({"KV101", "KV202"})),
+        ("# type: ignore  # noqa: KV101", frozenset({"KV101"})),
+    ],
+)
+def test_well_formed_directives_are_read(comment, codes):
+    assert noqa_map(f"x = 1  {comment}\n") == {1: codes}
+
+
+def test_a_word_that_only_starts_with_noqa_is_no_directive():
+    assert directives("x = 1  # noqa_helper is imported for its side effects\n") == {}
+
+
+def test_a_warning_is_given_for_a_malformed_directive_on_a_line_with_a_finding():
+    text = "a  # noqa KV101\nb  # noqa E501\n"
+    (warning,) = invalid_directives([_finding("KV101", 1)], text, "f.py")
+    assert (warning.code, warning.row, warning.warning) == ("WKV001", 1, True)
+    assert "suppresses nothing" in warning.message
+
+
+def test_the_cli_shows_the_finding_warns_and_keeps_exit_status_1(tmp_path):
+    (tmp_path / "ring.py").write_text(
+        "def f(q, k, v, n):\n    return flash_attn_func(q, k[:n], v)  # noqa KV101\n"
+    )
+    proc = kvlint("check", "--no-cache", "--format", "concise", "ring.py", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "KV101" in proc.stdout.decode()
+    assert "ring.py:2: WKV001 invalid `# noqa` directive" in proc.stderr.decode()

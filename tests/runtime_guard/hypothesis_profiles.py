@@ -39,6 +39,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     if not CASES and not FACTS:
         return
     terminalreporter.section("kvlint runtime guard property cases")
+    verbose = config.option.verbose > 0
     totals: Counter = Counter()
     for (prop, _), n in CASES.items():
         totals[prop] += n
@@ -46,4 +47,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
         details = [f"{detail} {n}" for (p, detail), n in sorted(CASES.items()) if p == prop and detail]
         details += [f"{fact} {n}" for (p, fact), n in sorted(FACTS.items()) if p == prop]
         cases = f": {totals[prop]} cases" if prop in totals else ":"
-        terminalreporter.write_line(f"{prop}{cases}" + (f" ({', '.join(details)})" if details else ""))
+        if verbose:
+            terminalreporter.write_line(f"{prop}{cases}" + (f" ({', '.join(details)})" if details else ""))
+        else:
+            # One line per property; the per-kind breakdown (dozens of entries) only with -v.
+            kinds = f" over {len(details)} kinds" if len(details) > 1 else (f" ({details[0]})" if details else "")
+            terminalreporter.write_line(f"{prop}{cases}{kinds}")
+    if not verbose:
+        terminalreporter.write_line("(-v lists the cases per kind)")

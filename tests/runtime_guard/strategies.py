@@ -178,7 +178,9 @@ class Attention(Case):
             name = side(draw)
             lens = list(getattr(self, name))
             last = len(_body(lens)) - 1
-            lens[last] += draw(st.sampled_from((-1, 1))) if lens[last] > max([0, *lens[:last]]) else 1
+            # Trailing EOD zeros let the last end fall short of the tokens (tail padding): only past them is wrong.
+            padded = last < len(lens) - 1
+            lens[last] += draw(st.sampled_from((-1, 1))) if lens[last] > max([0, *lens[:last]]) and not padded else 1
             setattr(self, name, lens)
 
         m["end lengths at the wrong total"] = (wrong_total, "cumulative_lengths_valid")
@@ -331,7 +333,9 @@ def paged_attention_cases(draw: Callable, kind: str | None = None) -> PagedAtten
     )
     case.kv_lens = draw(st.none() | st.lists(st.integers(0, columns * block_size), min_size=batch, max_size=batch))
     case.declared_block_size = draw(st.sampled_from((block_size, 0)))
-    case.declare_kv_heads = draw(st.booleans())
+    # num_key_value_heads=0 means "as many as the query" (FIA doc): a (blocks, block_size, H) cache
+    # with fewer KV heads must declare them, or its H reads as query heads of a smaller dim.
+    case.declare_kv_heads = draw(st.booleans()) or (case.hidden and groups != 1)
     if case.v_dim == dim and draw(st.booleans()):
         case.v = case.k
     return case

@@ -149,10 +149,10 @@ def test_out_overload_is_guarded_and_passes_valid_calls():
     case = AttentionCase("npu_fused_infer_attention_score", "BSND")
     args, kwargs = case.arguments()
     out, lse = npu(*case.q.shape), npu(1)
-    result = torch_npu.npu_fused_infer_attention_score.out(*args, **kwargs, attention_out=out, softmax_lse=lse)
+    result = torch_npu.npu_fused_infer_attention_score.out(*args, **kwargs, out=[out, lse])
     assert torch_npu.calls[-1].op == "npu_fused_infer_attention_score.out" and result[0] is torch_npu.calls[-1].result[0]
     case.k = narrowed(case.k, 1, 3)
     args, kwargs = case.arguments()
     with pytest.raises(KVConsistencyError) as info:
-        torch.ops.npu.npu_fused_infer_attention_score.out(*args, **kwargs, attention_out=out, softmax_lse=lse)
+        torch.ops.npu.npu_fused_infer_attention_score.out(*args, **kwargs, out=[out, lse])
     assert "npu_fused_infer_attention_score.out" in str(info.value)

@@ -27,7 +27,8 @@ def originals() -> dict:
     """Every guarded name in torch_npu and torch.ops.<ns>, with its overloads."""
     found = {}
     for row in ops.ROWS:
-        for where, owner in (("torch_npu", torch_npu), (row.namespace, getattr(torch.ops, row.namespace))):
+        home = torch_npu.atb if row.name in torch_npu.ATB_MODULE_OPS else torch_npu  # torch_npu.atb.X for ATB-only ops
+        for where, owner in (("torch_npu", home), (row.namespace, getattr(torch.ops, row.namespace))):
             packet = getattr(owner, row.name)
             found[(where, row.name)] = packet
             for overload in packet.overloads():
@@ -51,7 +52,7 @@ def caller_calls(index: int) -> list:
         (lambda: torch_npu.npu_fusion_attention(*v_args, **v_kwargs), valid.q),
         (lambda: torch.ops.npu.npu_fusion_attention.default(*v_args, **v_kwargs), valid.q),
         (lambda: torch_npu.npu_prompt_flash_attention(*d_args, **d_kwargs), drifted.q),
-        (lambda: torch_npu.npu_fused_infer_attention_score.out(*out_args, **out_kwargs, attention_out=out, softmax_lse=lse), out_case.q),
+        (lambda: torch_npu.npu_fused_infer_attention_score.out(*out_args, **out_kwargs, out=[out, lse]), out_case.q),
         (lambda: torch_npu._npu_reshape_and_cache(key, value, cache, cache, slots), key),
         (lambda: torch.ops.npu.npu_scatter_pa_kv_cache(other_key, value, cache, cache, short_slots), short_slots),
     ]

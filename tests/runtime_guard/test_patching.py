@@ -17,7 +17,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 import runtime_guard
 from runtime_guard import (
     KVConsistencyError,
-    KVGuardInternalError,
     KVGuardInternalWarning,
     ops,
     patching,
@@ -30,7 +29,8 @@ GUARDED = [(row.name, row.namespace) for row in ops.ROWS]
 
 def current_objects() -> dict:
     torch_npu._load_atb()
-    return {(name, where): (getattr(torch_npu, name) if where == "torch_npu" else getattr(getattr(torch.ops, ns), name)) for name, ns in GUARDED for where in ("torch_npu", ns)}
+    python_home = lambda name: torch_npu.atb if name in torch_npu.ATB_MODULE_OPS else torch_npu  # noqa: E731 - torch_npu.atb.X for ATB-only ops
+    return {(name, where): (getattr(python_home(name), name) if where == "torch_npu" else getattr(getattr(torch.ops, ns), name)) for name, ns in GUARDED for where in ("torch_npu", ns)}
 
 
 def test_uninstall_restores_the_exact_original_objects(fresh_reporter):
@@ -158,15 +158,25 @@ def test_early_bound_original_is_reported_once(fresh_reporter):
         del sys.modules["user_model"]
 
 
-def test_a_guard_bug_in_raise_mode_is_an_internal_error_not_a_violation(guard, monkeypatch):
+@pytest.mark.parametrize("mode", ["raise", "warn"])
+def test_a_guard_bug_never_replaces_the_call_in_either_mode(fresh_reporter, monkeypatch, mode):
     def broken(*values):
         raise ZeroDivisionError("bug")
 
-    wrapper = torch_npu.npu_fusion_attention
-    monkeypatch.setattr(wrapper, "_row", wrapper._row._replace(validate=broken))
-    with pytest.raises(KVGuardInternalError) as info:
-        AttentionCase("npu_fusion_attention", "BSND").call()  # BSND: judged by the validator, not the TND fast path
-    assert not isinstance(info.value, ValueError) and "ZeroDivisionError" in str(info.value)
+    case = AttentionCase("npu_fusion_attention", "BSND")  # BSND: judged by the validator, not the TND fast path
+    with runtime_guard.guarded(mode), warnings.catch_warnings(record=True) as caught:
+        wrapper = torch_npu.npu_fusion_attention
+        monkeypatch.setattr(wrapper, "_row", wrapper._row._replace(validate=broken))
+        warnings.simplefilter("always")
+        case.call()
+        case.call()
+    assert torch_npu.calls[-1].args[0] is case.q  # the call reached the op both times
+    internal = [w for w in caught if issubclass(w.category, KVGuardInternalWarning)]
+    assert len(internal) == 1, "said once per op and error type"
+    message = str(internal[0].message)
+    assert "ZeroDivisionError" in message and "please report" in message and "went to the kernel unchecked" in message
+    assert internal[0].filename.endswith("calls.py")  # the line that called the op (AttentionCase.call), not the guard
+    assert fresh_reporter.not_judged_rows()[0][:3] == ("torch_npu.npu_fusion_attention", "the guard failed: ZeroDivisionError", 2)
 
 
 def test_a_guard_bug_in_warn_mode_warns_and_lets_the_call_through(warn_guard, monkeypatch):

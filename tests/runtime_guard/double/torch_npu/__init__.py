@@ -16,6 +16,8 @@ from typing import Any, NamedTuple
 import torch
 from torch.utils._pytree import tree_map
 
+from torch_npu.schemas import SCHEMAS
+
 if torch._C._get_privateuse1_backend_name() != "npu":
     torch.utils.rename_privateuse1_backend("npu")
     # torch_npu registers torch.npu; dynamo looks it up for the renamed backend.
@@ -93,46 +95,37 @@ def _zeros_like_query(query: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
     return query.new_zeros(*query.shape[:-1], value.shape[-1]) if query.dim() in (3, 4) and value.dim() == query.dim() else query.new_zeros(query.shape)
 
 
-_npu = torch.library.Library("npu", "DEF")
-_npu.define(
-    "npu_fusion_attention(Tensor query, Tensor key, Tensor value, int head_num, str input_layout, Tensor? pse=None, "
-    "Tensor? padding_mask=None, Tensor? atten_mask=None, float scale=1., float keep_prob=1., int pre_tockens=2147483647, "
-    "int next_tockens=2147483647, int inner_precise=0, int[]? prefix=None, int[]? actual_seq_qlen=None, "
-    "int[]? actual_seq_kvlen=None, int sparse_mode=0, bool gen_mask_parallel=True, bool sync=False) "
-    "-> (Tensor, Tensor, Tensor, Tensor, int, int, int)"
-)
-_FIA_ARGS = (
-    "Tensor query, Tensor key, Tensor value, *, Tensor? pse_shift=None, Tensor? atten_mask=None, "
-    "SymInt[]? actual_seq_lengths=None, SymInt[]? actual_seq_lengths_kv=None, Tensor? block_table=None, "
-    "int num_heads=1, float scale=1., int pre_tokens=2147483647, int next_tokens=2147483647, str input_layout=\"BSH\", "
-    "int num_key_value_heads=0, int sparse_mode=0, int inner_precise=0, int block_size=0, bool softmax_lse_flag=False"
-)
-_npu.define(f"npu_fused_infer_attention_score({_FIA_ARGS}) -> (Tensor, Tensor)")
-_npu.define(f"npu_fused_infer_attention_score.out({_FIA_ARGS}, Tensor(a!) attention_out, Tensor(b!) softmax_lse) -> (Tensor(a!), Tensor(b!))")
-_npu.define(
-    "npu_fused_infer_attention_score_v2(Tensor query, Tensor key, Tensor value, *, Tensor? atten_mask=None, "
-    "SymInt[]? actual_seq_qlen=None, SymInt[]? actual_seq_kvlen=None, Tensor? block_table=None, int num_query_heads=1, "
-    "int num_key_value_heads=0, float softmax_scale=1., int pre_tokens=2147483647, int next_tokens=2147483647, "
-    "str input_layout=\"BSH\", int sparse_mode=0, int block_size=0, bool return_softmax_lse=False) -> (Tensor, Tensor)"
-)
-_npu.define(
-    "npu_prompt_flash_attention(Tensor query, Tensor key, Tensor value, *, Tensor? pse_shift=None, Tensor? padding_mask=None, "
-    "Tensor? atten_mask=None, int[]? actual_seq_lengths=None, int num_heads=1, float scale_value=1., "
-    "int pre_tokens=2147473647, int next_tokens=0, str input_layout=\"BSH\", int num_key_value_heads=0, "
-    "int[]? actual_seq_lengths_kv=None, int sparse_mode=0) -> Tensor"
-)
-_npu.define(
-    "npu_incre_flash_attention(Tensor query, Tensor key, Tensor value, *, Tensor? padding_mask=None, Tensor? atten_mask=None, "
-    "SymInt[]? actual_seq_lengths=None, Tensor? block_table=None, int num_heads=1, float scale_value=1., "
-    "str input_layout=\"BSH\", int num_key_value_heads=0, int block_size=0, int inner_precise=1) -> Tensor"
-)
-_npu.define(
-    "npu_scatter_pa_kv_cache(Tensor key, Tensor value, Tensor(a!) key_cache, Tensor(b!) value_cache, Tensor slot_mapping, *, "
-    "Tensor? compress_lens=None, Tensor? compress_seq_offset=None, Tensor? seq_lens=None, str cache_mode=\"Norm\") -> ()"
-)
+def _returns(schema: Any, bound: dict) -> Any:
+    """Outputs shaped as the schema says: written arguments for Tensor(a!), zeros for fresh tensors."""
+    tensors = [v for v in bound.values() if isinstance(v, torch.Tensor)]
+    written = {alias: a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write for alias in a.alias_info.before_set}
+    results = []
+    for ret in schema.returns:
+        kind = str(ret.type)
+        aliases = [alias for alias in (ret.alias_info.before_set if ret.alias_info is not None else ()) if alias in written]
+        if aliases:
+            results.append(bound[written[aliases[0]]])
+        elif kind == "Tensor[]":
+            results.append([])
+        elif kind.startswith("Tensor"):
+            query, value = bound.get("query"), bound.get("value")
+            results.append(_zeros_like_query(query, value) if isinstance(query, torch.Tensor) and isinstance(value, torch.Tensor) else tensors[0].new_zeros(0))
+        else:
+            results.append({"int": 0, "SymInt": 0, "float": 0.0, "bool": False}[kind])
+    return None if not results else results[0] if len(results) == 1 else tuple(results)
 
 
-def _fusion_attention(query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None, scale=1.0, keep_prob=1.0, pre_tockens=0, next_tockens=0, inner_precise=0, prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, *rest):
+def _generic(schema: Any) -> Any:
+    names = [a.name for a in schema.arguments]
+
+    def impl(*args: Any, **kwargs: Any) -> Any:
+        bound = dict(zip(names, args), **kwargs)
+        return _returns(schema, bound)
+
+    return impl
+
+
+def _fusion_attention(query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None, scale=1.0, keep_prob=1.0, pre_tockens=0, next_tockens=0, inner_precise=0, prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, *rest, **kwargs):
     if input_layout == "TND" and actual_seq_qlen is not None and actual_seq_kvlen is not None:
         out = reference_packed_attention(query, key, value, actual_seq_qlen, actual_seq_kvlen, scale)
     else:
@@ -141,30 +134,28 @@ def _fusion_attention(query, key, value, head_num, input_layout, pse=None, paddi
     return out, empty, empty.clone(), empty.clone(), 0, 0, 0
 
 
-def _two_outputs(query, key, value, **kwargs):
-    return _zeros_like_query(query, value), query.new_zeros(1)
+def _out_list(query, key, value, *, out, **kwargs):
+    """FIA/FIA_v2 .out: the real schema takes ``Tensor[] out`` (attention_out, softmax_lse)."""
+    out[0].zero_()
+    return out[0], out[1]
 
 
-def _fia_out(query, key, value, *, attention_out, softmax_lse, **kwargs):
-    attention_out.zero_()
-    return attention_out, softmax_lse
+_IMPLS = {"npu::npu_fusion_attention": _fusion_attention, "npu::npu_fused_infer_attention_score.out": _out_list, "npu::npu_fused_infer_attention_score_v2.out": _out_list}
 
 
-def _one_output(query, key, value, **kwargs):
-    return _zeros_like_query(query, value)
+def _define(lib: Any, namespace: str) -> None:
+    """Register every schema of ``namespace`` from schemas.SCHEMAS, with a generic or specific impl."""
+    for text in SCHEMAS:
+        if not text.startswith(namespace + "::"):
+            continue
+        schema = torch._C.parse_schema(text)
+        qualified = schema.name + (f".{schema.overload_name}" if schema.overload_name else "")
+        lib.define(text.partition("::")[2])
+        lib.impl(qualified.partition("::")[2], _IMPLS.get(qualified) or _generic(schema), "CompositeExplicitAutograd")
 
 
-def _scatter(key, value, key_cache, value_cache, slot_mapping, **kwargs):
-    return None
-
-
-_npu.impl("npu_fusion_attention", _fusion_attention, "CompositeExplicitAutograd")
-_npu.impl("npu_fused_infer_attention_score", _two_outputs, "CompositeExplicitAutograd")
-_npu.impl("npu_fused_infer_attention_score.out", _fia_out, "CompositeExplicitAutograd")
-_npu.impl("npu_fused_infer_attention_score_v2", _two_outputs, "CompositeExplicitAutograd")
-_npu.impl("npu_prompt_flash_attention", _one_output, "CompositeExplicitAutograd")
-_npu.impl("npu_incre_flash_attention", _one_output, "CompositeExplicitAutograd")
-_npu.impl("npu_scatter_pa_kv_cache", _scatter, "CompositeExplicitAutograd")
+_npu = torch.library.Library("npu", "DEF")
+_define(_npu, "npu")
 
 
 @torch.library.register_fake("npu::npu_fusion_attention", lib=_npu)
@@ -173,14 +164,18 @@ def _fusion_attention_fake(query, key, value, head_num, input_layout, *args, **k
     return query.new_empty(*query.shape[:-1], value.shape[-1]), empty, empty.clone(), empty.clone(), 0, 0, 0
 
 
-npu_fusion_attention = torch.ops.npu.npu_fusion_attention
-npu_fused_infer_attention_score = torch.ops.npu.npu_fused_infer_attention_score
-npu_fused_infer_attention_score_v2 = torch.ops.npu.npu_fused_infer_attention_score_v2
-npu_prompt_flash_attention = torch.ops.npu.npu_prompt_flash_attention
-npu_incre_flash_attention = torch.ops.npu.npu_incre_flash_attention
-npu_scatter_pa_kv_cache = torch.ops.npu.npu_scatter_pa_kv_cache
+for _schema in SCHEMAS:
+    if _schema.startswith("npu::"):
+        _op_name = _schema[5:].partition("(")[0].partition(".")[0]
+        setattr(sys.modules[__name__], _op_name, getattr(torch.ops.npu, _op_name))
 
-ATB_OPS = ("_npu_flash_attention", "_npu_paged_attention", "_npu_reshape_and_cache")
+# The real torch_npu exposes its ATB ops as lazy functions: most as torch_npu.X, a few only as
+# torch_npu.atb.X (op_plugin/atb/_atb_ops.py's API_LIST and ATB_API_LIST); a first call of either
+# loads the library and replaces every lazy function with torch.ops.atb.X.
+ATB_MODULE_OPS = ("npu_paged_cache_load",)
+ATB_OPS = tuple(sorted({text[5:].partition("(")[0].partition(".")[0] for text in SCHEMAS if text.startswith("atb::")} - set(ATB_MODULE_OPS)))
+atb = types.ModuleType(f"{__name__}.atb")
+sys.modules[atb.__name__] = atb
 _atb: list = []
 
 
@@ -189,20 +184,14 @@ def _load_atb() -> None:
     if _atb:
         return
     lib = torch.library.Library("atb", "DEF")
-    lib.define("_npu_flash_attention(Tensor query, Tensor key, Tensor value, Tensor mask, Tensor seq_len, float scale_value, int num_heads, int num_kv_heads, Tensor(a!) out) -> ()")
-    lib.define("_npu_paged_attention(Tensor query, Tensor key_cache, Tensor value_cache, int num_kv_heads, int num_heads, float scale_value, Tensor block_table, Tensor context_lens, Tensor(a!) out) -> ()")
-    lib.define("_npu_reshape_and_cache(Tensor key, Tensor value, Tensor(a!) key_cache, Tensor(b!) value_cache, Tensor slot_indices) -> ()")
-    for name in ATB_OPS:
-        lib.impl(name, lambda *args, **kwargs: None, "CompositeExplicitAutograd")
+    _define(lib, "atb")
     _atb.append(lib)
 
 
 def _lazy_atb(name: str) -> Any:
     def lazy(*args: Any, **kwargs: Any) -> Any:
-        _load_atb()
-        op = getattr(torch.ops.atb, name)
-        setattr(sys.modules[__name__], name, op)
-        return op(*args, **kwargs)
+        load_atb_now()
+        return getattr(torch.ops.atb, name)(*args, **kwargs)
 
     lazy.__name__ = name
     return lazy
@@ -210,6 +199,8 @@ def _lazy_atb(name: str) -> Any:
 
 for _name in ATB_OPS:
     setattr(sys.modules[__name__], _name, _lazy_atb(_name))
+for _name in ATB_MODULE_OPS:
+    setattr(atb, _name, _lazy_atb(_name))
 del _name
 
 
@@ -218,4 +209,6 @@ def load_atb_now() -> None:
     _load_atb()
     for name in ATB_OPS:
         setattr(sys.modules[__name__], name, getattr(torch.ops.atb, name))
+    for name in ATB_MODULE_OPS:
+        setattr(atb, name, getattr(torch.ops.atb, name))
 
