@@ -16,11 +16,15 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Collection
 
+from linter.model.twins import key_head_dim_twin
 from linter.names import (
+    Role,
     counterpart_of_dotted,
     is_kv_head_count_name,
     is_kv_tensor_name,
+    key_counterpart,
     kv_side,
+    name_role,
     value_counterpart,
 )
 from linter.settings import Settings
@@ -247,10 +251,245 @@ def _kv102(tree: ast.Module, settings: Settings) -> bool:
     )
 
 
-# KV101, KV103 and KV201 have none: KV101 follows K through assignments to a call with its V
+def _functions(tree: ast.AST):
+    return (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+
+def _classes(tree: ast.AST):
+    return (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef))
+
+
+def _tail(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _callee_tail(call: ast.Call) -> str | None:
+    return _tail(call.func)
+
+
+def _assignments(tree: ast.AST):
+    """(targets, value) of every assignment with a value: each Name/Attribute/Subscript target,
+    tuple targets flattened (a superset of what the rules' models pair up)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets = [node.target]
+        else:
+            continue
+        flat: list[ast.expr] = []
+        todo = list(targets)
+        while todo:
+            target = todo.pop()
+            if isinstance(target, (ast.Tuple, ast.List)):
+                todo.extend(target.elts)
+            elif isinstance(target, ast.Starred):
+                todo.append(target.value)
+            else:
+                flat.append(target)
+        yield flat, node.value
+
+
+def _self_attr(node: ast.expr) -> str | None:
+    """``X`` of ``self.X``."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
+
+
+def _builds_linear(value: ast.expr) -> bool:
+    """A ``*Linear(...)`` call anywhere in ``value`` (what the models' ``linear_layer`` finds
+    directly, in an ``IfExp`` branch or as a wrapper's first argument, and more)."""
+    return any(
+        isinstance(n, ast.Call) and (_callee_tail(n) or "").endswith("Linear") for n in ast.walk(value)
+    )
+
+
+def _kv_projections(cls: ast.ClassDef, extra) -> set[str]:
+    """The K/V-side ``self.X`` attributes a class assigns a ``*Linear`` layer."""
+    return {
+        attr for targets, value in _assignments(cls) if _builds_linear(value)
+        for t in targets if (attr := _self_attr(t)) is not None and kv_side(attr, extra) is not None
+    }
+
+
+def _kv104(tree: ast.Module, settings: Settings) -> bool:
+    """Each of KV104's five findings, less its "the twin exists and is unused" evidence."""
+    extra = settings.extra_pairs
+    for fn in _functions(tree):
+        if _kv104_function(fn, extra):
+            return True
+    return False
+
+
+def _is_kv_tensor(node: ast.expr | None, side: str, extra) -> bool:
+    tail = _tail(node) if node is not None else None
+    return tail is not None and kv_side(tail, extra) == side and is_kv_tensor_name(tail, extra)
+
+
+def _kv104_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, extra) -> bool:
+    params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs, fn.args.vararg, fn.args.kwarg) if a}
+    value_method = kv_side(fn.name, extra) == "v"
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and len(node.value.elts) == 2:
+            first, second = node.value.elts
+            name = _dotted(first)
+            if name is not None and _dotted(second) == name and _is_kv_tensor(first, "k", extra):
+                return True  # returned twice
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _WRITES:
+            index = _WRITES[node.func.attr]
+            positional = [a for a in node.args if not isinstance(a, ast.Starred)]
+            if index < len(positional) and _is_kv_tensor(node.func.value, "k", extra) and _is_kv_tensor(positional[index], "v", extra):
+                return True  # k_cache.copy_(v)
+        elif value_method and (attr := _self_attr(node)) is not None:
+            if kv_side(attr, extra) == "k" and is_kv_tensor_name(attr, extra):
+                return True  # a value-side method reaching self.k_*
+    for targets, value in _assignments(fn):
+        values = [value, *(value.elts if isinstance(value, (ast.Tuple, ast.List)) else ())]
+        for target in targets:
+            if isinstance(target, ast.Subscript):
+                if _is_kv_tensor(target.value, "k", extra) and any(
+                    isinstance(v, (ast.Name, ast.Attribute)) and _is_kv_tensor(v, "v", extra) for v in values
+                ):
+                    return True  # k_cache[slots] = v
+                continue
+            tail = _tail(target)
+            if (
+                isinstance(target, ast.Name) and tail in params and is_kv_tensor_name(tail, extra)
+                and isinstance(value, (ast.Call, ast.Subscript))
+                and key_counterpart(tail, extra) in params
+            ):
+                return True  # value = key.view(...) over the value parameter
+            if tail is None or kv_side(tail, extra) != "v":
+                continue
+            for call in ast.walk(value):
+                if not isinstance(call, ast.Call):
+                    continue
+                callee = _dotted(call.func)
+                if callee is None or callee.count(".") > 1 or ("." in callee and not callee.startswith("self.")):
+                    continue
+                k_name = callee.rsplit(".", 1)[-1]
+                if kv_side(k_name, extra) != "k":
+                    continue
+                twin = value_counterpart(k_name, extra)
+                if twin is None or twin == tail or ("." not in callee and twin not in params):
+                    continue
+                return True  # v = self.k_proj(x)
+    return False
+
+
+_WRITES = {"copy_": 0, "index_copy_": 2, "index_copy": 2}
+
+
+def _kv204(tree: ast.Module, settings: Settings) -> bool:
+    """A class with a K/V ``*Linear`` projection, and a method of it taking an optional (``=
+    None``) input that reads a shape and views or reshapes."""
+    extra = settings.extra_pairs
+    for cls in _classes(tree):
+        if not _kv_projections(cls, extra):
+            continue
+        for fn in _functions(cls):
+            defaults = (*fn.args.defaults, *fn.args.kw_defaults)
+            if not any(isinstance(d, ast.Constant) and d.value is None for d in defaults):
+                continue
+            view = shape = False
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Attribute):
+                    if node.attr in _SHAPE_METHODS:
+                        view = True
+                    elif node.attr in ("shape", "size"):
+                        shape = True
+            if view and shape:
+                return True
+    return False
+
+
+def _kv205(tree: ast.Module, settings: Settings) -> bool:
+    """A class with a K/V ``*Linear`` projection whose call names a KV head count or width,
+    viewed or reshaped somewhere in the class with a query head count."""
+    extra = settings.extra_pairs
+    for cls in _classes(tree):
+        kv_sized = any(
+            _builds_linear(value) and any(
+                (attr := _self_attr(t)) is not None and kv_side(attr, extra) is not None for t in targets
+            ) and any(name_role(n) in _KV_ROLES for n in _names_in(value))
+            for targets, value in _assignments(cls)
+        )
+        if kv_sized and any(
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _SHAPE_METHODS
+            and any(name_role(n) is Role.Q_HEADS for a in (*node.args, *node.keywords) for n in _names_in(a))
+            for node in ast.walk(cls)
+        ):
+            return True
+    return False
+
+
+_KV_ROLES = (Role.KV_HEADS, Role.KV_WIDTH)
+_KV206_VIEWS = frozenset({"view", "reshape", "unflatten"})
+_ALLOCATORS = frozenset({
+    "empty", "zeros", "ones", "full", "randn", "rand", "new_empty", "new_zeros", "new_ones", "new_full",
+})
+
+
+def _kv206(tree: ast.Module, settings: Settings) -> bool:
+    """A view or an allocation whose arguments name a key head dim that has a value twin."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        tail = _callee_tail(node)
+        if tail is None or not (tail in _KV206_VIEWS or tail in _ALLOCATORS or tail.startswith("new_")):
+            continue
+        if any(key_head_dim_twin(n) is not None for a in (*node.args, *node.keywords) for n in _names_in(a)):
+            return True
+    return False
+
+
+def _kv301(tree: ast.Module, settings: Settings) -> bool:
+    """A class that sets a K/V ``self.`` pair in one method, and rebuilds one of them from itself."""
+    extra = settings.extra_pairs
+    for cls in _classes(tree):
+        paired: set[str] = set()
+        for fn in _functions(cls):
+            here = {a for targets, _ in _assignments(fn) for t in targets if (a := _self_attr(t)) is not None}
+            for attr in here:
+                twin = value_counterpart(attr, extra) if is_kv_tensor_name(attr, extra) else None
+                if twin in here:
+                    paired.update((attr, twin))
+        if not paired:
+            continue
+        for targets, value in _assignments(cls):
+            for target in targets:
+                base = target.value if isinstance(target, ast.Subscript) else target
+                attr = _self_attr(base)
+                if attr in paired and any(_self_attr(n) == attr for n in ast.walk(value)):
+                    return True
+    return False
+
+
+def _kv201(tree: ast.Module, settings: Settings) -> bool:
+    """A class that declares a K ``*Linear`` projection and its V twin (on any object)."""
+    extra = settings.extra_pairs
+    for cls in _classes(tree):
+        declared = {
+            t.attr for targets, value in _assignments(cls) if _builds_linear(value)
+            for t in targets if isinstance(t, ast.Attribute) and kv_side(t.attr, extra) is not None
+        }
+        if any(value_counterpart(a, extra) in declared for a in declared):
+            return True
+    return False
+
+
+# KV101 and KV103 have none: KV101 follows K through assignments to a call with its V
 # partner, and "a K tensor reshaped, its V partner named" (tried) passed 85% of the lines
-# that reach libcst on vllm, for more walking than it saved.
-SCREENS: dict[str, Screen] = {"KV102": _kv102, "KV202": _kv202, "KV203": _kv203}
+# that reach libcst on vllm, for more walking than it saved; KV103 reaches few files.
+SCREENS: dict[str, Screen] = {
+    "KV102": _kv102, "KV202": _kv202, "KV203": _kv203,
+    "KV104": _kv104, "KV201": _kv201, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV301": _kv301,
+}
 
 
 def may_report(tree: ast.Module, rules: Collection[str | None], settings: Settings) -> bool:

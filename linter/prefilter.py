@@ -41,7 +41,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
 from linter.chains import assigned_reaches, root_reaches
@@ -68,10 +68,26 @@ if TYPE_CHECKING:
     from linter.rules.base import Rule
 
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
+
+
+@lru_cache(maxsize=8192)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    # The conditions build patterns per name (``k_cache`` followed by ``[``); across a tree the
+    # same few hundred recur, more than ``re``'s own cache of 512 holds (compiling took a
+    # tenth of the pre-filter's time on vllm).
+    return re.compile(pattern)
+
+
+def word_first(words: Iterable[str]) -> str:
+    """A pattern for any of ``words`` starting a word, written literal first with the boundary
+    checked behind: ``re`` then jumps to the literal instead of trying a leading ``\\b`` at
+    every position (4-10x faster on source text)."""
+    return "(?:" + "|".join(f"{re.escape(w)}(?<!\\w{re.escape(w)})" for w in sorted(words)) + ")"
+
+
 # Identifiers with a K-side part (``k``, ``cache_k``, ``key_states``): candidates for kv_side.
 # Matched against the file's distinct identifiers, one per line.
 _K_CANDIDATE = re.compile(rf"^(?:\w*_)?(?:{'|'.join(sorted(K_SIDE_TOKENS))})(?:_\w*)?$", re.MULTILINE)
-_WORD = re.compile(r"\w*")
 _LONE_CR = re.compile(r"\r(?!\n)")
 # Anything the tokenizer lets stand between two tokens inside brackets.
 # Each alternative matches in only one way (a comment runs to its newline), so no backtracking
@@ -81,7 +97,7 @@ _RESHAPE_ALT = "|".join(sorted(RESHAPE_CALLS))
 # ``narrow(k, ...)``, ``torch.narrow(self.k, ...)``: group 1 is the tail of the first positional
 # argument when that argument is a dotted name (star arguments before it are skipped).
 _ARGUMENT_RESHAPE = re.compile(
-    rf"\b(?:{_RESHAPE_ALT}){_GAP}\({_GAP}(?:\*[^,()]*,{_GAP})*(?:\({_GAP})*"
+    rf"{word_first(RESHAPE_CALLS)}{_GAP}\({_GAP}(?:\*[^,()]*,{_GAP})*(?:\({_GAP})*"
     rf"(?:\w+{_GAP}\.{_GAP})*(\w+){_GAP}\)*{_GAP}[,)]"
 )
 # Callables that are attention calls without an attention word in their name (none today).
@@ -212,14 +228,14 @@ class _File:
     def _chunks_with(self, words: frozenset[str]) -> list[str]:
         found = self._with.get(words)
         if found is None:
-            pattern = re.compile(rf"(?<!\w)(?:{'|'.join(map(re.escape, sorted(words)))})(?!\w)")
+            pattern = _compiled(rf"{word_first(words)}(?!\w)")
             found = [c for c in self.chunks if any(w in c for w in words) and pattern.search(c)]
             self._with[words] = found
         return found
 
     def followed_by(self, name: str, pattern: str) -> bool:
         # No leading \b: a literal prefix lets ``re`` skip ahead; the boundary is checked here.
-        for match in re.finditer(rf"{re.escape(name)}{_GAP}{pattern}", self.text):
+        for match in _compiled(rf"{re.escape(name)}{_GAP}{pattern}").finditer(self.text):
             start = match.start()
             if start == 0 or not (self.text[start - 1].isalnum() or self.text[start - 1] == "_"):
                 return True
@@ -254,9 +270,9 @@ class _File:
         return (
             root_reaches(text, name, _VIEW_CALLS, SAME_TENSOR_METHODS, raw)
             or assigned_reaches(text, name, _VIEW_CALLS, raw)
-            or re.search(
-                rf"\b(?:reshape|unflatten|rearrange){_GAP}\((?:{_GAP}\()*{_GAP}(?:\w+{_GAP}\.{_GAP})*{re.escape(name)}\b", text
-            ) is not None
+            or _compiled(
+                rf"{word_first(('reshape', 'unflatten', 'rearrange'))}{_GAP}\((?:{_GAP}\()*{_GAP}(?:\w+{_GAP}\.{_GAP})*{re.escape(name)}\b"
+            ).search(text) is not None
         )
 
     def _view_text(self) -> str:
@@ -270,27 +286,15 @@ class _File:
             return False
         if self._identifiers is not None:
             return not self._identifiers.isdisjoint(present)
-        return re.search(rf"(?<!\w)(?:{'|'.join(map(re.escape, present))})(?!\w)", self.text) is not None
+        return _compiled(rf"{word_first(present)}(?!\w)").search(self.text) is not None
 
     def names_containing(self, part: str, ignore_case: bool = False) -> set[str]:
-        """Every identifier with ``part`` in it (any case: ``part`` is lower case), found
-        without tokenising the whole text."""
-        text = self.text
-        haystack = self.lower if ignore_case else text
-        if len(haystack) != len(text):  # lower() changed some character's length
+        """Every identifier with ``part`` in it (any case: ``part`` is lower case)."""
+        if part not in (self.lower if ignore_case else self.text):
+            return set()
+        if ignore_case:
             return {n for n in self.identifiers if part in n.lower()}
-        names = set()
-        start = haystack.find(part)
-        while start != -1:
-            left = start
-            while left > 0 and (text[left - 1].isalnum() or text[left - 1] == "_"):
-                left -= 1
-            right = max(_WORD.match(text, start).end(), start + len(part))
-            name = text[left:right]
-            if name[:1].isalpha() or name[:1] == "_":
-                names.add(name)
-            start = haystack.find(part, right)
-        return names
+        return {n for n in self.identifiers if part in n}
 
 
 def _kv101(f: _File) -> bool:
@@ -348,6 +352,7 @@ def _kv203(f: _File) -> bool:
     )
 
 
+_RETURN = word_first(("return",))
 _IN_PLACE_WRITE = rf"\.{_GAP}(?:copy_|index_copy_?)\b"
 
 
@@ -363,7 +368,7 @@ def _kv104(f: _File) -> bool:
         v = value_counterpart(k, extra) or k
         if f.subscripted(k) or f.followed_by(k, _IN_PLACE_WRITE) or f.followed_by(v, rf"{_GAP}={_GAP}\(*{_GAP}{k}\b"):
             return True
-        if re.search(rf"\breturn{_GAP}\(?{_GAP}(?:\w+{_GAP}\.{_GAP})*{k}{_GAP},{_GAP}(?:\w+{_GAP}\.{_GAP})*{k}\b", f.text):
+        if _compiled(rf"{_RETURN}{_GAP}\(?{_GAP}(?:\w+{_GAP}\.{_GAP})*{k}{_GAP},{_GAP}(?:\w+{_GAP}\.{_GAP})*{k}\b").search(f.text):
             return True
         if f.followed_by("return", rf"{_GAP}self{_GAP}\.{_GAP}{k}\b"):
             return True
@@ -451,6 +456,8 @@ class ParsePlan:
     # The rules that may still report (kvlint's codes; None stands for a rule of unknown
     # conditions): the ``ast`` screen runs only theirs.
     rules: frozenset[str | None] = frozenset()
+    # Per range, the rules whose condition held in that definition alone.
+    range_rules: tuple[frozenset[str | None], ...] = ()
 
     @property
     def needed(self) -> bool:
@@ -458,8 +465,13 @@ class ParsePlan:
 
     def excerpt(self, text: str) -> str:
         """The planned definitions of ``text``, joined: valid Python when the cut was right."""
-        lines = text.split("\n")
-        return "\n".join("\n".join(lines[start:end]) for start, end in self.ranges) + "\n"
+        return excerpt(text, self.ranges)
+
+
+def excerpt(text: str, ranges: Iterable[tuple[int, int]]) -> str:
+    """The lines of ``ranges`` (0-based, end excluded) of ``text``, joined."""
+    lines = text.split("\n")
+    return "\n".join("\n".join(lines[start:end]) for start, end in ranges) + "\n"
 
 
 NOTHING = ParsePlan(False)
@@ -469,10 +481,10 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
     """What of ``text`` must be parsed for ``rules`` (kvlint's own by code, or Rule classes) to
     report everything they would on all of it."""
     known = _known(tuple(rules), settings.extra_attention_callables)
-    passing = known.scanner.passing(text)
+    raw = _File(text, settings)
+    passing = known.scanner.passing(text, lambda: bool(raw.k_names))
     if not passing:
         return NOTHING
-    raw = _File(text, settings)
     live = [c for c in dict.fromkeys(known.conditions[code] for code in passing) if c(raw)]
     if not live:
         return NOTHING
@@ -496,14 +508,16 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
             rests[own] = _File(rest, settings, reduced=True)
         if condition(rests[own]):
             return ParsePlan(True, rules=codes)
-    ranges = []
+    ranges, unit_rules = [], []
     for segment in segments:
         relevant = [c for c in live if _OWN_UNIT[c](segment)]
         if relevant:
             unit = _File(segment.text, settings, reduced=True)
-            if any(c(unit) for c in relevant):
+            held = frozenset(_CODES.get(c) for c in relevant if c(unit))
+            if held:
                 ranges.append((segment.start, segment.end))
-    return ParsePlan(False, tuple(ranges), codes)
+                unit_rules.append(held)
+    return ParsePlan(False, tuple(ranges), codes, tuple(unit_rules))
 
 
 _CODES = {condition: code for code, condition in _CONDITIONS.items()}

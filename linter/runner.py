@@ -30,7 +30,7 @@ from linter.config import enabled_codes
 from linter.diagnostics import FileProblem
 from linter.finding import Finding
 from linter.fixes import apply_fixes, has_applicable_fix
-from linter.prefilter import parse_plan
+from linter.prefilter import ParsePlan, excerpt, parse_plan
 from linter.rules import rules_by_code
 from linter.settings import Settings
 from linter.suppress import invalid_directives, unsuppressed
@@ -243,7 +243,8 @@ def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
     if job.prefilter:
         plan = parse_plan(text, job.rules, job.settings)
         if not plan.whole:
-            if not plan.ranges or _excerpt_is_clean(plan.excerpt(text), path, job, plan.rules):
+            units = _screened_units(text, plan, job)
+            if not units or _excerpt_is_clean(excerpt(text, units), path, job):
                 return []
         else:
             python = _python_tree(text, path)
@@ -261,7 +262,30 @@ def _may_report(python: ast.Module | SyntaxError, job: Job, rules: frozenset[str
     return may_report(python, rules, job.settings)
 
 
-def _excerpt_is_clean(excerpt: str, path: str, job: Job, rules: frozenset[str | None]) -> bool:
+def _screened_units(text: str, plan: ParsePlan, job: Job) -> list[tuple[int, int]]:
+    """The planned definitions that the ``ast`` screens of their own live rules let through.
+
+    Each is parsed alone (a top-level definition is a module by itself); one CPython cannot
+    parse alone is kept, and the excerpt's own checks decide.
+    """
+    from linter.ast_screens import may_report
+
+    lines = text.split("\n")
+    kept = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # invalid escapes and the like are not ours to report
+        for (start, end), rules in zip(plan.ranges, plan.range_rules):
+            try:
+                tree = ast.parse("\n".join(lines[start:end]))
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                kept.append((start, end))
+                continue
+            if may_report(tree, rules, job.settings):
+                kept.append((start, end))
+    return kept
+
+
+def _excerpt_is_clean(excerpt: str, path: str, job: Job) -> bool:
     """Do the rules report nothing on the planned definitions alone?
 
     Anything else (a finding, or an excerpt that does not parse because the cut was wrong)
@@ -269,8 +293,7 @@ def _excerpt_is_clean(excerpt: str, path: str, job: Job, rules: frozenset[str | 
     file itself.
     """
     try:
-        python = _python_tree(excerpt, path)
-        return not _may_report(python, job, rules) or not _parse_and_lint(excerpt, path, job, python)
+        return not _parse_and_lint(excerpt, path, job)
     except _Unlintable:
         return False
 

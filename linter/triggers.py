@@ -10,8 +10,16 @@ anything to say about it::
 Each positional group is a tuple of substrings, matched as they are written; ``AnyCase(...)``
 matches its (lower-case) words in any case; ``ATTENTION`` is the attention vocabulary (any
 spelling of "attn"/"attention"/"mla", the K/V projection words, and the tails of the
-``extra-attention-callables`` of the configuration). A file passes a rule's trigger when it
-holds at least one word of every group. A rule without a trigger always passes.
+``extra-attention-callables`` of the configuration); ``PAIRED`` stands for a K-side identifier
+and its V twin both present (``k_cache`` and ``v_cache``, ``key`` and ``value``, or a configured
+``extra-pairs`` pair), the one fact every pair rule needs. A file passes a rule's trigger when
+it holds at least one word of every group (and, with ``PAIRED``, a pair). A rule without a
+trigger always passes. Write the cheap, rare words first: groups are tried in order and
+``PAIRED`` (which collects the file's identifiers) only after every word group passed::
+
+    class ClassCacheOneSide(Rule):
+        # A class, and a K/V pair of names.
+        trigger = Trigger(("class",), PAIRED)
 
 A trigger must be a necessary condition of the rule's findings: true for every file on which
 the rule can report. ``prefilter`` then asks its finer (and dearer) questions only for the
@@ -20,7 +28,7 @@ fast path with parsing every file.
 
 The trigger is read from the rule's source file, not by importing it: the rule modules import
 libcst, which a run that parses nothing never loads. So the declaration must stay a literal
-(strings, tuples, ``AnyCase``, ``ATTENTION``) written as ``trigger = Trigger(...)``;
+(strings, tuples, ``AnyCase``, ``ATTENTION``, ``PAIRED``) written as ``trigger = Trigger(...)``;
 ``tests/linter/test_triggers.py`` checks that what is read equals the class attribute.
 
 The scan: every distinct word of the enabled rules' triggers is looked for at most once per
@@ -33,7 +41,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
 
@@ -51,6 +59,11 @@ class AnyCase(tuple):
 ATTENTION = ("attn", "Attn", "ATTN", "attention", "Attention", "ATTENTION", "mla", "Mla", "MLA",
              "proj", "linear", "dense", "wk", "wv", "to_k", "to_v")
 _ATTENTION_ANY_CASE = ("attn", "attention", "mla")
+
+
+# The K/V pair group: evaluated by the caller (``prefilter`` knows the identifiers and the
+# configured pairs); a one-element tuple so that it is a group like any other.
+PAIRED = ("\x00paired",)
 
 
 class Trigger:
@@ -89,8 +102,9 @@ class Scanner:
             groups = () if trigger is None else tuple(_keys(g, tails) for g in trigger.groups)
             self._rules.append((code, groups))
 
-    def passing(self, text: str) -> set[str]:
-        """The codes whose trigger ``text`` passes."""
+    def passing(self, text: str, paired: Callable[[], bool] | None = None) -> set[str]:
+        """The codes whose trigger ``text`` passes; ``paired()`` says whether the text holds a
+        K/V pair of names (asked at most once; without it, ``PAIRED`` always passes)."""
         seen: dict[str, bool] = {}
         lower: str | None = None
         found = set()
@@ -99,7 +113,9 @@ class Scanner:
                 for key in group:
                     hit = seen.get(key)
                     if hit is None:
-                        if key[0] == "\0":
+                        if key == _PAIRED_KEY:
+                            hit = paired is None or paired()
+                        elif key[0] == "\0":
                             if lower is None:
                                 lower = text.lower()
                             hit = key[1:] in lower
@@ -115,7 +131,12 @@ class Scanner:
         return found
 
 
+_PAIRED_KEY = PAIRED[0]
+
+
 def _keys(group: tuple[str, ...], tails: tuple[str, ...]) -> tuple[str, ...]:
+    if group == PAIRED:
+        return PAIRED
     if isinstance(group, AnyCase):
         return tuple("\0" + w for w in group)
     if group == ATTENTION:
@@ -126,7 +147,7 @@ def _keys(group: tuple[str, ...], tails: tuple[str, ...]) -> tuple[str, ...]:
 
 # ``trigger = Trigger(`` at class level in a rule module.
 _DECLARATION = re.compile(r"^[ \t]+trigger[ \t]*(?::[^=\n]*)?=[ \t]*(Trigger\()", re.MULTILINE)
-_NAMES = {"ATTENTION": ATTENTION}
+_NAMES = {"ATTENTION": ATTENTION, "PAIRED": PAIRED}
 
 
 @cache
@@ -149,7 +170,8 @@ def declared_trigger(path: str) -> Trigger | None:
 
 
 def _evaluate(node: ast.expr, where: str) -> object:
-    """A literal trigger expression: strings, tuples, ``AnyCase(...)``, ``ATTENTION``, ``Trigger(...)``."""
+    """A literal trigger expression: strings, tuples, ``AnyCase(...)``, ``ATTENTION``, ``PAIRED``,
+    ``Trigger(...)``."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.Tuple):
@@ -162,5 +184,5 @@ def _evaluate(node: ast.expr, where: str) -> object:
         if node.func.id == "Trigger":
             return Trigger(*(_evaluate(a, where) for a in node.args))
     raise ValueError(
-        f"{where}: a trigger is written with strings, tuples, AnyCase(...) and ATTENTION only"
+        f"{where}: a trigger is written with strings, tuples, AnyCase(...), ATTENTION and PAIRED only"
     )

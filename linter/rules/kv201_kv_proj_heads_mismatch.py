@@ -11,7 +11,7 @@ from linter.names import kv_side, value_counterpart
 from linter.pairs import callee_tail, dotted_name, source_of
 from linter.rules.base import Example, Rule
 from linter.sizes import Aliases, describe, heads_mismatch
-from linter.triggers import Trigger
+from linter.triggers import PAIRED, Trigger
 
 # Where the output size sits, by the callee's last name: positional index and keywords.
 # nn.Linear(in_features, out_features, bias) and the tensor-parallel families
@@ -71,8 +71,8 @@ class KVProjHeadsMismatch(Rule):
     code = "KV201"
     name = "kv-proj-heads-mismatch"
     summary = "K and V projections of one class declared with different head counts"
-    # Projections declared in a class by a ``*Linear`` constructor.
-    trigger = Trigger(("class",), ("Linear",))
+    # K and V projections declared in a class by a ``*Linear`` constructor.
+    trigger = Trigger(("class",), ("Linear",), PAIRED)
     what = (
         "Finds a class whose K projection (`k_proj`, `wk`, `to_k`, `key`) and V projection "
         "(`v_proj`, `wv`, `to_v`, `value`) are `Linear` layers (`nn.Linear`, "
