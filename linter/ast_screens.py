@@ -18,6 +18,7 @@ from collections.abc import Callable, Collection
 
 from linter.model.twins import key_head_dim_twin
 from linter.names import (
+    RESHAPE_CALLS,
     Role,
     counterpart_of_dotted,
     is_kv_head_count_name,
@@ -29,7 +30,7 @@ from linter.names import (
 )
 from linter.settings import Settings
 
-Screen = Callable[[ast.Module, Settings], bool]
+Screen = Callable[["Facts", Settings], bool]
 
 # KV203's vocabulary, as in the rule.
 _SPLITS = frozenset({"chunk", "split", "tensor_split"})
@@ -251,47 +252,71 @@ def _kv102(tree: ast.Module, settings: Settings) -> bool:
     )
 
 
-def _functions(tree: ast.AST):
-    return (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+class Facts:
+    """What the screens ask of one tree, collected in one walk: the unit (a top-level
+    definition, or a whole file) is the scope, which over-approximates every rule's own (a
+    class, a method): a fact of any method counts for all."""
+
+    def __init__(self, tree: ast.AST) -> None:
+        self.tree = tree
+        self.calls: list[ast.Call] = []
+        self.returns: list[ast.Return] = []
+        # (flattened targets, value) of every assignment with a value.
+        self.assignments: list[tuple[list[ast.expr], ast.expr]] = []
+        self.params: set[str] = set()
+        self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        self.none_default = False  # some parameter defaults to None
+        self.self_attrs: set[str] = set()  # X of every ``self.X``
+        self.attrs: set[str] = set()  # every attribute name
+        self.names: set[str] = set()  # every Name
+        self.subscripts: list[ast.Subscript] = []
+        for node in ast.walk(tree):
+            kind = type(node)
+            if kind is ast.Call:
+                self.calls.append(node)
+            elif kind is ast.Attribute:
+                self.attrs.add(node.attr)
+                if type(node.value) is ast.Name and node.value.id == "self":
+                    self.self_attrs.add(node.attr)
+            elif kind is ast.Name:
+                self.names.add(node.id)
+            elif kind is ast.Subscript:
+                self.subscripts.append(node)
+            elif kind is ast.Assign:
+                self.assignments.append((_flat(node.targets), node.value))
+            elif kind is ast.AnnAssign:
+                if node.value is not None:
+                    self.assignments.append((_flat([node.target]), node.value))
+            elif kind is ast.Return:
+                self.returns.append(node)
+            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+                self.functions.append(node)
+                args = node.args
+                self.params.update(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a)
+                if any(type(d) is ast.Constant and d.value is None for d in (*args.defaults, *args.kw_defaults)):
+                    self.none_default = True
 
 
-def _classes(tree: ast.AST):
-    return (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef))
+def _flat(targets: list[ast.expr]) -> list[ast.expr]:
+    flat: list[ast.expr] = []
+    todo = list(targets)
+    while todo:
+        target = todo.pop()
+        if isinstance(target, (ast.Tuple, ast.List)):
+            todo.extend(target.elts)
+        elif isinstance(target, ast.Starred):
+            todo.append(target.value)
+        else:
+            flat.append(target)
+    return flat
 
 
-def _tail(node: ast.expr) -> str | None:
+def _tail(node: ast.expr | None) -> str | None:
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
         return node.attr
     return None
-
-
-def _callee_tail(call: ast.Call) -> str | None:
-    return _tail(call.func)
-
-
-def _assignments(tree: ast.AST):
-    """(targets, value) of every assignment with a value: each Name/Attribute/Subscript target,
-    tuple targets flattened (a superset of what the rules' models pair up)."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign):
-            targets = node.targets
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets = [node.target]
-        else:
-            continue
-        flat: list[ast.expr] = []
-        todo = list(targets)
-        while todo:
-            target = todo.pop()
-            if isinstance(target, (ast.Tuple, ast.List)):
-                todo.extend(target.elts)
-            elif isinstance(target, ast.Starred):
-                todo.append(target.value)
-            else:
-                flat.append(target)
-        yield flat, node.value
 
 
 def _self_attr(node: ast.expr) -> str | None:
@@ -305,63 +330,73 @@ def _builds_linear(value: ast.expr) -> bool:
     """A ``*Linear(...)`` call anywhere in ``value`` (what the models' ``linear_layer`` finds
     directly, in an ``IfExp`` branch or as a wrapper's first argument, and more)."""
     return any(
-        isinstance(n, ast.Call) and (_callee_tail(n) or "").endswith("Linear") for n in ast.walk(value)
+        isinstance(n, ast.Call) and (_tail(n.func) or "").endswith("Linear") for n in ast.walk(value)
     )
 
 
-def _kv_projections(cls: ast.ClassDef, extra) -> set[str]:
-    """The K/V-side ``self.X`` attributes a class assigns a ``*Linear`` layer."""
-    return {
-        attr for targets, value in _assignments(cls) if _builds_linear(value)
-        for t in targets if (attr := _self_attr(t)) is not None and kv_side(attr, extra) is not None
-    }
-
-
-def _kv104(tree: ast.Module, settings: Settings) -> bool:
-    """Each of KV104's five findings, less its "the twin exists and is unused" evidence."""
-    extra = settings.extra_pairs
-    for fn in _functions(tree):
-        if _kv104_function(fn, extra):
-            return True
-    return False
-
-
 def _is_kv_tensor(node: ast.expr | None, side: str, extra) -> bool:
-    tail = _tail(node) if node is not None else None
+    tail = _tail(node)
     return tail is not None and kv_side(tail, extra) == side and is_kv_tensor_name(tail, extra)
 
 
-def _kv104_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, extra) -> bool:
-    params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs, fn.args.vararg, fn.args.kwarg) if a}
-    value_method = kv_side(fn.name, extra) == "v"
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and len(node.value.elts) == 2:
+_WRITES = {"copy_": 0, "index_copy_": 2, "index_copy": 2}
+
+
+def _kv104(facts: Facts, settings: Settings) -> bool:
+    """Each of KV104's five findings, less its "the twin exists and is unused" evidence."""
+    extra = settings.extra_pairs
+    for node in facts.returns:
+        if isinstance(node.value, ast.Tuple) and len(node.value.elts) == 2:
             first, second = node.value.elts
             name = _dotted(first)
             if name is not None and _dotted(second) == name and _is_kv_tensor(first, "k", extra):
-                return True  # returned twice
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _WRITES:
-            index = _WRITES[node.func.attr]
-            positional = [a for a in node.args if not isinstance(a, ast.Starred)]
-            if index < len(positional) and _is_kv_tensor(node.func.value, "k", extra) and _is_kv_tensor(positional[index], "v", extra):
+                return True  # return k_cache, k_cache
+    for call in facts.calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in _WRITES:
+            index = _WRITES[func.attr]
+            positional = [a for a in call.args if not isinstance(a, ast.Starred)]
+            if index < len(positional) and _is_kv_tensor(func.value, "k", extra) and _is_kv_tensor(positional[index], "v", extra):
                 return True  # k_cache.copy_(v)
-        elif value_method and (attr := _self_attr(node)) is not None:
-            if kv_side(attr, extra) == "k" and is_kv_tensor_name(attr, extra):
-                return True  # a value-side method reaching self.k_*
-    for targets, value in _assignments(fn):
+    for targets, value in facts.assignments:
         values = [value, *(value.elts if isinstance(value, (ast.Tuple, ast.List)) else ())]
         for target in targets:
-            if isinstance(target, ast.Subscript):
-                if _is_kv_tensor(target.value, "k", extra) and any(
-                    isinstance(v, (ast.Name, ast.Attribute)) and _is_kv_tensor(v, "v", extra) for v in values
-                ):
-                    return True  # k_cache[slots] = v
-                continue
+            if isinstance(target, ast.Subscript) and _is_kv_tensor(target.value, "k", extra) and any(
+                isinstance(v, (ast.Name, ast.Attribute)) and _is_kv_tensor(v, "v", extra) for v in values
+            ):
+                return True  # k_cache[slots] = v
+    # A V-side name: the target, the value parameter, or the method's name.
+    names = facts.params | _assigned_tails(facts) | {fn.name for fn in facts.functions}
+    if not any(kv_side(n, extra) == "v" for n in names):
+        return False
+    # The rest needs its function: its parameters, its name, its own assignments.
+    return any(_kv104_function(fn, extra) for fn in facts.functions)
+
+
+def _assigned_tails(facts: Facts) -> set[str]:
+    return {tail for targets, _ in facts.assignments for t in targets if (tail := _tail(t)) is not None}
+
+
+def _kv104_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, extra) -> bool:
+    args = fn.args
+    params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a}
+    if kv_side(fn.name, extra) == "v" and any(
+        (attr := _self_attr(n)) is not None and kv_side(attr, extra) == "k" and is_kv_tensor_name(attr, extra)
+        for n in ast.walk(fn)
+    ):
+        return True  # a value-side method reaching self.k_*
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            targets, value = _flat(node.targets), node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = _flat([node.target]), node.value
+        else:
+            continue
+        for target in targets:
             tail = _tail(target)
             if (
-                isinstance(target, ast.Name) and tail in params and is_kv_tensor_name(tail, extra)
-                and isinstance(value, (ast.Call, ast.Subscript))
-                and key_counterpart(tail, extra) in params
+                isinstance(target, ast.Name) and tail in params and isinstance(value, (ast.Call, ast.Subscript))
+                and is_kv_tensor_name(tail, extra) and key_counterpart(tail, extra) in params
             ):
                 return True  # value = key.view(...) over the value parameter
             if tail is None or kv_side(tail, extra) != "v":
@@ -382,118 +417,147 @@ def _kv104_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, extra) -> bool:
     return False
 
 
-_WRITES = {"copy_": 0, "index_copy_": 2, "index_copy": 2}
+def _kv_projections(facts: Facts, extra, self_only: bool = True) -> set[str]:
+    """The K/V-side attributes (``self.X``, or any ``obj.X``) assigned a ``*Linear`` layer."""
+    found = set()
+    for targets, value in facts.assignments:
+        for t in targets:
+            if isinstance(t, ast.Attribute) and (not self_only or _self_attr(t) is not None):
+                if kv_side(t.attr, extra) is not None and _builds_linear(value):
+                    found.add(t.attr)
+    return found
 
 
-def _kv204(tree: ast.Module, settings: Settings) -> bool:
-    """A class with a K/V ``*Linear`` projection, and a method of it taking an optional (``=
-    None``) input that reads a shape and views or reshapes."""
-    extra = settings.extra_pairs
-    for cls in _classes(tree):
-        if not _kv_projections(cls, extra):
-            continue
-        for fn in _functions(cls):
-            defaults = (*fn.args.defaults, *fn.args.kw_defaults)
-            if not any(isinstance(d, ast.Constant) and d.value is None for d in defaults):
-                continue
-            view = shape = False
-            for node in ast.walk(fn):
-                if isinstance(node, ast.Attribute):
-                    if node.attr in _SHAPE_METHODS:
-                        view = True
-                    elif node.attr in ("shape", "size"):
-                        shape = True
-            if view and shape:
-                return True
-    return False
-
-
-def _kv205(tree: ast.Module, settings: Settings) -> bool:
-    """A class with a K/V ``*Linear`` projection whose call names a KV head count or width,
-    viewed or reshaped somewhere in the class with a query head count."""
-    extra = settings.extra_pairs
-    for cls in _classes(tree):
-        kv_sized = any(
-            _builds_linear(value) and any(
-                (attr := _self_attr(t)) is not None and kv_side(attr, extra) is not None for t in targets
-            ) and any(name_role(n) in _KV_ROLES for n in _names_in(value))
-            for targets, value in _assignments(cls)
-        )
-        if kv_sized and any(
-            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _SHAPE_METHODS
-            and any(name_role(n) is Role.Q_HEADS for a in (*node.args, *node.keywords) for n in _names_in(a))
-            for node in ast.walk(cls)
-        ):
-            return True
-    return False
+def _kv204(facts: Facts, settings: Settings) -> bool:
+    """A K/V ``*Linear`` projection, a parameter defaulting to None (the optional cross-attention
+    input), a shape read and a view or reshape."""
+    return (
+        facts.none_default and not facts.attrs.isdisjoint(_SHAPE_METHODS)
+        and not facts.attrs.isdisjoint(("shape", "size")) and bool(_kv_projections(facts, settings.extra_pairs))
+    )
 
 
 _KV_ROLES = (Role.KV_HEADS, Role.KV_WIDTH)
+
+
+def _kv205(facts: Facts, settings: Settings) -> bool:
+    """A view or reshape naming a query head count, and a K/V ``*Linear`` projection whose
+    assignment names a KV head count or width."""
+    extra = settings.extra_pairs
+    if not any(
+        isinstance(call.func, ast.Attribute) and call.func.attr in _SHAPE_METHODS
+        and any(name_role(n) is Role.Q_HEADS for a in (*call.args, *call.keywords) for n in _names_in(a))
+        for call in facts.calls
+    ):
+        return False
+    return any(
+        any((attr := _self_attr(t)) is not None and kv_side(attr, extra) is not None for t in targets)
+        and _builds_linear(value) and any(name_role(n) in _KV_ROLES for n in _names_in(value))
+        for targets, value in facts.assignments
+    )
+
+
 _KV206_VIEWS = frozenset({"view", "reshape", "unflatten"})
 _ALLOCATORS = frozenset({
     "empty", "zeros", "ones", "full", "randn", "rand", "new_empty", "new_zeros", "new_ones", "new_full",
 })
 
 
-def _kv206(tree: ast.Module, settings: Settings) -> bool:
+def _kv206(facts: Facts, settings: Settings) -> bool:
     """A view or an allocation whose arguments name a key head dim that has a value twin."""
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        tail = _callee_tail(node)
+    for call in facts.calls:
+        tail = _tail(call.func)
         if tail is None or not (tail in _KV206_VIEWS or tail in _ALLOCATORS or tail.startswith("new_")):
             continue
-        if any(key_head_dim_twin(n) is not None for a in (*node.args, *node.keywords) for n in _names_in(a)):
+        if any(key_head_dim_twin(n) is not None for a in (*call.args, *call.keywords) for n in _names_in(a)):
             return True
     return False
 
 
-def _kv301(tree: ast.Module, settings: Settings) -> bool:
-    """A class that sets a K/V ``self.`` pair in one method, and rebuilds one of them from itself."""
+def _kv301(facts: Facts, settings: Settings) -> bool:
+    """A ``self.`` K/V pair both assigned, and one of them rebuilt from itself."""
     extra = settings.extra_pairs
-    for cls in _classes(tree):
-        paired: set[str] = set()
-        for fn in _functions(cls):
-            here = {a for targets, _ in _assignments(fn) for t in targets if (a := _self_attr(t)) is not None}
-            for attr in here:
-                twin = value_counterpart(attr, extra) if is_kv_tensor_name(attr, extra) else None
-                if twin in here:
-                    paired.update((attr, twin))
-        if not paired:
+    assigned = {a for targets, _ in facts.assignments for t in targets if (a := _self_attr(t)) is not None}
+    paired = set()
+    for attr in assigned:
+        twin = value_counterpart(attr, extra) if is_kv_tensor_name(attr, extra) else None
+        if twin in assigned:
+            paired.update((attr, twin))
+    if not paired:
+        return False
+    for targets, value in facts.assignments:
+        for target in targets:
+            attr = _self_attr(target.value if isinstance(target, ast.Subscript) else target)
+            if attr in paired and any(_self_attr(n) == attr for n in ast.walk(value)):
+                return True
+    return False
+
+
+def _kv201(facts: Facts, settings: Settings) -> bool:
+    """A K ``*Linear`` projection and its V twin declared (on any object)."""
+    extra = settings.extra_pairs
+    declared = _kv_projections(facts, extra, self_only=False)
+    return any(value_counterpart(a, extra) in declared for a in declared)
+
+
+def _kv101(facts: Facts, settings: Settings) -> bool:
+    """A K tensor cut along some axis (a subscript that is more than ``:``, integers and
+    ``None``/``...``, or a reshaping call on it), and its V partner's name present."""
+    extra = settings.extra_pairs
+    tails = facts.names | facts.attrs
+    bases: list[ast.expr] = [s.value for s in facts.subscripts if _cuts(s)]
+    for call in facts.calls:
+        func = call.func
+        if _tail(func) in RESHAPE_CALLS:
+            if isinstance(func, ast.Attribute):
+                bases.append(func.value)
+            if call.args:
+                bases.append(call.args[0])  # torch.narrow(k, ...)
+    for base in bases:
+        tail = _tail(base)
+        if tail is None or kv_side(tail, extra) != "k" or not is_kv_tensor_name(tail, extra):
             continue
-        for targets, value in _assignments(cls):
-            for target in targets:
-                base = target.value if isinstance(target, ast.Subscript) else target
-                attr = _self_attr(base)
-                if attr in paired and any(_self_attr(n) == attr for n in ast.walk(value)):
-                    return True
-    return False
-
-
-def _kv201(tree: ast.Module, settings: Settings) -> bool:
-    """A class that declares a K ``*Linear`` projection and its V twin (on any object)."""
-    extra = settings.extra_pairs
-    for cls in _classes(tree):
-        declared = {
-            t.attr for targets, value in _assignments(cls) if _builds_linear(value)
-            for t in targets if isinstance(t, ast.Attribute) and kv_side(t.attr, extra) is not None
-        }
-        if any(value_counterpart(a, extra) in declared for a in declared):
+        if value_counterpart(tail, extra) in tails:
             return True
     return False
 
 
-# KV101 and KV103 have none: KV101 follows K through assignments to a call with its V
-# partner, and "a K tensor reshaped, its V partner named" (tried) passed 85% of the lines
-# that reach libcst on vllm, for more walking than it saved; KV103 reaches few files.
+def _cuts(node: ast.Subscript) -> bool:
+    elements = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    for e in elements:
+        if isinstance(e, ast.Slice):
+            if e.lower is not None or e.upper is not None or e.step is not None:
+                return True
+        elif not (isinstance(e, ast.Constant) and (e.value is None or e.value is Ellipsis or type(e.value) is int)):
+            return True
+    return False
+
+
+# KV103 has none: few files reach it.
 SCREENS: dict[str, Screen] = {
-    "KV102": _kv102, "KV202": _kv202, "KV203": _kv203,
-    "KV104": _kv104, "KV201": _kv201, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV301": _kv301,
+    "KV102": lambda facts, settings: _kv102(facts.tree, settings),
+    "KV202": lambda facts, settings: _kv202(facts.tree, settings),
+    "KV203": lambda facts, settings: _kv203(facts.tree, settings),
+    "KV101": _kv101, "KV104": _kv104, "KV201": _kv201, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV301": _kv301,
 }
 
 
-def may_report(tree: ast.Module, rules: Collection[str | None], settings: Settings) -> bool:
+# Rules whose findings in a method rest on that method and the names enclosing it only
+# (``scopes.ScopeTracking``: a class body is no scope of theirs), so a class can be cut down
+# to its header and the methods their screens let through.
+METHOD_SCOPED: frozenset[str | None] = frozenset({"KV101", "KV102"})
+
+
+def may_report(tree: ast.AST, rules: Collection[str | None], settings: Settings) -> bool:
     """Can any of ``rules`` (codes; None: a rule without known conditions) report on ``tree``?"""
     if any(code not in SCREENS for code in rules):
         return True  # no walk at all when some live rule has no screen
-    return any(SCREENS[code](tree, settings) for code in rules)
+    facts = Facts(tree)
+    return any(SCREENS[code](facts, settings) for code in rules)
+
+
+def reporting(tree: ast.AST, rules: Collection[str | None], settings: Settings) -> frozenset[str | None]:
+    """The ``rules`` that may report on ``tree``: those without a screen, and those whose
+    screen lets it through."""
+    facts = Facts(tree) if any(code in SCREENS for code in rules) else None
+    return frozenset(code for code in rules if code not in SCREENS or SCREENS[code](facts, settings))

@@ -263,12 +263,15 @@ def _may_report(python: ast.Module | SyntaxError, job: Job, rules: frozenset[str
 
 
 def _screened_units(text: str, plan: ParsePlan, job: Job) -> list[tuple[int, int]]:
-    """The planned definitions that the ``ast`` screens of their own live rules let through.
+    """The line ranges of the planned definitions that the ``ast`` screens of their own live
+    rules let through.
 
-    Each is parsed alone (a top-level definition is a module by itself); one CPython cannot
-    parse alone is kept, and the excerpt's own checks decide.
+    Each definition is parsed alone (a top-level definition is a module by itself); one
+    CPython cannot parse alone is kept whole, and the excerpt's own checks decide. A class
+    whose live rules all reason within one function (``METHOD_SCOPED``) is cut further: its
+    header and the methods a screen lets through, nothing else.
     """
-    from linter.ast_screens import may_report
+    from linter.ast_screens import METHOD_SCOPED, reporting
 
     lines = text.split("\n")
     kept = []
@@ -280,9 +283,37 @@ def _screened_units(text: str, plan: ParsePlan, job: Job) -> list[tuple[int, int
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 kept.append((start, end))
                 continue
-            if may_report(tree, rules, job.settings):
+            rules = reporting(tree, rules, job.settings)
+            if not rules:
+                continue
+            cls = tree.body[-1] if tree.body else None
+            if isinstance(cls, ast.ClassDef) and len(tree.body) == 1 and rules <= METHOD_SCOPED:
+                kept.extend(_screened_methods(cls, start, end, rules, job))
+            else:
                 kept.append((start, end))
     return kept
+
+
+def _screened_methods(
+    cls: ast.ClassDef, start: int, end: int, rules: frozenset[str | None], job: Job
+) -> list[tuple[int, int]]:
+    """``cls``'s header and the methods (or nested classes) of its body that a screen of
+    ``rules`` lets through, as absolute line ranges; the whole class where it cannot be cut."""
+    from linter.ast_screens import may_report
+
+    first = _first_line(cls.body[0])
+    if first <= cls.lineno:
+        return [(start, end)]  # ``class A: ...`` on one line
+    ranges = []
+    for statement in cls.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and may_report(statement, rules, job.settings):
+            ranges.append((start + _first_line(statement) - 1, start + statement.end_lineno))
+    return [(start, start + first - 1), *ranges] if ranges else []
+
+
+def _first_line(statement: ast.stmt) -> int:
+    decorators = getattr(statement, "decorator_list", None)
+    return min(statement.lineno, *(d.lineno for d in decorators)) if decorators else statement.lineno
 
 
 def _excerpt_is_clean(excerpt: str, path: str, job: Job) -> bool:
