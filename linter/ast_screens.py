@@ -19,6 +19,7 @@ from collections.abc import Callable, Collection
 from linter.model.twins import key_head_dim_twin
 from linter.names import (
     RESHAPE_CALLS,
+    SAME_TENSOR_METHODS,
     Role,
     counterpart_of_dotted,
     is_kv_head_count_name,
@@ -377,6 +378,22 @@ def _assigned_tails(facts: Facts) -> set[str]:
     return {tail for targets, _ in facts.assignments for t in targets if (tail := _tail(t)) is not None}
 
 
+def _tensor_root(expr: ast.expr) -> str | None:
+    """``tensor_roots.tensor_root`` on the standard library's tree."""
+    while True:
+        if isinstance(expr, ast.Name):
+            return expr.id
+        if isinstance(expr, ast.Attribute):
+            return expr.attr
+        if isinstance(expr, ast.Subscript):
+            expr = expr.value
+        elif isinstance(expr, ast.Call):
+            func = expr.func
+            expr = func.value if isinstance(func, ast.Attribute) and func.attr in SAME_TENSOR_METHODS else func
+        else:
+            return None
+
+
 def _kv104_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, extra) -> bool:
     args = fn.args
     params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a}
@@ -397,6 +414,7 @@ def _kv104_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, extra) -> bool:
             if (
                 isinstance(target, ast.Name) and tail in params and isinstance(value, (ast.Call, ast.Subscript))
                 and is_kv_tensor_name(tail, extra) and key_counterpart(tail, extra) in params
+                and _tensor_root(value) == key_counterpart(tail, extra)
             ):
                 return True  # value = key.view(...) over the value parameter
             if tail is None or kv_side(tail, extra) != "v":
@@ -464,12 +482,28 @@ _ALLOCATORS = frozenset({
 
 
 def _kv206(facts: Facts, settings: Settings) -> bool:
-    """A view or an allocation whose arguments name a key head dim that has a value twin."""
-    for call in facts.calls:
-        tail = _tail(call.func)
-        if tail is None or not (tail in _KV206_VIEWS or tail in _ALLOCATORS or tail.startswith("new_")):
-            continue
-        if any(key_head_dim_twin(n) is not None for a in (*call.args, *call.keywords) for n in _names_in(a)):
+    """A key head dim whose value twin is named too, in a view of a V-side ``*Linear``
+    projection's output or in an allocation assigned to a V-side tensor."""
+    extra = settings.extra_pairs
+    known = facts.names | facts.attrs | facts.params | {fn.name for fn in facts.functions}
+
+    def names_key_dim(call: ast.Call) -> bool:
+        return any(
+            (twin := key_head_dim_twin(n)) is not None and twin in known
+            for a in (*call.args, *call.keywords) for n in _names_in(a)
+        )
+
+    if any(kv_side(attr, extra) == "v" for attr in _kv_projections(facts, extra)) and any(
+        isinstance(call.func, ast.Attribute) and call.func.attr in _KV206_VIEWS and names_key_dim(call)
+        for call in facts.calls
+    ):
+        return True
+    for targets, value in facts.assignments:
+        if any(_is_kv_tensor(t, "v", extra) for t in targets) and any(
+            isinstance(call, ast.Call) and ((tail := _tail(call.func)) in _ALLOCATORS or (tail or "").startswith("new_"))
+            and names_key_dim(call)
+            for call in ast.walk(value)
+        ):
             return True
     return False
 
