@@ -115,7 +115,7 @@ def attention_tree_rows(trees_dir: str | None, rounds: int) -> tuple[list[Row], 
     rows, present = [], []
     for name, path in locate(trees_dir).items():
         if path is None:
-            where = f"under {trees_dir}" if trees_dir else "(no --trees DIR / KVLINT_BENCH_TREES)"
+            where = f"under {trees_dir}" if trees_dir else "(no --trees DIR / KVLINT_TREES)"
             print(f"benchmarks: skipped {TREES[name][0]}: not unpacked {where}; --fetch CACHE downloads it", file=sys.stderr)
             rows.append(Row(f"{name}: skipped, tree absent", "", None, None))
             continue
@@ -243,9 +243,9 @@ def print_table(rows: list[Row]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     parser.add_argument("--tree", action="append", default=[], help="extra tree for the equivalence check")
-    parser.add_argument("--trees", default=os.environ.get("KVLINT_BENCH_TREES"), metavar="DIR",
+    parser.add_argument("--trees", default=os.environ.get("KVLINT_TREES"), metavar="DIR",
                         help="directory holding the unpacked attention trees (vllm/, sglang/, transformers/); "
-                             "default $KVLINT_BENCH_TREES")
+                             "default $KVLINT_TREES")
     parser.add_argument("--fetch", default=os.environ.get("KVLINT_BENCH_CACHE"), metavar="CACHE",
                         help="pip download the attention trees' wheels into CACHE and unpack them there "
                              "(default $KVLINT_BENCH_CACHE); overrides --trees")

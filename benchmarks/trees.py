@@ -1,7 +1,8 @@
 """The attention codebases kvlint is measured on: where their unpacked trees are, and fetching them.
 
 A tree is the Python files of one released wheel, unpacked as ``DIR/<name>/<package>/...``.
-``python -m benchmarks --trees DIR`` (or ``KVLINT_BENCH_TREES=DIR``) uses trees already
+``python -m benchmarks --trees DIR`` (or ``KVLINT_TREES=DIR``, the root ``benchmarks.calibrate``
+reads too) uses trees already
 unpacked there; ``--fetch CACHE`` (or ``KVLINT_BENCH_CACHE=CACHE``) downloads the wheels with
 ``pip download --no-deps`` into ``CACHE/wheels`` and unpacks their ``.py`` files into
 ``CACHE/trees`` first (once: a tree already unpacked is kept). A tree that is in neither place
@@ -10,6 +11,7 @@ is skipped, with a line that says so.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import zipfile
@@ -21,6 +23,14 @@ TREES = {
     "sglang": ("sglang==0.5.23", "sglang"),
     "transformers": ("transformers==5.25.0", "transformers"),
 }
+
+
+def trees_from_env() -> str | None:
+    """``$KVLINT_TREES``, else the trees fetched into ``$KVLINT_BENCH_CACHE``, else None."""
+    if os.environ.get("KVLINT_TREES"):
+        return os.environ["KVLINT_TREES"]
+    cache = os.environ.get("KVLINT_BENCH_CACHE")
+    return str(Path(cache) / "trees") if cache else None
 
 
 def locate(trees_dir: str | None) -> dict[str, Path | None]:

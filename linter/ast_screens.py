@@ -260,6 +260,16 @@ class Facts:
 
     def __init__(self, tree: ast.AST) -> None:
         self.tree = tree
+
+    def __getattr__(self, name: str):
+        # The walk runs on the first question: KV102, KV202 and KV203 walk the tree themselves.
+        if name.startswith("__"):
+            raise AttributeError(name)
+        self._walk()
+        return object.__getattribute__(self, name)
+
+    def _walk(self) -> None:
+        tree = self.tree
         self.calls: list[ast.Call] = []
         self.returns: list[ast.Return] = []
         # (flattened targets, value) of every assignment with a value.

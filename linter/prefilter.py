@@ -235,7 +235,10 @@ class _File:
 
     def followed_by(self, name: str, pattern: str) -> bool:
         # No leading \b: a literal prefix lets ``re`` skip ahead; the boundary is checked here.
-        for match in _compiled(rf"{re.escape(name)}{_GAP}{pattern}").finditer(self.text):
+        # An ASCII word character before the name is ruled out inside ``re`` (behind the
+        # literal, so ``re`` still jumps from one occurrence of the name to the next); the
+        # loop checks the rest.
+        for match in _compiled(rf"{re.escape(name)}(?<![A-Za-z0-9_]{re.escape(name)}){_GAP}{pattern}").finditer(self.text):
             start = match.start()
             if start == 0 or not (self.text[start - 1].isalnum() or self.text[start - 1] == "_"):
                 return True
