@@ -243,8 +243,8 @@ def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
     if job.prefilter:
         plan = parse_plan(text, job.rules, job.settings)
         if not plan.whole:
-            units = _screened_units(text, plan, job)
-            if not units or _excerpt_is_clean(excerpt(text, units), path, job):
+            units, parsed = _screened_units(text, plan, job)
+            if not units or _excerpt_is_clean(excerpt(text, units), path, job, parsed):
                 return []
         else:
             python = _python_tree(text, path)
@@ -262,9 +262,9 @@ def _may_report(python: ast.Module | SyntaxError, job: Job, rules: frozenset[str
     return may_report(python, rules, job.settings)
 
 
-def _screened_units(text: str, plan: ParsePlan, job: Job) -> list[tuple[int, int]]:
+def _screened_units(text: str, plan: ParsePlan, job: Job) -> tuple[list[tuple[int, int]], bool]:
     """The line ranges of the planned definitions that the ``ast`` screens of their own live
-    rules let through.
+    rules let through, and whether CPython parsed every one of them.
 
     Each definition is parsed alone (a top-level definition is a module by itself); one
     CPython cannot parse alone is kept whole, and the excerpt's own checks decide. A class
@@ -275,6 +275,7 @@ def _screened_units(text: str, plan: ParsePlan, job: Job) -> list[tuple[int, int
 
     lines = text.split("\n")
     kept = []
+    parsed = True
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # invalid escapes and the like are not ours to report
         for (start, end), rules in zip(plan.ranges, plan.range_rules):
@@ -282,6 +283,7 @@ def _screened_units(text: str, plan: ParsePlan, job: Job) -> list[tuple[int, int
                 tree = ast.parse("\n".join(lines[start:end]))
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 kept.append((start, end))
+                parsed = False
                 continue
             rules = reporting(tree, rules, job.settings)
             if not rules:
@@ -291,7 +293,7 @@ def _screened_units(text: str, plan: ParsePlan, job: Job) -> list[tuple[int, int
                 kept.extend(_screened_methods(cls, start, end, rules, job))
             else:
                 kept.append((start, end))
-    return kept
+    return kept, parsed
 
 
 def _screened_methods(
@@ -316,7 +318,7 @@ def _first_line(statement: ast.stmt) -> int:
     return min(statement.lineno, *(d.lineno for d in decorators)) if decorators else statement.lineno
 
 
-def _excerpt_is_clean(excerpt: str, path: str, job: Job) -> bool:
+def _excerpt_is_clean(excerpt: str, path: str, job: Job, parsed: bool = False) -> bool:
     """Do the rules report nothing on the planned definitions alone?
 
     Anything else (a finding, or an excerpt that does not parse because the cut was wrong)
@@ -324,9 +326,14 @@ def _excerpt_is_clean(excerpt: str, path: str, job: Job) -> bool:
     file itself.
     """
     try:
-        return not _parse_and_lint(excerpt, path, job)
+        # Top-level statements CPython parsed one by one are safe for libcst together.
+        return not _parse_and_lint(excerpt, path, job, _PARSED if parsed else None)
     except _Unlintable:
         return False
+
+
+# Stands for "CPython parsed this text" where the tree itself is not at hand.
+_PARSED = ast.Module(body=[], type_ignores=[])
 
 
 def _parse_and_lint(text: str, path: str, job: Job, python: ast.Module | SyntaxError | None = None) -> list[Finding]:
