@@ -577,19 +577,56 @@ def _cuts(node: ast.Subscript) -> bool:
     return False
 
 
-# KV103 has none: few files reach it.
+# KV103's vocabulary, as in the rule.
+_CACHE_PARTS = frozenset({
+    "cache", "caches", "pool", "pools", "buf", "buffer", "buffers", "pages", "past", "mem", "memory",
+})
+_INDEXED_CALLS = frozenset({
+    "index_copy_", "index_copy", "index_put_", "index_put", "index_add_", "index_fill_",
+    "index_select", "scatter_", "scatter", "scatter_add_", "masked_scatter_",
+    "npu_scatter_nd_update_", "npu_scatter_nd_update", "scatter_update_", "scatter_update",
+})
+
+
+def _chain_root(node: ast.expr) -> str | None:
+    """``self.k_buffer`` of ``self.k_buffer[layer][ids]``."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return _dotted(node)
+
+
+def _kv103(facts: Facts, settings: Settings) -> bool:
+    """A K cache (a K-side tensor name with a cache word) and its V partner both subscripted
+    or handed to an indexed gather/scatter call."""
+    extra = settings.extra_pairs
+    bases = {_chain_root(s.value) for s in facts.subscripts}
+    for call in facts.calls:
+        if _tail(call.func) in _INDEXED_CALLS:
+            if isinstance(call.func, ast.Attribute):
+                bases.add(_chain_root(call.func.value))
+            bases.update(_chain_root(a) for a in call.args)
+    for base in bases:
+        if base is None or not is_kv_tensor_name(base, extra):
+            continue
+        tail = base.rsplit(".", 1)[-1]
+        if kv_side(tail, extra) == "k" and any(part.lower() in _CACHE_PARTS for part in tail.split("_")):
+            if counterpart_of_dotted(base, extra) in bases:
+                return True
+    return False
+
+
 SCREENS: dict[str, Screen] = {
     "KV102": lambda facts, settings: _kv102(facts.tree, settings),
     "KV202": lambda facts, settings: _kv202(facts.tree, settings),
     "KV203": lambda facts, settings: _kv203(facts.tree, settings),
-    "KV101": _kv101, "KV104": _kv104, "KV201": _kv201, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV301": _kv301,
+    "KV101": _kv101, "KV103": _kv103, "KV104": _kv104, "KV201": _kv201, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV301": _kv301,
 }
 
 
 # Rules whose findings in a method rest on that method and the names enclosing it only
 # (``scopes.ScopeTracking``: a class body is no scope of theirs), so a class can be cut down
 # to its header and the methods their screens let through.
-METHOD_SCOPED: frozenset[str | None] = frozenset({"KV101", "KV102"})
+METHOD_SCOPED: frozenset[str | None] = frozenset({"KV101", "KV102", "KV103"})
 
 
 def may_report(tree: ast.AST, rules: Collection[str | None], settings: Settings) -> bool:
