@@ -450,9 +450,11 @@ def _kv_projections(facts: Facts, extra, self_only: bool = True) -> set[str]:
     found = set()
     for targets, value in facts.assignments:
         for t in targets:
-            if isinstance(t, ast.Attribute) and (not self_only or _self_attr(t) is not None):
-                if kv_side(t.attr, extra) is not None and _builds_linear(value):
-                    found.add(t.attr)
+            if (
+                isinstance(t, ast.Attribute) and (not self_only or _self_attr(t) is not None)
+                and kv_side(t.attr, extra) is not None and _builds_linear(value)
+            ):
+                found.add(t.attr)
     return found
 
 
@@ -609,9 +611,11 @@ def _kv103(facts: Facts, settings: Settings) -> bool:
         if base is None or not is_kv_tensor_name(base, extra):
             continue
         tail = base.rsplit(".", 1)[-1]
-        if kv_side(tail, extra) == "k" and any(part.lower() in _CACHE_PARTS for part in tail.split("_")):
-            if counterpart_of_dotted(base, extra) in bases:
-                return True
+        if (
+            kv_side(tail, extra) == "k" and any(part.lower() in _CACHE_PARTS for part in tail.split("_"))
+            and counterpart_of_dotted(base, extra) in bases
+        ):
+            return True
     return False
 
 
