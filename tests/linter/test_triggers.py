@@ -10,7 +10,8 @@ import pytest
 from linter.ast_screens import SCREENS, may_report
 from linter.rules import all_rules, rule_triggers
 from linter.settings import Settings
-from linter.triggers import ATTENTION, AnyCase, Scanner, Trigger, declared_trigger
+from linter.prefilter import parse_plan
+from linter.triggers import ATTENTION, PAIRED, AnyCase, Scanner, Trigger, declared_trigger
 
 
 def test_the_trigger_read_from_source_is_the_class_attribute() -> None:
@@ -61,3 +62,31 @@ def test_a_group_must_hold_words() -> None:
 
 def test_every_screen_belongs_to_a_rule() -> None:
     assert set(SCREENS) <= {r.code for r in all_rules()}
+
+
+def test_paired_asks_the_caller_once_and_fails_without_a_pair() -> None:
+    asked = []
+
+    def paired(answer: bool):
+        def ask() -> bool:
+            asked.append(answer)
+            return answer
+        return ask
+
+    scanner = Scanner({"A": Trigger(("class",), PAIRED), "B": Trigger(PAIRED), "C": Trigger(("split",))})
+    assert scanner.passing("class A: k = v = 1", paired(False)) == set()
+    assert asked == [False]
+    assert scanner.passing("class A: k_cache = v_cache = 1", paired(True)) == {"A", "B"}
+    # Without the group's words the pair is never asked for.
+    asked.clear()
+    assert Scanner({"A": Trigger(("class",), PAIRED)}).passing("def f(): pass", paired(True)) == set()
+    assert asked == []
+
+
+def test_the_pair_rules_settle_a_file_without_a_kv_pair_from_text() -> None:
+    # Attention words, subscripts, calls and returns, but no K name with its V twin.
+    text = "class Attention:\n    def forward(self, q, k, mask):\n        k = k[:, :8]\n        return self.attn(q, k, mask), k\n"
+    pair_rules = [r for r in all_rules() if PAIRED in r.trigger.groups]
+    assert {r.code for r in pair_rules} >= {"KV101", "KV102", "KV103", "KV104", "KV301"}
+    assert not parse_plan(text, pair_rules, Settings()).needed
+    assert parse_plan(text.replace("mask", "v"), pair_rules, Settings()).needed
