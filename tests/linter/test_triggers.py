@@ -8,10 +8,17 @@ from pathlib import Path
 import pytest
 
 from linter.ast_screens import SCREENS, may_report
+from linter.prefilter import parse_plan
 from linter.rules import all_rules, rule_triggers
 from linter.settings import Settings
-from linter.prefilter import parse_plan
-from linter.triggers import ATTENTION, PAIRED, AnyCase, Scanner, Trigger, declared_trigger
+from linter.triggers import (
+    ATTENTION,
+    PAIRED,
+    AnyCase,
+    Scanner,
+    Trigger,
+    declared_trigger,
+)
 
 
 def test_the_trigger_read_from_source_is_the_class_attribute() -> None:
