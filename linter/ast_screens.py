@@ -1,14 +1,18 @@
 """A second look at what the text pre-filter let through, on the standard library's syntax tree.
 
-The runner parses every excerpt with ``ast`` anyway (CPython's verdict guards libcst against
-inputs that crash it), and ``ast`` builds its tree in C, about ten times faster than libcst.
-A screen asks of that tree whether a rule can report at all; when no live rule's screen says
-yes, libcst is never run on the excerpt (or file). libcst stays the pass that reports and fixes.
+The runner parses each planned top-level definition (or a whole file, when module-level code
+is involved) with ``ast``, which builds its tree in C, about ten times faster than libcst. A
+screen asks of that tree whether a rule can report at all; libcst then parses only the
+definitions some live rule's screen lets through (classes live for the method-scoped rules
+only: their header and the methods that pass), and nothing when none does. libcst stays the
+pass that reports and fixes.
 
 A screen must over-approximate its rule exactly as the pre-filter conditions do: it may say yes
 for code without findings, never no for code with one. A rule without a screen always passes.
-``tests/linter/test_fast_path_equivalence.py`` and the benchmark compare the fast path (text
-pre-filter, screens, libcst) with parsing and visiting every file.
+Screens read ``Facts``, one walk of the tree whose scope is the whole unit (a fact of any
+method counts for all), and drop each rule's "the twin exists and is unused" evidence, which
+needs the rule's own model. ``tests/linter/test_fast_path_equivalence.py`` and the benchmark
+compare the fast path (text pre-filter, screens, libcst) with parsing and visiting every file.
 """
 
 from __future__ import annotations
