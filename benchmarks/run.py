@@ -1,9 +1,11 @@
-"""One command for every speed target of issue 5: ``python -m benchmarks`` (or ``benchmarks/run.py``).
+"""One command for every speed target (issues 5 and 15): ``python -m benchmarks``.
 
 Prints one table: each target, what was measured, the ratio against its reference from the same
-run, and PASS/FAIL. The tree defaults to the installed torch package (found without importing
-torch); ``--tree`` adds more trees for the findings-equivalence check (e.g. a serving codebase).
-``--skip-slow-path`` leaves out the parse-everything run (minutes on 2 cores).
+run, and PASS/FAIL. The torch tree is the installed torch package (found without importing
+torch); the attention trees (vllm, sglang, transformers: ``benchmarks/trees.py``) are measured
+when present under ``--trees DIR`` or fetched with ``--fetch CACHE``, and skipped with a line
+otherwise; ``--tree`` adds more trees for the findings-equivalence check.
+``--skip-slow-path`` leaves out the parse-everything runs (minutes each on 2 cores).
 """
 
 from __future__ import annotations
@@ -56,14 +58,16 @@ def torch_tree() -> str:
     return next(iter(spec.submodule_search_locations))
 
 
-def lint_rows(tree: str, small_files: dict[str, str]) -> list[Row]:
+def tree_rows(tree: str, label: str = "", rounds: int = 3) -> list[Row]:
+    """ruff, cold kvlint and warm kvlint on ``tree``, in turn, round after round."""
     ruff = [str(BIN / "ruff"), "check", "--select", "E,F", "--no-cache", "--isolated", tree]
     kvlint = [str(BIN / "kvlint"), "check", "--exit-zero", "--format", "concise"]
-    # ruff, cold kvlint and warm kvlint in turn, round after round (see below).
+    # In turn rather than in blocks: the machine's load drifts, and a drift between two blocks
+    # of runs would land on one side of the ratio only.
     ruff_runs, cold_runs, warm_runs = [], [], []
     with tempfile.TemporaryDirectory() as cache:
         timed([*kvlint, "--cache-dir", cache, tree])
-        for _ in range(3):
+        for _ in range(rounds):
             ruff_runs.append(timed(ruff)[0])
             cold_runs.append(timed([*kvlint, "--no-cache", tree]))
             warm_runs.append(timed([*kvlint, "--cache-dir", cache, tree])[0])
@@ -71,6 +75,23 @@ def lint_rows(tree: str, small_files: dict[str, str]) -> list[Row]:
     cold_s = statistics.median(t for t, _ in cold_runs)
     peak = max(rss for _, rss in cold_runs)
     warm_s = statistics.median(warm_runs)
+    # Each round's own ratio too: under load the spread says how far to trust the median.
+    spread = sorted(c / r for (c, _), r in zip(cold_runs, ruff_runs))
+    prefix = f"{label}: " if label else ""
+    # A line as soon as a tree is done: a run of several trees takes minutes.
+    print(f"benchmarks: {label or tree}: ruff {ruff_s:.2f} s, kvlint cold {cold_s:.2f} s ({cold_s / ruff_s:.2f}x), "
+          f"warm {warm_s:.2f} s ({warm_s / ruff_s:.2f}x), {peak} MB", file=sys.stderr)
+    return [
+        Row(f"{prefix}reference: ruff check --select E,F --no-cache", f"{ruff_s:.2f} s", None, None),
+        Row(f"{prefix}cold kvlint check, no cache <= 3x ruff", f"{cold_s:.2f} s (rounds {spread[0]:.1f}x-{spread[-1]:.1f}x)",
+            cold_s / ruff_s, 3.0),
+        Row(f"{prefix}cold kvlint peak RSS <= 300 MB", f"{peak} MB", peak / 300, 1.0),
+        Row(f"{prefix}warm kvlint check (cache) <= 1x ruff cold", f"{warm_s:.2f} s", warm_s / ruff_s, 1.0),
+    ]
+
+
+def small_file_rows(small_files: dict[str, str]) -> list[Row]:
+    kvlint = [str(BIN / "kvlint"), "check", "--exit-zero", "--format", "concise"]
     # The reference and each file in turn, round after round: start-up times drift with the
     # machine's load, and a drift between two blocks of runs would land on one side only.
     commands = {"reference": [sys.executable, "-c", "import libcst, rich"]}
@@ -82,13 +103,25 @@ def lint_rows(tree: str, small_files: dict[str, str]) -> list[Row]:
     imports_s = statistics.median(times.pop("reference"))
     small = {label: statistics.median(t) for label, t in times.items()}
     return [
-        Row("reference: ruff check --select E,F --no-cache", f"{ruff_s:.2f} s", None, None),
-        Row("cold kvlint check, no cache <= 3x ruff", f"{cold_s:.2f} s", cold_s / ruff_s, 3.0),
-        Row("cold kvlint peak RSS <= 300 MB", f"{peak} MB", peak / 300, 1.0),
-        Row("warm kvlint check (cache) <= 1x ruff cold", f"{warm_s:.2f} s", warm_s / ruff_s, 1.0),
-        *(Row(f"kvlint check FILE ({label}) <= 1.5x import libcst, rich", f"{t:.2f} s vs {imports_s:.2f} s", t / imports_s, 1.5)
-          for label, t in small.items()),
+        Row(f"kvlint check FILE ({label}) <= 1.5x import libcst, rich", f"{t:.2f} s vs {imports_s:.2f} s", t / imports_s, 1.5)
+        for label, t in small.items()
     ]
+
+
+def attention_tree_rows(trees_dir: str | None, rounds: int) -> tuple[list[Row], list[str]]:
+    """Rows for every attention tree present under ``trees_dir``; a line for each absent one."""
+    from benchmarks.trees import TREES, locate
+
+    rows, present = [], []
+    for name, path in locate(trees_dir).items():
+        if path is None:
+            where = f"under {trees_dir}" if trees_dir else "(no --trees DIR / KVLINT_TREES)"
+            print(f"benchmarks: skipped {TREES[name][0]}: not unpacked {where}; --fetch CACHE downloads it", file=sys.stderr)
+            rows.append(Row(f"{name}: skipped, tree absent", "", None, None))
+            continue
+        present.append(str(path))
+        rows += tree_rows(str(path), name, rounds)
+    return rows, present
 
 
 def plan_rows(tree: str) -> list[Row]:
@@ -233,7 +266,15 @@ def print_table(rows: list[Row]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     parser.add_argument("--tree", action="append", default=[], help="extra tree for the equivalence check")
+    parser.add_argument("--trees", default=os.environ.get("KVLINT_TREES"), metavar="DIR",
+                        help="directory holding the unpacked attention trees (vllm/, sglang/, transformers/); "
+                             "default $KVLINT_TREES")
+    parser.add_argument("--fetch", default=os.environ.get("KVLINT_BENCH_CACHE"), metavar="CACHE",
+                        help="pip download the attention trees' wheels into CACHE and unpack them there "
+                             "(default $KVLINT_BENCH_CACHE); overrides --trees")
+    parser.add_argument("--trees-only", action="store_true", help="only the attention-tree rows")
     parser.add_argument("--skip-slow-path", action="store_true", help="skip the parse-everything equivalence run")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of ruff/cold/warm per tree (median)")
     parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
@@ -241,18 +282,28 @@ def main(argv: list[str] | None = None) -> int:
     # have been (PYTHONDONTWRITEBYTECODE), and recompiling kvlint on every start is not what
     # users pay.
     compileall.compile_dir(str(ROOT / "linter"), quiet=1)
-    tree = torch_tree()
-    small = {
-        "no K/V code": str(ROOT / "linter" / "settings.py"),
-        "attention code, parsed": str(ROOT / "examples" / "ring_attention" / "fixed.py"),
-    }
-    rows = lint_rows(tree, small) + plan_rows(tree)
+    trees_dir = args.trees
+    if args.fetch:
+        from benchmarks.trees import fetch
+
+        trees_dir = fetch(args.fetch)
+    rows, attention_trees = attention_tree_rows(trees_dir, args.rounds)
+    tree = "" if args.trees_only else torch_tree()
+    if not args.trees_only:
+        small = {
+            "no K/V code": str(ROOT / "linter" / "settings.py"),
+            "attention code, parsed": str(ROOT / "examples" / "ring_attention" / "fixed.py"),
+        }
+        rows += tree_rows(tree, "torch", args.rounds) + small_file_rows(small) + plan_rows(tree)
     if not args.skip_slow_path:
-        rows += equivalence_rows([tree, *args.tree], args.jobs)
-    rows += guard_rows() + idle_rows() + checkpoint_rows()
+        rows += equivalence_rows([*([tree] if tree else []), *attention_trees, *args.tree], args.jobs)
+    if not args.trees_only:
+        rows += guard_rows() + idle_rows() + checkpoint_rows()
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), "unknown CPU")
-    print(f"machine: {os.cpu_count()} CPUs ({len(os.sched_getaffinity(0))} usable), {cpu}; tree: {tree}")
+    load = Path("/proc/loadavg").read_text().split()[0]
+    print(f"machine: {os.cpu_count()} CPUs ({len(os.sched_getaffinity(0))} usable), {cpu}, load average {load}; "
+          f"torch tree: {tree or 'not measured'}")
     print_table(rows)
     return 1 if any(r.verdict == "FAIL" for r in rows) else 0
 

@@ -16,8 +16,12 @@ import re
 
 # Unrolled loops (``[^"\\]*(?:\\.[^"\\]*)*``) so long strings are consumed without backtracking;
 # an unterminated string runs to the end of its line (or of the text, for triple quotes).
+# The leading lookahead lets ``re`` reject most positions on one character test (3x faster on
+# vllm's files than trying every alternative at every position).
 _LITERAL = re.compile(
     r"""
+    (?=[\#"'rRbBuUfF])
+    (?:
     \#[^\n]*
     | (?P<prefix>(?<!\w)[rRbBuUfF]{1,2})?
       (?P<body>
@@ -26,6 +30,7 @@ _LITERAL = re.compile(
         | "[^"\\\n]*(?:\\(?:\r\n|.)[^"\\\n]*)*(?:"|$)
         | '[^'\\\n]*(?:\\(?:\r\n|.)[^'\\\n]*)*(?:'|$)
       )
+    )
     """,
     re.VERBOSE | re.DOTALL | re.MULTILINE,
 )

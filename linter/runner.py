@@ -13,6 +13,7 @@ pre-commit run on one such file should cost little more than starting Python.
 from __future__ import annotations
 
 import ast
+import os
 import re
 import warnings
 from collections.abc import Sequence
@@ -29,7 +30,7 @@ from linter.config import enabled_codes
 from linter.diagnostics import FileProblem
 from linter.finding import Finding
 from linter.fixes import apply_fixes, has_applicable_fix
-from linter.prefilter import parse_plan
+from linter.prefilter import ParsePlan, excerpt, parse_plan
 from linter.rules import rules_by_code
 from linter.settings import Settings
 from linter.suppress import invalid_directives, unsuppressed
@@ -117,13 +118,25 @@ def check_stdin(data: bytes, path: str, job: Job) -> FileResult:
 def check_paths(paths: Sequence[str], job: Job, jobs: int) -> list[FileResult]:
     if jobs <= 1 or len(paths) < POOL_THRESHOLD:
         return [check_file(p, job) for p in paths]
-    # Small chunks: file sizes vary by orders of magnitude, and one big chunk left to one worker
-    # at the end would leave the others idle.
+    # Largest files first, in small chunks: file sizes vary by orders of magnitude, and a big
+    # file (or chunk) started last would leave the other workers idle while it finishes.
+    order = sorted(range(len(paths)), key=lambda i: _size(paths[i]), reverse=True)
     chunksize = max(1, min(8, len(paths) // (jobs * 8)))
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=jobs, initializer=_set_worker_job, initargs=(job,)) as pool:
-        return list(pool.map(_worker_check, paths, chunksize=chunksize))
+        done = pool.map(_worker_check, [paths[i] for i in order], chunksize=chunksize)
+        results: list[FileResult] = [None] * len(paths)  # type: ignore[list-item]
+        for i, result in zip(order, done):
+            results[i] = result
+        return results
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0  # reading it will say what is wrong
 
 
 _worker_job: Job | None = None
@@ -227,14 +240,86 @@ class _Unlintable(Exception):
 def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
     if not job.rules:
         return []
+    python: ast.Module | SyntaxError | None = None
     if job.prefilter:
         plan = parse_plan(text, job.rules, job.settings)
-        if not plan.whole and (not plan.ranges or _excerpt_is_clean(plan.excerpt(text), path, job)):
-            return []
-    return _not_ignored(unsuppressed(_parse_and_lint(text, path, job), text), path, job.settings)
+        if not plan.whole:
+            units, parsed = _screened_units(text, plan, job)
+            if not units or _excerpt_is_clean(excerpt(text, units), path, job, parsed):
+                return []
+        else:
+            python = _python_tree(text, path)
+            if not _may_report(python, job, plan.rules):
+                return []
+    return _not_ignored(unsuppressed(_parse_and_lint(text, path, job, python), text), path, job.settings)
 
 
-def _excerpt_is_clean(excerpt: str, path: str, job: Job) -> bool:
+def _may_report(python: ast.Module | SyntaxError, job: Job, rules: frozenset[str | None]) -> bool:
+    """Does the ``ast`` screen of the live rules let the text through to libcst?"""
+    if isinstance(python, SyntaxError):
+        return True  # CPython cannot read it; libcst gives the verdict
+    from linter.ast_screens import may_report
+
+    return may_report(python, rules, job.settings)
+
+
+def _screened_units(text: str, plan: ParsePlan, job: Job) -> tuple[list[tuple[int, int]], bool]:
+    """The line ranges of the planned definitions that the ``ast`` screens of their own live
+    rules let through, and whether CPython parsed every one of them.
+
+    Each definition is parsed alone (a top-level definition is a module by itself); one
+    CPython cannot parse alone is kept whole, and the excerpt's own checks decide. A class
+    whose live rules all reason within one function (``METHOD_SCOPED``) is cut further: its
+    header and the methods a screen lets through, nothing else.
+    """
+    from linter.ast_screens import METHOD_SCOPED, reporting
+
+    lines = text.split("\n")
+    kept = []
+    parsed = True
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # invalid escapes and the like are not ours to report
+        for (start, end), rules in zip(plan.ranges, plan.range_rules):
+            try:
+                tree = ast.parse("\n".join(lines[start:end]))
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                kept.append((start, end))
+                parsed = False
+                continue
+            rules = reporting(tree, rules, job.settings)
+            if not rules:
+                continue
+            cls = tree.body[-1] if tree.body else None
+            if isinstance(cls, ast.ClassDef) and len(tree.body) == 1 and rules <= METHOD_SCOPED:
+                kept.extend(_screened_methods(cls, start, end, rules, job))
+            else:
+                kept.append((start, end))
+    return kept, parsed
+
+
+def _screened_methods(
+    cls: ast.ClassDef, start: int, end: int, rules: frozenset[str | None], job: Job
+) -> list[tuple[int, int]]:
+    """``cls``'s header and the methods (or nested classes) of its body that a screen of
+    ``rules`` lets through, as absolute line ranges; the whole class where it cannot be cut."""
+    from linter.ast_screens import may_report
+
+    first = _first_line(cls.body[0])
+    if first <= cls.lineno:
+        return [(start, end)]  # ``class A: ...`` on one line
+    ranges = []
+    for statement in cls.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and may_report(statement, rules, job.settings):
+            ranges.append((start + _first_line(statement) - 1, start + statement.end_lineno))
+    return [(start, start + first - 1), *ranges] if ranges else []
+
+
+def _first_line(statement: ast.stmt) -> int:
+    decorators = getattr(statement, "decorator_list", None)
+    return min(statement.lineno, *(d.lineno for d in decorators)) if decorators else statement.lineno
+
+
+def _excerpt_is_clean(excerpt: str, path: str, job: Job, parsed: bool = False) -> bool:
     """Do the rules report nothing on the planned definitions alone?
 
     Anything else (a finding, or an excerpt that does not parse because the cut was wrong)
@@ -242,13 +327,21 @@ def _excerpt_is_clean(excerpt: str, path: str, job: Job) -> bool:
     file itself.
     """
     try:
-        return not _parse_and_lint(excerpt, path, job)
+        # Top-level statements CPython parsed one by one are safe for libcst together.
+        return not _parse_and_lint(excerpt, path, job, _PARSED if parsed else None)
     except _Unlintable:
         return False
 
 
-def _parse_and_lint(text: str, path: str, job: Job) -> list[Finding]:
-    python_error = _refuse_unparsable(text, path)
+# Stands for "CPython parsed this text" where the tree itself is not at hand.
+_PARSED = ast.Module(body=[], type_ignores=[])
+
+
+def _parse_and_lint(text: str, path: str, job: Job, python: ast.Module | SyntaxError | None = None) -> list[Finding]:
+    """Findings of libcst's pass over ``text``; ``python`` is ``_python_tree(text)`` where the
+    caller already has it (None: not yet checked)."""
+    if python is None:
+        python = _python_tree(text, path)
     import libcst as cst
 
     from linter.engine import lint_module
@@ -257,7 +350,7 @@ def _parse_and_lint(text: str, path: str, job: Job) -> list[Finding]:
         module = cst.parse_module(text)
         return lint_module(module, path, job.settings, job.rule_classes)
     except cst.ParserSyntaxError as exc:
-        raise _Unlintable(_syntax_problem(path, exc, python_error)) from None
+        raise _Unlintable(_syntax_problem(path, exc, python if isinstance(python, SyntaxError) else None)) from None
     except RecursionError:
         raise _Unlintable(FileProblem(path, "EKV003", "nested too deeply to parse; split the expression or statement")) from None
 
@@ -275,8 +368,10 @@ def _syntax_problem(path: str, exc: Exception, python_error: SyntaxError | None)
 _LIBCST_AT = re.compile(r"^parser error: error at \d+:\d+: ")
 
 
-def _refuse_unparsable(text: str, path: str) -> SyntaxError | None:
-    """Raise for a file libcst cannot be trusted with, before it takes minutes or crashes.
+def _python_tree(text: str, path: str) -> ast.Module | SyntaxError:
+    """CPython's syntax tree of ``text``, or its SyntaxError where libcst may still read the
+    text (newer syntax); raises for a file libcst cannot be trusted with, before it takes
+    minutes or crashes.
 
     Too large: refused outright. Too deep: CPython's own parser gives the verdict, because
     libcst overflows the C stack (a segfault, not an exception) on expressions nested a few
@@ -293,14 +388,13 @@ def _refuse_unparsable(text: str, path: str) -> SyntaxError | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escapes and the like are not ours to report
-            ast.parse(text)
+            return ast.parse(text)
     except SyntaxError as exc:
         if _bracket_depth(text) > _SAFE_BRACKET_DEPTH:
             raise _Unlintable(FileProblem(path, "E999", f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1)) from None
         return exc
     except (RecursionError, MemoryError):
         raise _Unlintable(FileProblem(path, "EKV003", "nested too deeply to parse; split the expression or statement")) from None
-    return None
 
 
 def _bracket_depth(text: str) -> int:

@@ -1,7 +1,8 @@
 """Rule registry: every ``kvNNN_*.py`` module in this package defines exactly one Rule.
 
 The codes come from the file names, so knowing which rules exist (for configuration and the
-pre-filter) imports neither the rules nor libcst; ``all_rules`` imports them.
+pre-filter) imports neither the rules nor libcst, nor does reading their triggers; ``all_rules``
+imports them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from linter.rules.base import Rule
+    from linter.triggers import Trigger
 
 
 @cache
@@ -21,6 +23,18 @@ def rule_codes() -> tuple[str, ...]:
     """``("KV101", ...)``, from the ``kvNNN_*.py`` module names."""
     names = os.listdir(__path__[0])
     return tuple(sorted(n.split("_", 1)[0].upper() for n in names if n.startswith("kv") and n.endswith(".py")))
+
+
+@cache
+def rule_triggers() -> dict[str, Trigger | None]:
+    """Each rule's declared ``trigger``, read from its source file without importing it."""
+    from linter.triggers import declared_trigger
+
+    found = {}
+    for name in os.listdir(__path__[0]):
+        if name.startswith("kv") and name.endswith(".py"):
+            found[name.split("_", 1)[0].upper()] = declared_trigger(os.path.join(__path__[0], name))
+    return found
 
 
 @cache

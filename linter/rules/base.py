@@ -21,6 +21,7 @@ from linter.pairs import dotted_name
 from linter.reshapes import reshape_of
 from linter.scopes import Scope
 from linter.settings import Settings
+from linter.triggers import Trigger
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,9 @@ class Rule(cst.BatchableCSTVisitor):
     bad: ClassVar[str]
     good: ClassVar[str]
     fix_text: ClassVar[str]
+    # The words a file must hold for this rule to report on it (``linter.triggers``); None:
+    # every file. Written as a literal ``trigger = Trigger(...)``: it is read from the source.
+    trigger: ClassVar[Trigger | None] = None
 
     VALID: ClassVar[Sequence[Example]] = ()
     INVALID: ClassVar[Sequence[Example]] = ()

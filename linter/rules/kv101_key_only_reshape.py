@@ -34,6 +34,7 @@ from linter.scopes import (
     ScopeTracking,
 )
 from linter.tensor_roots import tensor_root
+from linter.triggers import ATTENTION, PAIRED, Trigger
 
 # A V binding built with any of these may already carry the matching token/head change.
 _RESIZING_CALLS = RESHAPE_CALLS | {"cat", "concat", "concatenate", "stack", "pad", "gather", "roll", "repeat_kv"}
@@ -55,6 +56,8 @@ class KeyOnlyReshape(ScopeTracking, Rule):
     code = "KV101"
     name = "key-only-reshape"
     summary = "Key sliced, narrowed, chunked, gathered or repeated along tokens/heads; value left unchanged"
+    # A subscript or a reshaping call to cut K with, the attention vocabulary, and K/V names.
+    trigger = Trigger(("[", "narrow", "chunk", "split", "unbind", "index_select", "repeat", "expand"), ATTENTION, PAIRED)
     what = (
         "Finds a key tensor cut or gathered along a token or head axis (slice, `narrow`, `chunk`, "
         "`split`, `index_select`, an integer/boolean index, `repeat_interleave`, `expand`) whose "

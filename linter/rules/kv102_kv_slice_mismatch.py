@@ -26,12 +26,15 @@ from linter.scopes import (
     ScopeTracking,
     mismatches,
 )
+from linter.triggers import ATTENTION, PAIRED, Trigger
 
 
 class KVSliceMismatch(ScopeTracking, Rule):
     code = "KV102"
     name = "kv-slice-mismatch"
     summary = "Key and value sliced along tokens/heads with different bounds"
+    # Subscripts, in attention code, on K/V names.
+    trigger = Trigger(("[",), ATTENTION, PAIRED)
     what = (
         "Finds a key and its paired value that are both sliced on token or head axes in one "
         "function, where no slice of the value has the same bounds as the key's (compared after "

@@ -20,6 +20,7 @@ from linter.scopes import (
     ScopeTracking,
     mismatches,
 )
+from linter.triggers import PAIRED, AnyCase, Trigger
 
 # Name parts that make a K/V name a cache or pool (what this rule is about).
 _CACHE_PARTS = frozenset({
@@ -70,6 +71,8 @@ class KVIndexMismatch(ScopeTracking, Rule):
     code = "KV103"
     name = "kv-index-mismatch"
     summary = "Paired K and V caches/pools indexed or updated with different index expressions"
+    # A cache-like name (any case), read or written by subscript or an indexed call, and its twin.
+    trigger = Trigger(AnyCase("cache", "pool", "buf", "pages", "past", "mem"), ("[", "index_", "scatter"), PAIRED)
     what = (
         "Finds a K cache or pool (`k_cache`, `key_cache`, `k_pool`, `k_buffer`, ...) and its "
         "paired V cache read or written in one function with index expressions that do not "

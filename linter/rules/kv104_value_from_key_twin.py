@@ -12,6 +12,7 @@ from linter.model.walk import children
 from linter.names import is_kv_tensor_name, key_counterpart, kv_side, value_counterpart
 from linter.pairs import dotted_name, source_of
 from linter.rules.base import Example, Rule
+from linter.triggers import PAIRED, Trigger
 from linter.tensor_roots import tensor_root
 
 # In-place writes whose source tensor is the argument at this position.
@@ -41,6 +42,8 @@ def _tail(name: str) -> str:
 
 class ValueFromKeyTwin(Rule):
     code = "KV104"
+    # Every finding names a K-side name and the V twin that sits unused.
+    trigger = Trigger(PAIRED)
     name = "value-from-key-twin"
     summary = "Value computed, reshaped or stored through the key side's twin while the value twin sits unused"
     what = (

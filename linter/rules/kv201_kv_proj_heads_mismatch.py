@@ -12,6 +12,7 @@ from linter.names import kv_side, value_counterpart
 from linter.pairs import callee_tail, dotted_name, source_of
 from linter.rules.base import Example, Rule
 from linter.sizes import Aliases, describe, heads_mismatch
+from linter.triggers import PAIRED, Trigger
 
 
 @dataclass
@@ -33,6 +34,8 @@ class KVProjHeadsMismatch(Rule):
     code = "KV201"
     name = "kv-proj-heads-mismatch"
     summary = "K and V projections of one class declared with different head counts"
+    # K and V projections declared in a class by a ``*Linear`` constructor.
+    trigger = Trigger(("class",), ("Linear",), PAIRED)
     what = (
         "Finds a class whose K projection (`k_proj`, `wk`, `to_k`, `key`) and V projection "
         "(`v_proj`, `wv`, `to_v`, `value`) are `Linear` layers (`nn.Linear`, "

@@ -11,6 +11,7 @@ from linter.pairs import dotted_name, normalized, source_of
 from linter.rules.base import Example, Rule
 from linter.sizes import Aliases, HeadsMismatch, describe, heads_mismatch
 from linter.tensor_roots import tensor_root
+from linter.triggers import PAIRED, Trigger
 
 _SHAPE_METHODS = frozenset({"view", "reshape"})
 _REARRANGE = frozenset({"rearrange", "einops.rearrange"})
@@ -56,6 +57,8 @@ class KVViewHeadsMismatch(Rule):
     code = "KV202"
     name = "kv-view-heads-mismatch"
     summary = "K and V viewed or reshaped to different head counts in one scope"
+    # A view, reshape, unflatten or rearrange call, of K and of V.
+    trigger = Trigger(("view", "reshape", "unflatten", "rearrange"), PAIRED)
     what = (
         "Finds a function where the key and the value (`k`/`v`, `key_states`/`value_states`, "
         "`self.k_proj(x)`/`self.v_proj(x)`, paged `key_cache`/`value_cache`) are passed "

@@ -12,6 +12,7 @@ from linter.pairs import dotted_name, normalized, source_of
 from linter.rules.base import Example, Rule
 from linter.sizes import Aliases, factors, int_value
 from linter.tensor_roots import tensor_root
+from linter.triggers import Trigger
 
 _SPLITS = frozenset({"chunk", "tensor_split", "split"})
 _SHAPE_METHODS = frozenset({"view", "reshape", "unflatten"})
@@ -149,6 +150,8 @@ class GqaEqualQkvSplit(Rule):
     code = "KV203"
     name = "gqa-equal-qkv-split"
     summary = "Fused QKV output split into three equal parts although K/V have their own head count"
+    # A chunk/split/tensor_split call, and a KV head count (its name has "head" or "group").
+    trigger = Trigger(("chunk", "split"), ("head", "group"))
     what = (
         "Finds a fused QKV projection output cut into three equal parts "
         "(`qkv.chunk(3, dim=-1)`, `torch.chunk(qkv, 3, -1)`, `qkv.tensor_split(3, -1)`, "

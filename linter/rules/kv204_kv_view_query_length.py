@@ -12,6 +12,7 @@ from linter.model.functions import FunctionModel, function_model
 from linter.model.walk import children
 from linter.names import kv_side
 from linter.rules.base import Example, Rule
+from linter.triggers import Trigger
 from linter.sizes import int_value
 
 _VIEWS = frozenset({"view", "reshape"})
@@ -86,6 +87,9 @@ def _keeps_length(index, position: int | None, width: int | None) -> bool:
 
 class KVViewQueryLength(Rule):
     code = "KV204"
+    # A class's ``*Linear`` projection viewed with a shape read off a tensor, where the states
+    # may be an optional (``= None``) cross-attention input.
+    trigger = Trigger(("class",), ("Linear",), ("view", "reshape"), ("shape", "size"), ("None",))
     name = "kv-view-query-length"
     summary = "Cross-attention K or V viewed with a shape built from the query's length"
     what = (

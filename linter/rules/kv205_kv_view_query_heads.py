@@ -10,6 +10,7 @@ from linter.model.functions import function_model
 from linter.names import Role
 from linter.pairs import source_of
 from linter.rules.base import Example, Rule
+from linter.triggers import AnyCase, Trigger
 from linter.sizes import factors
 
 _VIEWS = frozenset({"view", "reshape"})
@@ -27,6 +28,8 @@ def _shape_elements(call: cst.Call) -> list[cst.BaseExpression]:
 
 class KVViewQueryHeads(Rule):
     code = "KV205"
+    # A class's ``*Linear`` projection viewed with a query head count (its name has "head").
+    trigger = Trigger(("class",), ("Linear",), ("view", "reshape"), AnyCase("head"))
     name = "kv-view-query-heads"
     summary = "K or V projection declared with the KV head count but viewed with the query head count"
     what = (

@@ -14,6 +14,7 @@ from linter.model.walk import children
 from linter.names import is_kv_tensor_name, kv_side
 from linter.pairs import callee_tail, dotted_name, source_of
 from linter.rules.base import Example, Rule
+from linter.triggers import AnyCase, Trigger
 
 _VIEWS = frozenset({"view", "reshape", "unflatten"})
 # Calls that allocate a tensor from a shape given in their arguments.
@@ -42,6 +43,12 @@ def _calls(node: cst.CSTNode) -> Iterator[cst.Call]:
 
 class ValueHeadDimFromKey(Rule):
     code = "KV206"
+    # A head-dim name (``names.name_role``: dim, size, head, channels, rope, rotary, d_k) used
+    # in a view or an allocation.
+    trigger = Trigger(
+        AnyCase("dim", "size", "head", "channels", "rope", "rotary", "d_k", "dk"),
+        ("view", "reshape", "unflatten", "empty", "zeros", "ones", "full", "rand"),
+    )
     name = "value-head-dim-from-key"
     summary = "Value viewed or allocated with the key's head dim while a value head dim exists"
     what = (

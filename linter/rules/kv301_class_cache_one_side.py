@@ -10,6 +10,7 @@ from linter.model.walk import children
 from linter.names import is_kv_tensor_name, kv_side, value_counterpart
 from linter.pairs import dotted_name, source_of
 from linter.rules.base import Example, Rule
+from linter.triggers import PAIRED, Trigger
 
 
 def _mentions(node: cst.CSTNode, dotted: str) -> bool:
@@ -34,6 +35,8 @@ def owned_pairs(owner: ClassModel, extra_pairs=()) -> list[tuple[str, str]]:
 
 class ClassCacheOneSide(Rule):
     code = "KV301"
+    # A class whose methods set a ``self.`` K/V pair.
+    trigger = Trigger(("class",), ("self",), PAIRED)
     name = "class-cache-one-side"
     summary = "A method updates one side of a K/V pair its class owns and never touches the other"
     what = (

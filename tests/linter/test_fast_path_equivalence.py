@@ -2,19 +2,23 @@
 
 The corpus here is every rule's own VALID/INVALID example plus the attention, transformer and
 activation modules of the installed torch (about 23k lines, where K/V names and attention code
-are densest), and the whole torch tree (the tree issue 5 measures on); ``python -m benchmarks
---tree PATH`` compares any other tree.
+are densest), the whole torch tree (the tree issue 5 measures on), and the attention trees
+issue 15 measures on (vllm, sglang, transformers: ``benchmarks/trees.py``) where they are
+unpacked under ``$KVLINT_TREES`` (or fetched into ``$KVLINT_BENCH_CACHE`` by
+``python -m benchmarks --fetch``); ``python -m benchmarks --tree PATH`` compares any other tree.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from benchmarks.equivalence import default_settings, differences, findings
+from benchmarks.trees import TREES, locate, trees_from_env
 from linter.rules import all_rules
 
 
@@ -74,3 +78,16 @@ def test_the_whole_torch_tree_gives_the_same_findings_with_and_without_the_prefi
     paths = [str(p) for p in Path(root).rglob("*.py")]
     assert len(paths) > 2000
     assert differences(paths, jobs=2) == ([], [])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(TREES))
+def test_an_attention_tree_gives_the_same_findings_with_and_without_the_prefilter(name: str) -> None:
+    # Every file parsed and visited against the fast path, on the code kvlint exists for.
+    root = locate(trees_from_env())[name]
+    if root is None:
+        pytest.skip(f"{TREES[name][0]} is not unpacked: set KVLINT_TREES=DIR (DIR/{name}/...) "
+                    "or run python -m benchmarks --fetch CACHE and set KVLINT_BENCH_CACHE=CACHE")
+    paths = [str(p) for p in root.rglob("*.py")]
+    assert len(paths) > 1000
+    assert differences(paths, jobs=len(os.sched_getaffinity(0))) == ([], [])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from linter.prefilter import WHOLE, parse_plan
+from linter.prefilter import parse_plan
 from linter.rules import all_rules, rules_by_code
 from linter.settings import Settings
 from tests.linter.fakes import FlagMe
@@ -58,7 +58,7 @@ def test_decorators_stay_with_their_definition() -> None:
 
 def test_kv_code_at_module_level_sends_the_whole_file() -> None:
     text = "import torch\n\ndef f():\n    pass\nk = k_cache[:1]\nout = flash_attn_func(q, k, v_cache)\n"
-    assert parse_plan(text, KV101, Settings()) == WHOLE
+    assert parse_plan(text, KV101, Settings()).whole
 
 
 def test_kv_code_only_in_strings_and_comments_needs_no_parse() -> None:
@@ -72,14 +72,14 @@ def test_kv_code_only_in_strings_and_comments_needs_no_parse() -> None:
 def test_a_module_wide_rule_always_sees_the_whole_file() -> None:
     text = ("num_key_value_heads = 2\n\ndef split(qkv, num_heads):\n"
             "    q, k, v = qkv.chunk(3, dim=-1)\n    return q, k, v\n")
-    assert parse_plan(text, [rules_by_code()["KV203"]], Settings()) == WHOLE
+    assert parse_plan(text, [rules_by_code()["KV203"]], Settings()).whole
 
 
 def test_a_file_with_old_mac_line_ends_is_parsed_whole() -> None:
     # code_only and segments count lines by "\n"; a lone "\r" ends a line for Python too.
     text = ("# note\ndef attention(q, k, v, n):\n    k = k[:n]\n    v = v[:n - 1]\n"
             "    return F.scaled_dot_product_attention(q, k, v)\n").replace("\n", "\r")
-    assert parse_plan(text, [rules_by_code()["KV102"]], Settings()) == WHOLE
+    assert parse_plan(text, [rules_by_code()["KV102"]], Settings()).whole
 
 
 def test_a_latent_attention_scope_counts_as_attention_code() -> None:

@@ -1,0 +1,652 @@
+"""A second look at what the text pre-filter let through, on the standard library's syntax tree.
+
+The runner parses each planned top-level definition (or a whole file, when module-level code
+is involved) with ``ast``, which builds its tree in C, about ten times faster than libcst. A
+screen asks of that tree whether a rule can report at all; libcst then parses only the
+definitions some live rule's screen lets through (classes live for the method-scoped rules
+only: their header and the methods that pass), and nothing when none does. libcst stays the
+pass that reports and fixes.
+
+A screen must over-approximate its rule exactly as the pre-filter conditions do: it may say yes
+for code without findings, never no for code with one. A rule without a screen always passes.
+Screens read ``Facts``, one walk of the tree whose scope is the whole unit (a fact of any
+method counts for all), and drop each rule's "the twin exists and is unused" evidence, which
+needs the rule's own model. ``tests/linter/test_fast_path_equivalence.py`` and the benchmark
+compare the fast path (text pre-filter, screens, libcst) with parsing and visiting every file.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Collection
+
+from linter.model.twins import key_head_dim_twin
+from linter.names import (
+    RESHAPE_CALLS,
+    SAME_TENSOR_METHODS,
+    Role,
+    counterpart_of_dotted,
+    is_kv_head_count_name,
+    is_kv_tensor_name,
+    key_counterpart,
+    kv_side,
+    name_role,
+    value_counterpart,
+)
+from linter.settings import Settings
+
+Screen = Callable[["Facts", Settings], bool]
+
+# KV203's vocabulary, as in the rule.
+_SPLITS = frozenset({"chunk", "split", "tensor_split"})
+_FUNCTION_FORMS = frozenset({"chunk", "tensor_split", "split"})
+_FIRST_KEYWORD = {"split": "split_size_or_sections", "chunk": "chunks", "tensor_split": "indices_or_sections"}
+
+
+def _int_value(node: ast.expr | None) -> int | None:
+    """``3`` or ``-1`` written as a literal (what ``sizes.int_value`` reads), else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _int_value(node.operand)
+        return None if inner is None or not isinstance(node.operand, ast.Constant) else -inner
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
+
+
+def _argument(args: list[ast.expr], keywords: list[ast.keyword], index: int, keyword: str) -> ast.expr | None:
+    for kw in keywords:
+        if kw.arg == keyword:
+            return kw.value
+    return args[index] if index < len(args) else None
+
+
+def _kv203_split(call: ast.Call, three_targets: bool) -> bool:
+    """Can this call be one of KV203's equal-thirds QKV splits?"""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in _SPLITS:
+        return False
+    args, keywords = list(call.args), call.keywords
+    if isinstance(func.value, ast.Name) and func.value.id == "torch" and func.attr in _FUNCTION_FORMS:
+        # torch.chunk(qkv, 3, -1): the receiver is the first positional argument.
+        if not args:
+            return False
+        args = args[1:]
+    if any(isinstance(a, ast.Starred) for a in args) or any(kw.arg is None for kw in keywords):
+        return False
+    first = _argument(args, keywords, 0, _FIRST_KEYWORD[func.attr])
+    dim = _int_value(_argument(args, keywords, 1, "dim"))
+    if first is None or dim is None or dim == 0:
+        return False
+    if func.attr != "split":
+        return _int_value(first) == 3
+    if isinstance(first, (ast.List, ast.Tuple)):
+        # Equal source text (the rule's test) means equal trees.
+        return len(first.elts) == 3 and len({ast.dump(e) for e in first.elts}) == 1
+    if isinstance(first, ast.BinOp) and isinstance(first.op, ast.Mult):
+        sides = (first.left, first.right)
+        if any(_int_value(n) == 3 for n in sides) and any(
+            isinstance(n, (ast.List, ast.Tuple)) and len(n.elts) == 1 for n in sides
+        ):
+            return True  # [head_dim] * 3
+    # A name (it may hold a list of sizes), or one size for every part when the call is
+    # unpacked into three names.
+    return isinstance(first, ast.Name) or three_targets
+
+
+def _kv203(tree: ast.Module, settings: Settings) -> bool:
+    """A split into equal thirds, and a KV head count named anywhere but as a keyword."""
+    three: set[int] = set()
+    split = heads = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            target = node.targets[0] if len(node.targets) == 1 else None
+            if isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 3:
+                three.update(id(n) for n in ast.walk(node.value) if isinstance(n, ast.Call))
+        elif isinstance(node, ast.Call):
+            split = split or _kv203_split(node, id(node) in three)
+        if not heads:
+            heads = any(is_kv_head_count_name(name) for name in _identifiers(node))
+        if split and heads:
+            return True
+    return False
+
+
+def _identifiers(node: ast.AST) -> list[str]:
+    """The identifiers a node itself spells (not its children's); keyword names excluded, as
+    KV203 excludes them (``f(total_num_kv_heads=n)`` names the callee's parameter)."""
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.Attribute):
+        return [node.attr]
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, ast.alias):
+        return [*node.name.split("."), *([node.asname] if node.asname else [])]
+    if isinstance(node, ast.ImportFrom):
+        return (node.module or "").split(".")
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return list(node.names)
+    if isinstance(node, ast.ExceptHandler):
+        return [node.name] if node.name else []
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)):
+        return [node.name] if node.name else []
+    if isinstance(node, ast.MatchMapping):
+        return [node.rest] if node.rest else []
+    if isinstance(node, ast.MatchClass):
+        return list(node.kwd_attrs)
+    return []
+
+
+_SHAPE_METHODS = frozenset({"view", "reshape"})
+_REARRANGE = frozenset({"rearrange"})
+
+
+def _dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        head = _dotted(node.value)
+        return None if head is None else f"{head}.{node.attr}"
+    return None
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    """Every name and attribute spelled in ``node``: a superset of its tensor root."""
+    return {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))}
+
+
+def _sequence(args: list[ast.expr], keywords: list[ast.keyword]) -> list[ast.expr] | None:
+    if keywords or any(isinstance(a, ast.Starred) for a in args):
+        return None
+    if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
+        elements = args[0].elts
+        return None if any(isinstance(e, ast.Starred) for e in elements) else list(elements)
+    return args
+
+
+def _kv202_view(call: ast.Call) -> tuple[tuple, dict[str, str], ast.expr] | None:
+    """(form, axis -> size's dump, receiver) of a call KV202 reads as a view, as the rule does."""
+    func, args = call.func, list(call.args)
+    full = _dotted(func)
+    tail = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if tail is None:
+        return None
+    if full in ("rearrange", "einops.rearrange"):
+        if len(args) < 2 or not (isinstance(args[1], ast.Constant) and isinstance(args[1].value, str)):
+            return None
+        sizes = {kw.arg: ast.dump(kw.value) for kw in call.keywords if kw.arg is not None}
+        return (("rearrange", args[1].value), sizes, args[0]) if sizes else None
+    if full in ("torch.reshape", "torch.unflatten"):
+        if not args:
+            return None  # a keyword-only call: no receiver the rule can read
+        receiver, args = args[0], args[1:]
+    elif isinstance(func, ast.Attribute) and tail in (*_SHAPE_METHODS, "unflatten"):
+        receiver = func.value
+    else:
+        return None
+    if tail == "unflatten":
+        if len(args) + len(call.keywords) != 2 or len(args) < 1:
+            return None
+        shape = _sequence(args[1:], call.keywords)
+        form: tuple = ("unflatten", ast.dump(args[0]), len(shape or ()))
+        minimum = 2
+    else:
+        shape = _sequence(args, call.keywords)
+        form = ("shape", len(shape or ()))
+        minimum = 3
+    if shape is None or len(shape) < minimum:
+        return None
+    return form, {str(i): ast.dump(size) for i, size in enumerate(shape)}, receiver
+
+
+_MINUS_ONE = ast.dump(ast.UnaryOp(ast.USub(), ast.Constant(1)))
+
+
+def _kv202(tree: ast.Module, settings: Settings) -> bool:
+    """Two views of one form, one about a K-side name and one about its V side, whose sizes
+    differ at some axis neither leaves to ``-1``."""
+    extra = settings.extra_pairs
+    views: list[tuple[tuple, dict[str, str], set[str]]] = []
+    targets: dict[int, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) else None
+            if name is not None:
+                targets.update((id(n), name) for n in ast.walk(node.value) if isinstance(n, ast.Call))
+        elif isinstance(node, ast.Call):
+            view = _kv202_view(node)
+            if view is not None:
+                form, sizes, receiver = view
+                ids = _names_in(receiver)
+                if id(node) in targets:
+                    ids.add(targets[id(node)])
+                views.append((form, sizes, {i for i in ids if kv_side(i, extra)}))
+    for k_form, k_sizes, k_ids in views:
+        partners = {value_counterpart(i, extra) for i in k_ids} - {None}
+        for v_form, v_sizes, v_ids in views:
+            if v_form == k_form and v_ids & partners and any(
+                axis in v_sizes and size != v_sizes[axis] and _MINUS_ONE not in (size, v_sizes[axis])
+                for axis, size in k_sizes.items()
+            ):
+                return True
+    return False
+
+
+def _only_slices(node: ast.Subscript) -> bool:
+    elements = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    return all(
+        isinstance(e, ast.Slice) or (isinstance(e, ast.Constant) and (e.value is None or e.value is Ellipsis))
+        for e in elements
+    )
+
+
+def _kv102(tree: ast.Module, settings: Settings) -> bool:
+    """A K tensor and its V counterpart both subscripted with slices only."""
+    extra = settings.extra_pairs
+    sliced = {
+        base for node in ast.walk(tree)
+        if isinstance(node, ast.Subscript) and _only_slices(node)
+        and (base := _dotted(node.value)) is not None and is_kv_tensor_name(base, extra)
+    }
+    return any(
+        kv_side(base.rsplit(".", 1)[-1], extra) == "k" and counterpart_of_dotted(base, extra) in sliced
+        for base in sliced
+    )
+
+
+class Facts:
+    """What the screens ask of one tree, collected in one walk: the unit (a top-level
+    definition, or a whole file) is the scope, which over-approximates every rule's own (a
+    class, a method): a fact of any method counts for all."""
+
+    def __init__(self, tree: ast.AST) -> None:
+        self.tree = tree
+
+    def __getattr__(self, name: str):
+        # The walk runs on the first question: KV102, KV202 and KV203 walk the tree themselves.
+        if name.startswith("__"):
+            raise AttributeError(name)
+        self._walk()
+        return object.__getattribute__(self, name)
+
+    def _walk(self) -> None:
+        tree = self.tree
+        self.calls: list[ast.Call] = []
+        self.returns: list[ast.Return] = []
+        # (flattened targets, value) of every assignment with a value.
+        self.assignments: list[tuple[list[ast.expr], ast.expr]] = []
+        self.params: set[str] = set()
+        self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        self.none_default = False  # some parameter defaults to None
+        self.self_attrs: set[str] = set()  # X of every ``self.X``
+        self.attrs: set[str] = set()  # every attribute name
+        self.names: set[str] = set()  # every Name
+        self.subscripts: list[ast.Subscript] = []
+        for node in ast.walk(tree):
+            kind = type(node)
+            if kind is ast.Call:
+                self.calls.append(node)
+            elif kind is ast.Attribute:
+                self.attrs.add(node.attr)
+                if type(node.value) is ast.Name and node.value.id == "self":
+                    self.self_attrs.add(node.attr)
+            elif kind is ast.Name:
+                self.names.add(node.id)
+            elif kind is ast.Subscript:
+                self.subscripts.append(node)
+            elif kind is ast.Assign:
+                self.assignments.append((_flat(node.targets), node.value))
+            elif kind is ast.AnnAssign:
+                if node.value is not None:
+                    self.assignments.append((_flat([node.target]), node.value))
+            elif kind is ast.Return:
+                self.returns.append(node)
+            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+                self.functions.append(node)
+                args = node.args
+                self.params.update(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a)
+                if any(type(d) is ast.Constant and d.value is None for d in (*args.defaults, *args.kw_defaults)):
+                    self.none_default = True
+
+
+def _flat(targets: list[ast.expr]) -> list[ast.expr]:
+    flat: list[ast.expr] = []
+    todo = list(targets)
+    while todo:
+        target = todo.pop()
+        if isinstance(target, (ast.Tuple, ast.List)):
+            todo.extend(target.elts)
+        elif isinstance(target, ast.Starred):
+            todo.append(target.value)
+        else:
+            flat.append(target)
+    return flat
+
+
+def _tail(node: ast.expr | None) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _self_attr(node: ast.expr) -> str | None:
+    """``X`` of ``self.X``."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
+
+
+def _builds_linear(value: ast.expr) -> bool:
+    """A ``*Linear(...)`` call anywhere in ``value`` (what the models' ``linear_layer`` finds
+    directly, in an ``IfExp`` branch or as a wrapper's first argument, and more)."""
+    return any(
+        isinstance(n, ast.Call) and (_tail(n.func) or "").endswith("Linear") for n in ast.walk(value)
+    )
+
+
+def _is_kv_tensor(node: ast.expr | None, side: str, extra) -> bool:
+    tail = _tail(node)
+    return tail is not None and kv_side(tail, extra) == side and is_kv_tensor_name(tail, extra)
+
+
+_WRITES = {"copy_": 0, "index_copy_": 2, "index_copy": 2}
+
+
+def _kv104(facts: Facts, settings: Settings) -> bool:
+    """Each of KV104's five findings, less its "the twin exists and is unused" evidence."""
+    extra = settings.extra_pairs
+    for node in facts.returns:
+        if isinstance(node.value, ast.Tuple) and len(node.value.elts) == 2:
+            first, second = node.value.elts
+            name = _dotted(first)
+            if name is not None and _dotted(second) == name and _is_kv_tensor(first, "k", extra):
+                return True  # return k_cache, k_cache
+    for call in facts.calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in _WRITES:
+            index = _WRITES[func.attr]
+            positional = [a for a in call.args if not isinstance(a, ast.Starred)]
+            if index < len(positional) and _is_kv_tensor(func.value, "k", extra) and _is_kv_tensor(positional[index], "v", extra):
+                return True  # k_cache.copy_(v)
+    for targets, value in facts.assignments:
+        values = [value, *(value.elts if isinstance(value, (ast.Tuple, ast.List)) else ())]
+        for target in targets:
+            if isinstance(target, ast.Subscript) and _is_kv_tensor(target.value, "k", extra) and any(
+                isinstance(v, (ast.Name, ast.Attribute)) and _is_kv_tensor(v, "v", extra) for v in values
+            ):
+                return True  # k_cache[slots] = v
+    # A V-side name: the target, the value parameter, or the method's name.
+    names = facts.params | _assigned_tails(facts) | {fn.name for fn in facts.functions}
+    if not any(kv_side(n, extra) == "v" for n in names):
+        return False
+    # The rest needs its function: its parameters, its name, its own assignments.
+    return any(_kv104_function(fn, extra) for fn in facts.functions)
+
+
+def _assigned_tails(facts: Facts) -> set[str]:
+    return {tail for targets, _ in facts.assignments for t in targets if (tail := _tail(t)) is not None}
+
+
+def _tensor_root(expr: ast.expr) -> str | None:
+    """``tensor_roots.tensor_root`` on the standard library's tree."""
+    while True:
+        if isinstance(expr, ast.Name):
+            return expr.id
+        if isinstance(expr, ast.Attribute):
+            return expr.attr
+        if isinstance(expr, ast.Subscript):
+            expr = expr.value
+        elif isinstance(expr, ast.Call):
+            func = expr.func
+            expr = func.value if isinstance(func, ast.Attribute) and func.attr in SAME_TENSOR_METHODS else func
+        else:
+            return None
+
+
+def _kv104_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, extra) -> bool:
+    args = fn.args
+    params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a}
+    if kv_side(fn.name, extra) == "v" and any(
+        (attr := _self_attr(n)) is not None and kv_side(attr, extra) == "k" and is_kv_tensor_name(attr, extra)
+        for n in ast.walk(fn)
+    ):
+        return True  # a value-side method reaching self.k_*
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            targets, value = _flat(node.targets), node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = _flat([node.target]), node.value
+        else:
+            continue
+        for target in targets:
+            tail = _tail(target)
+            if (
+                isinstance(target, ast.Name) and tail in params and isinstance(value, (ast.Call, ast.Subscript))
+                and is_kv_tensor_name(tail, extra) and key_counterpart(tail, extra) in params
+                and _tensor_root(value) == key_counterpart(tail, extra)
+            ):
+                return True  # value = key.view(...) over the value parameter
+            if tail is None or kv_side(tail, extra) != "v":
+                continue
+            for call in ast.walk(value):
+                if not isinstance(call, ast.Call):
+                    continue
+                callee = _dotted(call.func)
+                if callee is None or callee.count(".") > 1 or ("." in callee and not callee.startswith("self.")):
+                    continue
+                k_name = callee.rsplit(".", 1)[-1]
+                if kv_side(k_name, extra) != "k":
+                    continue
+                twin = value_counterpart(k_name, extra)
+                if twin is None or twin == tail or ("." not in callee and twin not in params):
+                    continue
+                return True  # v = self.k_proj(x)
+    return False
+
+
+def _kv_projections(facts: Facts, extra, self_only: bool = True) -> set[str]:
+    """The K/V-side attributes (``self.X``, or any ``obj.X``) assigned a ``*Linear`` layer."""
+    found = set()
+    for targets, value in facts.assignments:
+        for t in targets:
+            if (
+                isinstance(t, ast.Attribute) and (not self_only or _self_attr(t) is not None)
+                and kv_side(t.attr, extra) is not None and _builds_linear(value)
+            ):
+                found.add(t.attr)
+    return found
+
+
+def _kv204(facts: Facts, settings: Settings) -> bool:
+    """A K/V ``*Linear`` projection, a parameter defaulting to None (the optional cross-attention
+    input), a shape read and a view or reshape."""
+    return (
+        facts.none_default and not facts.attrs.isdisjoint(_SHAPE_METHODS)
+        and not facts.attrs.isdisjoint(("shape", "size")) and bool(_kv_projections(facts, settings.extra_pairs))
+    )
+
+
+_KV_ROLES = (Role.KV_HEADS, Role.KV_WIDTH)
+
+
+def _kv205(facts: Facts, settings: Settings) -> bool:
+    """A view or reshape naming a query head count, and a K/V ``*Linear`` projection whose
+    assignment names a KV head count or width."""
+    extra = settings.extra_pairs
+    if not any(
+        isinstance(call.func, ast.Attribute) and call.func.attr in _SHAPE_METHODS
+        and any(name_role(n) is Role.Q_HEADS for a in (*call.args, *call.keywords) for n in _names_in(a))
+        for call in facts.calls
+    ):
+        return False
+    return any(
+        any((attr := _self_attr(t)) is not None and kv_side(attr, extra) is not None for t in targets)
+        and _builds_linear(value) and any(name_role(n) in _KV_ROLES for n in _names_in(value))
+        for targets, value in facts.assignments
+    )
+
+
+_KV206_VIEWS = frozenset({"view", "reshape", "unflatten"})
+_ALLOCATORS = frozenset({
+    "empty", "zeros", "ones", "full", "randn", "rand", "new_empty", "new_zeros", "new_ones", "new_full",
+})
+
+
+def _kv206(facts: Facts, settings: Settings) -> bool:
+    """A key head dim whose value twin is named too, in a view of a V-side ``*Linear``
+    projection's output or in an allocation assigned to a V-side tensor."""
+    extra = settings.extra_pairs
+    known = facts.names | facts.attrs | facts.params | {fn.name for fn in facts.functions}
+
+    def names_key_dim(call: ast.Call) -> bool:
+        return any(
+            (twin := key_head_dim_twin(n)) is not None and twin in known
+            for a in (*call.args, *call.keywords) for n in _names_in(a)
+        )
+
+    if any(kv_side(attr, extra) == "v" for attr in _kv_projections(facts, extra)) and any(
+        isinstance(call.func, ast.Attribute) and call.func.attr in _KV206_VIEWS and names_key_dim(call)
+        for call in facts.calls
+    ):
+        return True
+    for targets, value in facts.assignments:
+        if any(_is_kv_tensor(t, "v", extra) for t in targets) and any(
+            isinstance(call, ast.Call) and ((tail := _tail(call.func)) in _ALLOCATORS or (tail or "").startswith("new_"))
+            and names_key_dim(call)
+            for call in ast.walk(value)
+        ):
+            return True
+    return False
+
+
+def _kv301(facts: Facts, settings: Settings) -> bool:
+    """A ``self.`` K/V pair both assigned, and one of them rebuilt from itself."""
+    extra = settings.extra_pairs
+    assigned = {a for targets, _ in facts.assignments for t in targets if (a := _self_attr(t)) is not None}
+    paired = set()
+    for attr in assigned:
+        twin = value_counterpart(attr, extra) if is_kv_tensor_name(attr, extra) else None
+        if twin in assigned:
+            paired.update((attr, twin))
+    if not paired:
+        return False
+    for targets, value in facts.assignments:
+        for target in targets:
+            attr = _self_attr(target.value if isinstance(target, ast.Subscript) else target)
+            if attr in paired and any(_self_attr(n) == attr for n in ast.walk(value)):
+                return True
+    return False
+
+
+def _kv201(facts: Facts, settings: Settings) -> bool:
+    """A K ``*Linear`` projection and its V twin declared (on any object)."""
+    extra = settings.extra_pairs
+    declared = _kv_projections(facts, extra, self_only=False)
+    return any(value_counterpart(a, extra) in declared for a in declared)
+
+
+def _kv101(facts: Facts, settings: Settings) -> bool:
+    """A K tensor cut along some axis (a subscript that is more than ``:``, integers and
+    ``None``/``...``, or a reshaping call on it), and its V partner's name present."""
+    extra = settings.extra_pairs
+    tails = facts.names | facts.attrs
+    bases: list[ast.expr] = [s.value for s in facts.subscripts if _cuts(s)]
+    for call in facts.calls:
+        func = call.func
+        if _tail(func) in RESHAPE_CALLS:
+            if isinstance(func, ast.Attribute):
+                bases.append(func.value)
+            if call.args:
+                bases.append(call.args[0])  # torch.narrow(k, ...)
+    for base in bases:
+        tail = _tail(base)
+        if tail is None or kv_side(tail, extra) != "k" or not is_kv_tensor_name(tail, extra):
+            continue
+        if value_counterpart(tail, extra) in tails:
+            return True
+    return False
+
+
+def _cuts(node: ast.Subscript) -> bool:
+    elements = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    for e in elements:
+        if isinstance(e, ast.Slice):
+            if e.lower is not None or e.upper is not None or e.step is not None:
+                return True
+        elif not (isinstance(e, ast.Constant) and (e.value is None or e.value is Ellipsis or type(e.value) is int)):
+            return True
+    return False
+
+
+# KV103's vocabulary, as in the rule.
+_CACHE_PARTS = frozenset({
+    "cache", "caches", "pool", "pools", "buf", "buffer", "buffers", "pages", "past", "mem", "memory",
+})
+_INDEXED_CALLS = frozenset({
+    "index_copy_", "index_copy", "index_put_", "index_put", "index_add_", "index_fill_",
+    "index_select", "scatter_", "scatter", "scatter_add_", "masked_scatter_",
+    "npu_scatter_nd_update_", "npu_scatter_nd_update", "scatter_update_", "scatter_update",
+})
+
+
+def _chain_root(node: ast.expr) -> str | None:
+    """``self.k_buffer`` of ``self.k_buffer[layer][ids]``."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return _dotted(node)
+
+
+def _kv103(facts: Facts, settings: Settings) -> bool:
+    """A K cache (a K-side tensor name with a cache word) and its V partner both subscripted
+    or handed to an indexed gather/scatter call."""
+    extra = settings.extra_pairs
+    bases = {_chain_root(s.value) for s in facts.subscripts}
+    for call in facts.calls:
+        if _tail(call.func) in _INDEXED_CALLS:
+            if isinstance(call.func, ast.Attribute):
+                bases.add(_chain_root(call.func.value))
+            bases.update(_chain_root(a) for a in call.args)
+    for base in bases:
+        if base is None or not is_kv_tensor_name(base, extra):
+            continue
+        tail = base.rsplit(".", 1)[-1]
+        if (
+            kv_side(tail, extra) == "k" and any(part.lower() in _CACHE_PARTS for part in tail.split("_"))
+            and counterpart_of_dotted(base, extra) in bases
+        ):
+            return True
+    return False
+
+
+SCREENS: dict[str, Screen] = {
+    "KV102": lambda facts, settings: _kv102(facts.tree, settings),
+    "KV202": lambda facts, settings: _kv202(facts.tree, settings),
+    "KV203": lambda facts, settings: _kv203(facts.tree, settings),
+    "KV101": _kv101, "KV103": _kv103, "KV104": _kv104, "KV201": _kv201, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV301": _kv301,
+}
+
+
+# Rules whose findings in a method rest on that method and the names enclosing it only
+# (``scopes.ScopeTracking``: a class body is no scope of theirs), so a class can be cut down
+# to its header and the methods their screens let through.
+METHOD_SCOPED: frozenset[str | None] = frozenset({"KV101", "KV102", "KV103"})
+
+
+def may_report(tree: ast.AST, rules: Collection[str | None], settings: Settings) -> bool:
+    """Can any of ``rules`` (codes; None: a rule without known conditions) report on ``tree``?"""
+    if any(code not in SCREENS for code in rules):
+        return True  # no walk at all when some live rule has no screen
+    facts = Facts(tree)
+    return any(SCREENS[code](facts, settings) for code in rules)
+
+
+def reporting(tree: ast.AST, rules: Collection[str | None], settings: Settings) -> frozenset[str | None]:
+    """The ``rules`` that may report on ``tree``: those without a screen, and those whose
+    screen lets it through."""
+    facts = Facts(tree) if any(code in SCREENS for code in rules) else None
+    return frozenset(code for code in rules if code not in SCREENS or SCREENS[code](facts, settings))

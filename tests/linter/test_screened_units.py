@@ -1,0 +1,61 @@
+"""The runner's per-definition ast screens: what of a planned file reaches libcst."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from linter.prefilter import excerpt, parse_plan
+from linter.rules import rules_by_code
+from linter.runner import _screened_units, check_stdin, job_for
+from linter.settings import Settings
+
+SETTINGS = Settings(select=frozenset({"KV102"}))
+JOB = job_for(SETTINGS)
+
+# A class whose only finding-capable method is ``forward``; ``reset`` names K and V but
+# slices neither, ``_helper`` has no K/V at all.
+CLASS = '''\
+class Attention(nn.Module):
+    """Keys and values."""
+
+    scale = 0.5
+
+    def reset(self, k, v):
+        self.k, self.v = k, v
+
+    @torch.no_grad()
+    def forward(self, q, cache_k, cache_v, b, p, s):
+        keys = cache_k[:b, :p + s]
+        values = cache_v[:b, :p]
+        return F.scaled_dot_product_attention(q, keys, values)
+
+    def _helper(self, x):
+        return x + 1
+'''
+
+
+def test_a_class_live_for_a_method_scoped_rule_is_cut_to_its_header_and_that_method() -> None:
+    plan = parse_plan(CLASS, [rules_by_code()["KV102"]], SETTINGS)
+    assert not plan.whole and plan.range_rules == (frozenset({"KV102"}),)
+    units, parsed = _screened_units(CLASS, plan, JOB)
+    assert parsed
+    kept = excerpt(CLASS, units)
+    assert "class Attention(nn.Module):" in kept and "def forward" in kept and "@torch.no_grad()" in kept
+    assert "def reset" not in kept and "_helper" not in kept and "scale = 0.5" not in kept
+
+
+def test_the_finding_in_the_cut_class_is_reported_as_the_slow_path_reports_it() -> None:
+    fast = check_stdin(CLASS.encode(), "attention.py", JOB).findings
+    slow = check_stdin(CLASS.encode(), "attention.py", replace(JOB, prefilter=False)).findings
+    assert [f.code for f in fast] == ["KV102"]
+    assert [(f.span.row, f.span.column, f.message) for f in fast] == [(f.span.row, f.span.column, f.message) for f in slow]
+    assert fast[0].span.row in (11, 12)  # the key or value line of ``forward``, in the file
+
+
+def test_a_definition_no_screen_lets_through_never_reaches_libcst() -> None:
+    # K and V both subscripted (the text condition holds), but K by an index: KV102 compares
+    # slices only, and its screen knows it.
+    text = CLASS.replace("cache_k[:b, :p + s]", "cache_k[slots]")
+    plan = parse_plan(text, [rules_by_code()["KV102"]], SETTINGS)
+    assert plan.needed
+    assert _screened_units(text, plan, JOB)[0] == []
