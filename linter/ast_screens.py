@@ -23,6 +23,7 @@ from collections.abc import Callable, Collection
 from linter.model.twins import key_head_dim_twin
 from linter.names import (
     RESHAPE_CALLS,
+    SEE_THROUGH,
     SAME_TENSOR_METHODS,
     Role,
     counterpart_of_dotted,
@@ -243,13 +244,36 @@ def _only_slices(node: ast.Subscript) -> bool:
     )
 
 
+def _seen_through(node: ast.expr) -> ast.expr:
+    """``k`` of ``k.transpose(1, 2).contiguous()``: the rules read a cut after axis-moving
+    steps as a cut of the tensor itself."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SEE_THROUGH:
+        node = node.func.value
+    return node
+
+
+_SPLIT_CALLS = frozenset({"split", "chunk", "tensor_split", "narrow"})
+
+
+def _cut_bases(tree: ast.Module):
+    """What KV102 compares: every tensor subscripted with slices only, or split, chunked or
+    narrowed (``k.split(...)``, ``torch.split(k, ...)``), seen through axis-moving steps."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and _only_slices(node):
+            yield node.value
+        elif isinstance(node, ast.Call) and _tail(node.func) in _SPLIT_CALLS:
+            if isinstance(node.func, ast.Attribute):
+                yield node.func.value
+            if node.args:
+                yield node.args[0]
+
+
 def _kv102(tree: ast.Module, settings: Settings) -> bool:
-    """A K tensor and its V counterpart both subscripted with slices only."""
+    """A K tensor and its V counterpart both cut (sliced, split, chunked or narrowed)."""
     extra = settings.extra_pairs
     sliced = {
-        base for node in ast.walk(tree)
-        if isinstance(node, ast.Subscript) and _only_slices(node)
-        and (base := _dotted(node.value)) is not None and is_kv_tensor_name(base, extra)
+        base for node in _cut_bases(tree)
+        if (base := _dotted(_seen_through(node))) is not None and is_kv_tensor_name(base, extra)
     }
     return any(
         kv_side(base.rsplit(".", 1)[-1], extra) == "k" and counterpart_of_dotted(base, extra) in sliced
@@ -564,7 +588,7 @@ def _kv101(facts: Facts, settings: Settings) -> bool:
             if call.args:
                 bases.append(call.args[0])  # torch.narrow(k, ...)
     for base in bases:
-        tail = _tail(base)
+        tail = _tail(_seen_through(base))
         if tail is None or kv_side(tail, extra) != "k" or not is_kv_tensor_name(tail, extra):
             continue
         if value_counterpart(tail, extra) in tails:

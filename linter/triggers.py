@@ -57,7 +57,9 @@ class AnyCase(tuple):
 # (``prefilter`` and ``scopes``): an attention word in any case, or a name with a K/V
 # projection word in it; settings add the extra attention callables' tails.
 ATTENTION = ("attn", "Attn", "ATTN", "attention", "Attention", "ATTENTION", "mla", "Mla", "MLA",
-             "proj", "linear", "dense", "wk", "wv", "to_k", "to_v")
+             "proj", "linear", "dense", "wk", "wv", "to_k", "to_v",
+             # Hand-written attention (``scopes.Scope.hand_attention``) is read by its softmax.
+             "softmax")
 _ATTENTION_ANY_CASE = ("attn", "attention", "mla")
 
 

@@ -17,10 +17,13 @@ from linter.reshapes import (
 from linter.rules.base import Example
 from linter.rules.kv101_key_only_reshape import KeyOnlyReshape
 from linter.scopes import Scope
+from linter.triggers import ATTENTION, PAIRED, Trigger
 
 
 class KeyCutByHelper(KeyOnlyReshape):
     code = "KV105"
+    # A module-level helper (``def``) called on a key, in attention code, with the key's V twin.
+    trigger = Trigger(("def",), ATTENTION, PAIRED)
     name = "key-cut-by-helper"
     summary = "Key passed through a helper of the module that cuts it along tokens/heads; value left whole"
     what = (

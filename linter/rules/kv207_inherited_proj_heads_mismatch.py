@@ -16,10 +16,13 @@ from linter.names import key_counterpart, kv_side, value_counterpart
 from linter.pairs import source_of
 from linter.rules.base import Example, Rule
 from linter.sizes import describe, heads_mismatch
+from linter.triggers import Trigger
 
 
 class InheritedProjHeadsMismatch(Rule):
     code = "KV207"
+    # A class redeclaring a ``*Linear`` projection after calling its parent's ``__init__``.
+    trigger = Trigger(("class",), ("Linear",), ("__init__",))
     name = "inherited-proj-heads-mismatch"
     summary = "A subclass redeclares its K or V projection with a head count its inherited twin does not share"
     what = (
