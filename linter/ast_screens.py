@@ -22,9 +22,11 @@ from collections.abc import Callable, Collection
 
 from linter.model.twins import key_head_dim_twin
 from linter.names import (
+    CACHE_PARTS,
+    INDEXED_CALLS,
     RESHAPE_CALLS,
-    SEE_THROUGH,
     SAME_TENSOR_METHODS,
+    SEE_THROUGH,
     Role,
     counterpart_of_dotted,
     is_kv_head_count_name,
@@ -607,15 +609,6 @@ def _cuts(node: ast.Subscript) -> bool:
     return False
 
 
-# KV103's vocabulary, as in the rule.
-_CACHE_PARTS = frozenset({
-    "cache", "caches", "pool", "pools", "buf", "buffer", "buffers", "pages", "past", "mem", "memory",
-})
-_INDEXED_CALLS = frozenset({
-    "index_copy_", "index_copy", "index_put_", "index_put", "index_add_", "index_fill_",
-    "index_select", "scatter_", "scatter", "scatter_add_", "masked_scatter_",
-    "npu_scatter_nd_update_", "npu_scatter_nd_update", "scatter_update_", "scatter_update",
-})
 
 
 def _chain_root(node: ast.expr) -> str | None:
@@ -631,7 +624,7 @@ def _kv103(facts: Facts, settings: Settings) -> bool:
     extra = settings.extra_pairs
     bases = {_chain_root(s.value) for s in facts.subscripts}
     for call in facts.calls:
-        if _tail(call.func) in _INDEXED_CALLS:
+        if _tail(call.func) in INDEXED_CALLS:
             if isinstance(call.func, ast.Attribute):
                 bases.add(_chain_root(call.func.value))
             bases.update(_chain_root(a) for a in call.args)
@@ -640,7 +633,7 @@ def _kv103(facts: Facts, settings: Settings) -> bool:
             continue
         tail = base.rsplit(".", 1)[-1]
         if (
-            kv_side(tail, extra) == "k" and any(part.lower() in _CACHE_PARTS for part in tail.split("_"))
+            kv_side(tail, extra) == "k" and any(part.lower() in CACHE_PARTS for part in tail.split("_"))
             and counterpart_of_dotted(base, extra) in bases
         ):
             return True

@@ -163,6 +163,19 @@ SEE_THROUGH = frozenset({
 })
 
 
+# KV103's vocabulary, shared by the rule, the text pre-filter and the ast screen so that the
+# three cannot drift apart. Name parts that make a K/V name a cache or pool:
+CACHE_PARTS = frozenset({
+    "cache", "caches", "pool", "pools", "buf", "buffer", "buffers", "pages", "past", "mem", "memory",
+})
+# Gather/scatter calls that read or write a cache at an index.
+INDEXED_CALLS = frozenset({
+    "index_copy_", "index_copy", "index_put_", "index_put", "index_add_", "index_fill_",
+    "index_select", "scatter_", "scatter", "scatter_add_", "masked_scatter_",
+    "npu_scatter_nd_update_", "npu_scatter_nd_update", "scatter_update_", "scatter_update",
+})
+
+
 class Role(Enum):
     HEAD_DIM = "head dim"
     Q_HEADS = "query head count"

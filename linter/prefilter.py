@@ -60,6 +60,8 @@ from linter.code_only import code_only
 from linter.model.twins import is_value_head_dim, key_head_dim_twin
 from linter.names import (
     ATTENTION_CALLABLES,
+    CACHE_PARTS,
+    INDEXED_CALLS,
     K_SIDE_TOKENS,
     RESHAPE_CALLS,
     SAME_TENSOR_METHODS,
@@ -118,21 +120,12 @@ _ARGUMENT_RESHAPE = re.compile(
 )
 # Callables that are attention calls without an attention word in their name (none today).
 _UNWORDED_CALLABLES = frozenset(c for c in ATTENTION_CALLABLES if not is_attention_word(c))
-# Mirrors of the rules' own vocabularies (KV103's cache words and indexed calls, KV202's views,
-# KV203's splits); a rule that grows its vocabulary must grow these too, and the equivalence
-# test fails until it does.
-_CACHE_PARTS = frozenset({
-    "cache", "caches", "pool", "pools", "buf", "buffer", "buffers", "pages", "past", "mem", "memory",
-})
-# Every cache part contains one of these.
+# Mirrors of the rules' own vocabularies (KV202's views, KV203's splits; KV103's are shared
+# through ``names``); a rule that grows its vocabulary must grow these too, and the equivalence
+# test fails until it does. Every cache part contains one of these:
 _CACHE_PARTS_SHORT = ("cache", "pool", "buf", "pages", "past", "mem")
 # KV103 speaks in attention code or in a scope named for a cache (any case).
 _CACHE_SCOPE_WORDS = ("kv", "cache", "pool")
-_INDEXED_CALLS = frozenset({
-    "index_copy_", "index_copy", "index_put_", "index_put", "index_add_", "index_fill_",
-    "index_select", "scatter_", "scatter", "scatter_add_", "masked_scatter_",
-    "npu_scatter_nd_update_", "npu_scatter_nd_update", "scatter_update_", "scatter_update",
-})
 # A line that starts a definition, found from the newline before it (a leading literal lets
 # ``re`` skip ahead; ``^`` in multiline mode would be tried at every position).
 _DEFINITION = re.compile(r"\n(?=[ \t]*(?:(?:async[ \t]+)?def|class)\b|[ \t]*@)")
@@ -353,12 +346,12 @@ def _kv103(f: _File) -> bool:
     cache_names = [
         k for k in names
         if kv_side(k, extra) == "k" and is_kv_tensor_name(k, extra)
-        and any(part.lower() in _CACHE_PARTS for part in k.split("_"))
+        and any(part.lower() in CACHE_PARTS for part in k.split("_"))
         and f.has_any([value_counterpart(k, extra) or k])
     ]
     if not cache_names:
         return False
-    return f.has_any(_INDEXED_CALLS) or any(f.subscripted(k) for k in cache_names)
+    return f.has_any(INDEXED_CALLS) or any(f.subscripted(k) for k in cache_names)
 
 
 # A top-level function (KV105's helpers are the module's own ``def``s).

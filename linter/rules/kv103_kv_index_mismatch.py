@@ -7,7 +7,14 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from linter.names import counterpart_of_dotted, is_kv_tensor_name, kv_side, swap_kv_text
+from linter.names import (
+    CACHE_PARTS,
+    INDEXED_CALLS,
+    counterpart_of_dotted,
+    is_kv_tensor_name,
+    kv_side,
+    swap_kv_text,
+)
 from linter.pairs import dotted_name, normalized, source_of
 from linter.rules.base import Example, Rule
 from linter.scopes import (
@@ -23,15 +30,7 @@ from linter.scopes import (
 from linter.triggers import PAIRED, AnyCase, Trigger
 
 # Name parts that make a K/V name a cache or pool (what this rule is about).
-_CACHE_PARTS = frozenset({
-    "cache", "caches", "pool", "pools", "buf", "buffer", "buffers", "pages", "past", "mem", "memory",
-})
 # Gather/scatter calls that read or write a cache at an index.
-_INDEXED_CALLS = frozenset({
-    "index_copy_", "index_copy", "index_put_", "index_put", "index_add_", "index_fill_",
-    "index_select", "scatter_", "scatter", "scatter_add_", "masked_scatter_",
-    "npu_scatter_nd_update_", "npu_scatter_nd_update", "scatter_update_", "scatter_update",
-})
 # Where the written data sits in an update call, counted among the positional arguments left once
 # the cache itself is set aside (``k_cache.index_copy_(dim, index, source)`` and
 # ``npu_scatter_nd_update_(k_cache, indices, updates)`` alike). The data is K on one side and V on
@@ -206,7 +205,7 @@ def write_kv(k_buffer, v_buffer, loc, k, v):
         if base is None or base in scope.non_tensors or not is_kv_tensor_name(base, self.extra_pairs):
             return None
         tail = base.rsplit(".", 1)[-1]
-        if not any(part.lower() in _CACHE_PARTS for part in tail.split("_")):
+        if not any(part.lower() in CACHE_PARTS for part in tail.split("_")):
             return None
         return kv_side(tail, self.extra_pairs)
 
@@ -225,7 +224,7 @@ def write_kv(k_buffer, v_buffer, loc, k, v):
         keys: dict = {}
         values: dict = {}
         for site in scope.calls:
-            if site.quiet or site.tail not in _INDEXED_CALLS:
+            if site.quiet or site.tail not in INDEXED_CALLS:
                 continue
             if isinstance(site.node.func, cst.Name) and (
                 site.tail not in _FREE_FUNCTIONS or site.tail in scope.bindings
