@@ -50,6 +50,7 @@ The conditions, by rule:
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from functools import cache, lru_cache
@@ -354,10 +355,6 @@ def _kv103(f: _File) -> bool:
     return f.has_any(INDEXED_CALLS) or any(f.subscripted(k) for k in cache_names)
 
 
-# A top-level function (KV105's helpers are the module's own ``def``s).
-_TOP_LEVEL_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
-
-
 def _kv105(f: _File) -> bool:
     # Attention context, a K tensor name with its V twin, and a top-level function that is
     # called in the file as well as defined (its name followed by ``(`` twice or more). The
@@ -368,10 +365,8 @@ def _kv105(f: _File) -> bool:
     keys = [k for k in f.k_names if is_kv_tensor_name(k, extra)]
     if not keys:
         return False
-    helpers = [
-        name for name in set(_TOP_LEVEL_DEF.findall(f.text))
-        if len(re.findall(rf"(?<!\w){re.escape(name)}{_GAP}\(", f.text)) >= 2
-    ]
+    calls = Counter(_CALLED.findall(f.text))
+    helpers = [name for name in _cut_returning_defs(f.text) if calls[name] >= 2]
     if not helpers:
         return False
     # A helper call whose arguments name a K tensor (``trim(k, n)``), read in text without
@@ -383,6 +378,32 @@ def _kv105(f: _File) -> bool:
         key_word.search(arguments) is not None
         for name in helpers for arguments in _call_arguments(text, name)
     )
+
+
+# A ``return`` line that can give a cut parameter: a subscript or a cutting call in it, a plain
+# name (bound to a cut before), or an expression continued on the next lines.
+_CUT_RETURN = re.compile(
+    rf"^[ \t]+return\b(?:[^\n]*(?:\[|{word_first(tuple(RESHAPE_CALLS))})|[ \t]+\w+[ \t]*$|[^\n]*[(\\][ \t]*$)",
+    re.MULTILINE,
+)
+
+
+_CALLED = re.compile(rf"(?<!\w)(\w+){_GAP}\(")
+_TOP_LEVEL_START = re.compile(r"^(?:(?:async[ \t]+)?def[ \t]+(\w+)|class\b|@)", re.MULTILINE)
+
+
+def _cut_returning_defs(text: str) -> list[str]:
+    """The top-level functions that can be KV105 helpers (every return a cut parameter), in
+    one pass: rotary and other helpers whose returns build new tensors (``torch.cat(...)``,
+    ``q_embed, k_embed``) cannot. A body runs to the next top-level definition (a comment in
+    column 0 does not end it)."""
+    starts = list(_TOP_LEVEL_START.finditer(text))
+    found = []
+    for here, after in zip(starts, [*starts[1:], None]):
+        name = here.group(1)
+        if name and _CUT_RETURN.search(text, here.end(), after.start() if after else len(text)):
+            found.append(name)
+    return found
 
 
 def _call_arguments(text: str, name: str):
@@ -404,6 +425,7 @@ def _call_arguments(text: str, name: str):
 
 
 _TOP_LEVEL_CLASS = re.compile(r"^class[ \t]+(\w+)", re.MULTILINE)
+_SELF_ASSIGNED = re.compile(r"self\.(\w+)[ \t]*(?::[^=\n]*)?=(?!=)")
 _RELATIVE_IMPORT = re.compile(r"^[ \t]*from[ \t]+\.", re.MULTILINE)
 
 
@@ -412,6 +434,14 @@ def _kv207(f: _File) -> bool:
     # subclass the other), a parent ``__init__`` call, and a top-level class whose name occurs
     # again (as a subclass's base). The base and the subclass are apart: no own unit.
     if "class" not in f.text or "Linear" not in f.text or "__init__" not in f.text:
+        return False
+    # A redeclaration is an assignment to ``self.<K or V projection>``: model files that only
+    # name ``k_proj`` in weight-loading strings (``("qkv_proj", "k_proj", "k")``) never get here.
+    extra = f.settings.extra_pairs
+    if not any(
+        kv_side(name, extra) is not None and is_kv_projection(name)
+        for name in _SELF_ASSIGNED.findall(f.text)
+    ):
         return False
     if any(is_kv_projection(k) for k in f.k_names) and any(
         len(re.findall(rf"(?<!\w){re.escape(name)}(?!\w)", f.text)) >= 2
