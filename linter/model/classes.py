@@ -157,3 +157,27 @@ def output_size(call: cst.Call) -> cst.BaseExpression | None:
         elif arg.keyword.value in _OUTPUT_KEYWORDS:
             return arg.value
     return positional[index] if index < len(positional) else None
+
+
+class OwnerTracking:
+    """Mixin for rules that judge a method against its class: ``enter_function()``, called at
+    the top of ``visit_FunctionDef``, gives the innermost enclosing class's model when the
+    function is its method (None for a nested function or a module-level one)."""
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._owners: list[ClassModel | None] = []
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._owners.append(class_model(node))
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._owners.pop()
+
+    def enter_function(self) -> ClassModel | None:
+        owner = self._owners[-1] if self._owners else None
+        self._owners.append(None)
+        return owner
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._owners.pop()

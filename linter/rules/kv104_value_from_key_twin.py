@@ -6,14 +6,14 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from linter.model.classes import ClassModel, class_model
+from linter.model.classes import ClassModel, OwnerTracking
 from linter.model.functions import FunctionModel, function_model
 from linter.model.walk import children
 from linter.names import is_kv_tensor_name, key_counterpart, kv_side, value_counterpart
 from linter.pairs import dotted_name, source_of
 from linter.rules.base import Example, Rule
-from linter.triggers import PAIRED, Trigger
 from linter.tensor_roots import tensor_root
+from linter.triggers import PAIRED, Trigger
 
 # In-place writes whose source tensor is the argument at this position.
 _WRITES = {"copy_": 0, "index_copy_": 2, "index_copy": 2}
@@ -40,7 +40,7 @@ def _tail(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 
 
-class ValueFromKeyTwin(Rule):
+class ValueFromKeyTwin(OwnerTracking, Rule):
     code = "KV104"
     # Every finding names a K-side name and the V twin that sits unused.
     trigger = Trigger(PAIRED)
@@ -240,20 +240,8 @@ class Cache:
 """, line=8),
     )
 
-    def __init__(self, context) -> None:
-        super().__init__(context)
-        # The innermost enclosing class when the function is its method, else None.
-        self._owners: list[ClassModel | None] = []
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._owners.append(class_model(node))
-
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self._owners.pop()
-
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        owner = self._owners[-1] if self._owners else None
-        self._owners.append(None)
+        owner = self.enter_function()
         model = function_model(node)
         self._twin_calls(model, owner)
         self._dead_value_parameter(model)
@@ -261,9 +249,6 @@ class Cache:
         self._returned_twice(model, owner)
         if owner is not None and kv_side(node.name.value, self.extra_pairs) == "v":
             self._value_method_on_key(node.name.value, model, owner)
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self._owners.pop()
 
     @staticmethod
     def _twin_exists(twin: str, via_self: bool, owner: ClassModel | None, model: FunctionModel) -> bool:

@@ -6,14 +6,14 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from linter.model.classes import ClassModel, class_model
+from linter.model.classes import OwnerTracking
 from linter.model.flows import projected
 from linter.model.functions import FunctionModel, function_model
 from linter.model.walk import children
 from linter.names import kv_side
 from linter.rules.base import Example, Rule
-from linter.triggers import Trigger
 from linter.sizes import int_value
+from linter.triggers import Trigger
 
 _VIEWS = frozenset({"view", "reshape"})
 
@@ -85,7 +85,7 @@ def _keeps_length(index, position: int | None, width: int | None) -> bool:
     return isinstance(inner, cst.Slice)  # ``shape[:-1]``, ``size()[:2]`` keep the token axis
 
 
-class KVViewQueryLength(Rule):
+class KVViewQueryLength(OwnerTracking, Rule):
     code = "KV204"
     # A class's ``*Linear`` projection viewed with a shape read off a tensor, where the states
     # may be an optional (``= None``) cross-attention input.
@@ -219,19 +219,8 @@ class CrossAttention(nn.Module):
 """, line=12),
     )
 
-    def __init__(self, context) -> None:
-        super().__init__(context)
-        self._owners: list[ClassModel | None] = []
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._owners.append(class_model(node))
-
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self._owners.pop()
-
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        owner = self._owners[-1] if self._owners else None
-        self._owners.append(None)
+        owner = self.enter_function()
         if owner is None or not any(kv_side(a, self.extra_pairs) for a in owner.projections):
             return
         model = function_model(node)
@@ -257,9 +246,6 @@ class CrossAttention(nn.Module):
                         suggestion=f"build the shape from `{source}.shape` (or leave its length to -1)",
                     )
                     break
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self._owners.pop()
 
     @staticmethod
     def _shaped(model: FunctionModel) -> dict[str, frozenset[str]]:

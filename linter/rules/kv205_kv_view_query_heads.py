@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from linter.model.classes import ClassModel, class_model
+from linter.model.classes import ClassModel, OwnerTracking
 from linter.model.flows import projected
 from linter.model.functions import function_model
 from linter.names import Role
 from linter.pairs import source_of
 from linter.rules.base import Example, Rule
-from linter.triggers import AnyCase, Trigger
 from linter.sizes import factors
+from linter.triggers import AnyCase, Trigger
 
 _VIEWS = frozenset({"view", "reshape"})
 _KV_ROLES = (Role.KV_HEADS, Role.KV_WIDTH)
@@ -26,7 +26,7 @@ def _shape_elements(call: cst.Call) -> list[cst.BaseExpression]:
     return values
 
 
-class KVViewQueryHeads(Rule):
+class KVViewQueryHeads(OwnerTracking, Rule):
     code = "KV205"
     # A class's ``*Linear`` projection viewed with a query head count (its name has "head").
     trigger = Trigger(("class",), ("Linear",), ("view", "reshape"), AnyCase("head"))
@@ -123,22 +123,8 @@ class Attention(nn.Module):
 """, line=9),
     )
 
-    def __init__(self, context) -> None:
-        super().__init__(context)
-        self._owners: list[ClassModel | None] = []
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._owners.append(class_model(node))
-
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self._owners.pop()
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self._owners.pop()
-
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        owner = self._owners[-1] if self._owners else None
-        self._owners.append(None)
+        owner = self.enter_function()
         if owner is None:
             return
         kv_sized = {attr for attr, p in owner.projections.items() if self._names_kv_heads(p.size, owner)}

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from linter.model.classes import ClassModel, class_model
+from linter.model.classes import ClassModel, OwnerTracking
 from linter.model.flows import projected
 from linter.model.functions import FunctionModel, function_model
 from linter.model.twins import key_head_dim_twin
@@ -41,7 +41,7 @@ def _calls(node: cst.CSTNode) -> Iterator[cst.Call]:
         yield from _calls(child)
 
 
-class ValueHeadDimFromKey(Rule):
+class ValueHeadDimFromKey(OwnerTracking, Rule):
     code = "KV206"
     # A head-dim name (``names.name_role``: dim, size, head, channels, rope, rotary, d_k) used
     # in a view or an allocation.
@@ -115,22 +115,8 @@ class Pool:
 """, line=4),
     )
 
-    def __init__(self, context) -> None:
-        super().__init__(context)
-        self._owners: list[ClassModel | None] = []
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._owners.append(class_model(node))
-
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self._owners.pop()
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self._owners.pop()
-
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        owner = self._owners[-1] if self._owners else None
-        self._owners.append(None)
+        owner = self.enter_function()
         model = function_model(node)
         if owner is not None:
             for order, call in model.calls_in_order():
