@@ -132,7 +132,7 @@ def plan_rows(tree: str) -> list[Row]:
 
     settings = default_settings()
     job = runner.job_for(settings)
-    files = whole = lines = parsed = 0
+    files = whole = screened = lines = parsed = 0
     for path in python_files(tree):
         try:
             text = Path(path).read_text(encoding="utf-8")
@@ -144,9 +144,12 @@ def plan_rows(tree: str) -> list[Row]:
         if plan.whole:
             whole += 1
             parsed += text.count("\n")
-        elif plan.ranges:
-            parsed += plan.excerpt(text).count("\n")
-    return [Row("pre-filter: lines left for libcst to parse", f"{parsed:,} of {lines:,} ({whole} of {files:,} files whole)",
+        else:
+            screened += bool(plan.module_rules)
+            if plan.ranges:
+                parsed += plan.excerpt(text).count("\n")
+    return [Row("text pre-filter: lines left for ast/libcst",
+                f"{parsed:,} of {lines:,} ({whole} of {files:,} files whole, {screened} more to the module screens)",
                 None, None)]
 
 

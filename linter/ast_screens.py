@@ -31,6 +31,7 @@ from linter.names import (
     counterpart_of_dotted,
     is_kv_head_count_name,
     is_kv_tensor_name,
+    is_scale_name,
     key_counterpart,
     kv_side,
     name_role,
@@ -640,11 +641,36 @@ def _kv103(facts: Facts, settings: Settings) -> bool:
     return False
 
 
+def _kv106(facts: Facts, settings: Settings) -> bool:
+    """A V-side scale assigned from its K twin: as a branch of ``a if .. else b`` or ``a or b``,
+    or alone (the rule then also needs an enclosing test of the value scale)."""
+    extra = settings.extra_pairs
+    for targets, value in facts.assignments:
+        for target in targets:
+            name = _dotted(target)
+            if name is None or not is_scale_name(name):
+                continue
+            head, _, tail = name.rpartition(".")
+            twin = key_counterpart(tail, extra) if kv_side(tail, extra) == "v" else None
+            if twin is None:
+                continue
+            key = f"{head}.{twin}" if head else twin
+            if isinstance(value, ast.IfExp):
+                branches = (value.body, value.orelse)
+            elif isinstance(value, ast.BoolOp):
+                branches = value.values
+            else:
+                branches = (value,)
+            if any(_dotted(b) == key for b in branches):
+                return True
+    return False
+
+
 SCREENS: dict[str, Screen] = {
     "KV102": lambda facts, settings: _kv102(facts.tree, settings),
     "KV202": lambda facts, settings: _kv202(facts.tree, settings),
     "KV203": lambda facts, settings: _kv203(facts.tree, settings),
-    "KV101": _kv101, "KV103": _kv103, "KV104": _kv104, "KV201": _kv201, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV301": _kv301,
+    "KV101": _kv101, "KV103": _kv103, "KV106": _kv106, "KV104": _kv104, "KV201": _kv201, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV301": _kv301,
 }
 
 

@@ -147,6 +147,13 @@ RESHAPE_DIM_ARGS = {
 # Ops whose axis is not an argument: expand/repeat only ever grow size-1 token/head axes.
 AXISLESS_RESHAPES = frozenset({"expand", "repeat"})
 RESHAPE_CALLS = frozenset(RESHAPE_DIM_ARGS) | AXISLESS_RESHAPES
+# Calls that keep every axis length (or only move axes): they neither cause nor cure drift.
+SHAPE_KEEPING = frozenset({
+    "contiguous", "transpose", "permute", "view", "reshape", "to", "float", "half", "bfloat16",
+    "type", "type_as", "clone", "detach", "flatten", "unflatten", "unsqueeze", "squeeze",
+    "view_as", "reshape_as", "cuda", "cpu", "npu", "movedim", "swapaxes", "mul", "div", "t",
+})
+
 # Methods whose result is the same tensor for pairing purposes.
 SAME_TENSOR_METHODS = frozenset({
     "contiguous", "transpose", "permute", "float", "half", "bfloat16", "to", "clone", "detach",

@@ -607,10 +607,14 @@ class ParsePlan:
     rules: frozenset[str | None] = frozenset()
     # Per range, the rules whose condition held in that definition alone.
     range_rules: tuple[frozenset[str | None], ...] = ()
+    # Live rules whose facts lie in different definitions (KV105, KV207, KV208): when any is
+    # left, the file goes whole unless their ``module_screens`` all say no; ``ranges`` then
+    # stand for the other rules.
+    module_rules: frozenset[str | None] = frozenset()
 
     @property
     def needed(self) -> bool:
-        return self.whole or bool(self.ranges)
+        return self.whole or bool(self.ranges) or bool(self.module_rules)
 
     def excerpt(self, text: str) -> str:
         """The planned definitions of ``text``, joined: valid Python when the cut was right."""
@@ -638,15 +642,16 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
     if not live:
         return NOTHING
     codes = frozenset(_CODES.get(c) for c in live)
-    if any(c not in _OWN_UNIT for c in live) or _LONE_CR.search(text):
+    if _LONE_CR.search(text):
         # Old Mac line ends: code_only and segments count lines by "\n" only.
         return ParsePlan(True, rules=codes)
+    module_rules = frozenset(_CODES.get(c) for c in live if c not in _OWN_UNIT)
     code = code_only(text)
     reduced = _File(code, settings, reduced=True)
-    live = [c for c in live if c(reduced)]
+    live = [c for c in live if c in _OWN_UNIT and c(reduced)]
     if not live:
-        return NOTHING
-    codes = frozenset(_CODES.get(c) for c in live)
+        return ParsePlan(False, rules=module_rules, module_rules=module_rules) if module_rules else NOTHING
+    codes = frozenset(_CODES.get(c) for c in live) | module_rules
     segments = top_level_segments(code)
     rests: dict[Callable[[Segment], bool], _File] = {}
     for condition in live:
@@ -656,7 +661,7 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
             rest = "\n".join(header(s) if own(s) else s.text for s in segments)
             rests[own] = _File(rest, settings, reduced=True)
         if condition(rests[own]):
-            return ParsePlan(True, rules=codes)
+            return ParsePlan(True, rules=codes, module_rules=module_rules)
     ranges, unit_rules = [], []
     for segment in segments:
         relevant = [c for c in live if _OWN_UNIT[c](segment)]
@@ -666,7 +671,7 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
             if held:
                 ranges.append((segment.start, segment.end))
                 unit_rules.append(held)
-    return ParsePlan(False, tuple(ranges), codes, tuple(unit_rules))
+    return ParsePlan(False, tuple(ranges), codes, tuple(unit_rules), module_rules)
 
 
 _CODES = {condition: code for code, condition in _CONDITIONS.items()}

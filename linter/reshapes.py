@@ -15,19 +15,12 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from linter.names import AXISLESS_RESHAPES, RESHAPE_CALLS, RESHAPE_DIM_ARGS, SEE_THROUGH
+from linter.names import AXISLESS_RESHAPES, RESHAPE_CALLS, RESHAPE_DIM_ARGS, SEE_THROUGH, SHAPE_KEEPING
 from linter.pairs import dotted_name, normalized
 
 TOKEN_HEAD = "token/head"
 HEAD_DIM = "head-dim"
 AMBIGUOUS = "ambiguous"
-
-# Calls that keep every axis length (or only move axes): they neither cause nor cure drift.
-SHAPE_KEEPING = frozenset({
-    "contiguous", "transpose", "permute", "view", "reshape", "to", "float", "half", "bfloat16",
-    "type", "type_as", "clone", "detach", "flatten", "unflatten", "unsqueeze", "squeeze",
-    "view_as", "reshape_as", "cuda", "cpu", "npu", "movedim", "swapaxes", "mul", "div", "t",
-})
 
 # Ops whose result is a sequence of pieces (``k.chunk(n)[i]``).
 PIECEWISE = frozenset({"chunk", "split", "tensor_split", "unbind"})

@@ -243,24 +243,29 @@ def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
     python: ast.Module | SyntaxError | None = None
     if job.prefilter:
         plan = parse_plan(text, job.rules, job.settings)
-        if not plan.whole:
+        if plan.whole:
+            python = _python_tree(text, path)
+            if not _may_report(python, job, plan.rules, path):
+                return []
+        # A module-wide rule's screen reads the whole file, which goes whole when one passes.
+        elif not plan.module_rules or not _may_report(python := _python_tree(text, path), job, plan.module_rules, path):
             units, parsed = _screened_units(text, plan, job)
             if not units or _excerpt_is_clean(excerpt(text, units), path, job, parsed):
-                return []
-        else:
-            python = _python_tree(text, path)
-            if not _may_report(python, job, plan.rules):
                 return []
     return _not_ignored(unsuppressed(_parse_and_lint(text, path, job, python), text), path, job.settings)
 
 
-def _may_report(python: ast.Module | SyntaxError, job: Job, rules: frozenset[str | None]) -> bool:
+def _may_report(python: ast.Module | SyntaxError, job: Job, rules: frozenset[str | None], path: str) -> bool:
     """Does the ``ast`` screen of the live rules let the text through to libcst?"""
     if isinstance(python, SyntaxError):
         return True  # CPython cannot read it; libcst gives the verdict
     from linter.ast_screens import may_report
+    from linter.module_screens import SCREENS
 
-    return may_report(python, rules, job.settings)
+    module = rules & SCREENS.keys()
+    if any(SCREENS[code](python, job.settings, path) for code in module):
+        return True
+    return may_report(python, rules - module, job.settings)
 
 
 def _screened_units(text: str, plan: ParsePlan, job: Job) -> tuple[list[tuple[int, int]], bool]:

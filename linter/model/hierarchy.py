@@ -12,6 +12,7 @@ import libcst as cst
 from linter.model.cache import cached
 from linter.model.classes import ClassModel, Projection, class_model
 from linter.model.functions import function_model
+from linter.model.module_files import absolute_module_file, module_file
 
 _STORE: dict = {}
 
@@ -114,9 +115,9 @@ def imported_classes(module: cst.Module, path: str, names: set[str], absolute: b
         if not wanted:
             continue
         if small.relative:
-            target = _module_path(path, len(small.relative), small.module)
+            target = module_file(path, len(small.relative), _parts(small.module))
         else:
-            target = _absolute_module_path(path, small.module)
+            target = absolute_module_file(path, _parts(small.module))
         classes = _classes_at(target)
         for real, local in wanted.items():
             if real in classes:
@@ -141,36 +142,8 @@ def _imports(node: cst.CSTNode, anywhere: bool):
                     yield from _imports(extra, anywhere)
 
 
-def _absolute_module_path(path: str, dotted: cst.Attribute | cst.Name | None) -> str | None:
-    """``pkg.mem_cache.pool`` -> the file, when ``path`` lies inside a package named ``pkg``
-    (found by climbing the directories that hold an ``__init__.py``)."""
-    import os
-
-    if not path or path.startswith("<") or not os.path.isfile(path) or dotted is None:
-        return None
-    top = None
-    directory = os.path.dirname(os.path.abspath(path))
-    while os.path.isfile(os.path.join(directory, "__init__.py")):
-        top = directory
-        directory = os.path.dirname(directory)
-    if top is None:
-        return None
-    node = dotted
-    while isinstance(node, cst.Attribute):
-        node = node.value
-    if not isinstance(node, cst.Name) or node.value != os.path.basename(top):
-        return None
-    return _module_path(os.path.join(os.path.dirname(top), "x.py"), 1, dotted, must_exist=False)
-
-
-def _module_path(path: str, level: int, dotted: cst.Attribute | cst.Name | None, must_exist: bool = True) -> str | None:
-    import os
-
-    if not path or path.startswith("<") or (must_exist and not os.path.isfile(path)):
-        return None
-    directory = os.path.dirname(os.path.abspath(path))
-    for _ in range(level - 1):
-        directory = os.path.dirname(directory)
+def _parts(dotted: cst.Attribute | cst.Name | None) -> list[str]:
+    """``a.b.c`` -> ["a", "b", "c"]; [] for None."""
     parts: list[str] = []
     node = dotted
     while isinstance(node, cst.Attribute):
@@ -178,17 +151,7 @@ def _module_path(path: str, level: int, dotted: cst.Attribute | cst.Name | None,
         node = node.value
     if isinstance(node, cst.Name):
         parts.insert(0, node.value)
-    if not parts:
-        return None
-    from linter import dependencies
-
-    base = os.path.join(directory, *parts)
-    for candidate in (base + ".py", os.path.join(base, "__init__.py")):
-        if os.path.isfile(candidate):
-            return candidate
-        # Absent now: a cached result must not outlive the file's creation either.
-        dependencies.stamp(candidate)
-    return None
+    return parts
 
 
 def _classes_at(path: str | None) -> dict[str, ClassModel]:

@@ -88,11 +88,12 @@ def test_a_latent_attention_scope_counts_as_attention_code() -> None:
     assert parse_plan(text, KV101, Settings()).needed
 
 
-def test_kv105_needs_a_helper_called_with_a_key_and_then_parses_the_whole_file() -> None:
+def test_kv105_needs_a_helper_called_with_a_key_and_then_leaves_the_file_to_its_module_screen() -> None:
     kv105 = [rules_by_code()["KV105"]]
     helper = "def trim(x, n):\n    return x[:, :n]\n\n\n"
     called = helper + "def attention(q, k, v, n):\n    return flash_attn_func(q, trim(k, n), v)\n"
-    assert parse_plan(called, kv105, Settings()).whole
+    plan = parse_plan(called, kv105, Settings())
+    assert plan.module_rules == {"KV105"} and plan.needed and not plan.ranges
     # The helper called on the query only: no key can be cut by it.
     on_query = helper + "def attention(q, k, v, n):\n    return flash_attn_func(trim(q, n), k, v)\n"
     assert not parse_plan(on_query, kv105, Settings()).needed
@@ -101,6 +102,6 @@ def test_kv105_needs_a_helper_called_with_a_key_and_then_parses_the_whole_file()
 def test_kv208_needs_a_head_dim_keyword_not_an_assignment() -> None:
     kv208 = [rules_by_code()["KV208"]]
     keyword = "def build(cfg):\n    print(cfg.v_head_dim)\n    return Pool(8, head_dim=cfg.head_dim)\n"
-    assert parse_plan(keyword, kv208, Settings()).whole
+    assert parse_plan(keyword, kv208, Settings()).module_rules == {"KV208"}
     assigned = "def build(cfg):\n    head_dim = cfg.head_dim\n    return cfg.v_head_dim, head_dim\n"
     assert not parse_plan(assigned, kv208, Settings()).needed

@@ -1,0 +1,41 @@
+"""Where an imported module's file lies, from the importing file's path: what KV207 and KV208
+read a base class or a pool from, and what their ``ast`` screens read it from too (so both see
+the same file). No libcst here: the screens run before anything is parsed with it."""
+
+from __future__ import annotations
+
+import os
+
+from linter import dependencies
+
+
+def module_file(path: str, level: int, parts: list[str], must_exist: bool = True) -> str | None:
+    """The file of ``from <level dots><parts> import ...`` written in ``path``; every candidate
+    looked for and absent is noted as a dependency (its creation must invalidate a cached
+    result)."""
+    if not path or path.startswith("<") or (must_exist and not os.path.isfile(path)) or not parts:
+        return None
+    directory = os.path.dirname(os.path.abspath(path))
+    for _ in range(level - 1):
+        directory = os.path.dirname(directory)
+    base = os.path.join(directory, *parts)
+    for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+        if os.path.isfile(candidate):
+            return candidate
+        dependencies.stamp(candidate)
+    return None
+
+
+def absolute_module_file(path: str, parts: list[str]) -> str | None:
+    """``pkg.mem_cache.pool`` -> the file, when ``path`` lies inside a package named ``pkg``
+    (found by climbing the directories that hold an ``__init__.py``)."""
+    if not path or path.startswith("<") or not os.path.isfile(path) or not parts:
+        return None
+    top = None
+    directory = os.path.dirname(os.path.abspath(path))
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        top = directory
+        directory = os.path.dirname(directory)
+    if top is None or parts[0] != os.path.basename(top):
+        return None
+    return module_file(os.path.join(os.path.dirname(top), "x.py"), 1, parts, must_exist=False)

@@ -1,0 +1,296 @@
+"""``ast`` screens for the rules whose facts lie in different top-level definitions of a file
+(or in another file): KV105 (a helper and its caller), KV207 (a base class and its subclass),
+KV208 (a pool class and the function that builds it).
+
+The text pre-filter cannot cut such a file into units, so before these screens every file
+their text conditions admitted went whole through libcst (on vllm: 105 files for KV208, 70
+for KV105). Each screen reads the module's standard-library tree once and over-approximates
+its rule as the other screens do (``ast_screens``): it may say yes for code without
+findings, never no for code with one. A file whose module-wide rules all fail their screens
+goes on to the per-definition plan of its other rules.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import warnings
+from collections.abc import Iterator
+
+from linter import dependencies
+from linter.ast_screens import _builds_linear, _dotted, _flat, _names_in, _self_attr, _tail
+from linter.model.module_files import absolute_module_file, module_file
+from linter.model.twins import is_value_head_dim
+from linter.names import RESHAPE_CALLS, SEE_THROUGH, SHAPE_KEEPING, Role, is_kv_tensor_name, key_counterpart, kv_side, name_role, value_counterpart
+from linter.settings import Settings
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of ``fn``'s body that are its own: nested functions and classes are another
+    model's (``model.functions``), their decorators and defaults aside."""
+    todo = list(ast.iter_child_nodes(fn))
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, (*_FUNCTIONS, ast.ClassDef, ast.Lambda)):
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def _imported_names(tree: ast.AST) -> set[str]:
+    """Local names bound by ``from ... import`` anywhere in the file."""
+    return set(_imports(tree))
+
+
+def _imports(tree: ast.AST) -> dict[str, tuple[ast.ImportFrom, str]]:
+    """Local name -> (its ``from ... import`` statement, the imported name), anywhere in the file."""
+    return {
+        alias.asname or alias.name: (node, alias.name)
+        for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+
+
+def _imported_classes(statement: ast.ImportFrom, path: str) -> dict[str, list[ast.ClassDef]]:
+    """The top-level classes of the module ``statement`` imports from, found as
+    ``hierarchy.imported_classes`` finds it; the file is a dependency of the result."""
+    parts = statement.module.split(".") if statement.module else []
+    target = module_file(path, statement.level, parts) if statement.level else absolute_module_file(path, parts)
+    if target is None:
+        return {}
+    dependencies.stamp(target)
+    try:
+        mtime = os.stat(target).st_mtime_ns
+        hit = _OTHER_MODULES.get(target)
+        if hit is not None and hit[0] == mtime:
+            return hit[1]
+        with open(target, encoding="utf-8") as handle, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            classes = _top_classes(ast.parse(handle.read()))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    _OTHER_MODULES[target] = (mtime, classes)
+    return classes
+
+
+# Per process, as ``hierarchy`` keeps libcst's: a pool module is imported by many files.
+_OTHER_MODULES: dict[str, tuple[int, dict[str, list[ast.ClassDef]]]] = {}
+
+
+def _top_classes(tree: ast.AST) -> dict[str, list[ast.ClassDef]]:
+    found: dict[str, list[ast.ClassDef]] = {}
+    for statement in getattr(tree, "body", ()):
+        if isinstance(statement, ast.ClassDef):
+            found.setdefault(statement.name, []).append(statement)
+    return found
+
+
+# KV105 -----------------------------------------------------------------------------------
+
+
+def _cut_base(value: ast.expr) -> str | None:
+    """The name ``reshapes.reshape_of`` would take as the base of the cut ``value`` (after
+    ``strip_shape_keeping``), when it is a plain name; None when ``value`` is no cut of one."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in SHAPE_KEEPING:
+        value = value.func.value
+    if isinstance(value, ast.Subscript):
+        inner = value.value
+        while isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr in SEE_THROUGH:
+            inner = inner.func.value
+        return inner.id if isinstance(inner, ast.Name) else None
+    if isinstance(value, ast.Call) and _tail(value.func) in RESHAPE_CALLS:
+        func = value.func
+        if isinstance(func, ast.Attribute) and _dotted(func.value) not in (None, "torch", "torch.Tensor", "Tensor"):
+            return func.value.id if isinstance(func.value, ast.Name) else None
+        first = value.args[0] if value.args and not isinstance(value.args[0], ast.Starred) else None
+        return first.id if isinstance(first, ast.Name) else None
+    return None
+
+
+def _may_cut_a_parameter(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Can every ``return`` of ``fn`` be a cut of a positional parameter, directly or through
+    a name assigned before (``KeyCutByHelper._cut_parameter``, less the axis)?"""
+    positional = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args)}
+    if not positional:
+        return False
+    returns, assigned = [], {}
+    for node in _own_nodes(fn):
+        if isinstance(node, ast.Return):
+            returns.append(node)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in _flat(targets):
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).append(node.value)
+    if not returns:
+        return False
+    for statement in returns:
+        value = statement.value
+        if value is None:
+            return False
+        values = [value, *assigned.get(value.id, ())] if isinstance(value, ast.Name) else [value]
+        if not any(_cut_base(v) in positional for v in values):
+            return False
+    return True
+
+
+def kv105(tree: ast.AST, settings: Settings, path: str) -> bool:
+    """A top-level helper that may cut a parameter, called with a K tensor (a dotted name)
+    whose V twin is named in the file."""
+    helpers = {s.name for s in getattr(tree, "body", ()) if isinstance(s, _FUNCTIONS) and _may_cut_a_parameter(s)}
+    if not helpers:
+        return False
+    extra = settings.extra_pairs
+    spelled: set[str] | None = None
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in helpers):
+            continue
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            continue
+        for argument in (*node.args, *(k.value for k in node.keywords)):
+            tail = _tail(argument) if _dotted(argument) is not None else None
+            if tail is None or kv_side(tail, extra) != "k" or not is_kv_tensor_name(tail, extra):
+                continue
+            if spelled is None:
+                spelled = _names_in(tree) | {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
+            if value_counterpart(tail, extra) in spelled:
+                return True
+    return False
+
+
+# KV207 -----------------------------------------------------------------------------------
+
+
+def _direct_self_attrs(cls: ast.ClassDef) -> set[str]:
+    """Attributes the class surely defines: its methods, its class-level names, and
+    ``self.X`` assigned by a statement directly in a method's body (the rule's model sees
+    these and more, so a twin found here is one it finds too)."""
+    found = set()
+    for statement in cls.body:
+        if isinstance(statement, _FUNCTIONS):
+            found.add(statement.name)
+            for inner in statement.body:
+                if isinstance(inner, (ast.Assign, ast.AnnAssign)) and inner.value is not None:
+                    targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
+                    found.update(a for t in _flat(targets) if (a := _self_attr(t)) is not None)
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            found.update(t.id for t in _flat(targets) if isinstance(t, ast.Name))
+    return found
+
+
+def _redeclares_one_side(cls: ast.ClassDef, extra) -> bool:
+    defined = _direct_self_attrs(cls)
+    for method in cls.body:
+        if not isinstance(method, _FUNCTIONS):
+            continue
+        calls_init = any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "__init__"
+            for n in _own_nodes(method)
+        )
+        if not calls_init:
+            continue
+        for node in ast.walk(method):
+            if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None or not _builds_linear(node.value):
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in _flat(targets):
+                attr = _self_attr(target)
+                side = kv_side(attr, extra) if attr is not None else None
+                if side is None:
+                    continue
+                twin = (value_counterpart if side == "k" else key_counterpart)(attr, extra)
+                if twin is not None and twin not in defined:
+                    return True
+    return False
+
+
+def kv207(tree: ast.AST, settings: Settings, path: str) -> bool:
+    """A top-level class with a base it can inherit a projection from (a class of the module
+    or a name imported by ``from ... import``: the rule reads no other) that calls its parent's ``__init__`` and assigns one side of a K/V
+    projection pair a ``*Linear`` without the other."""
+    classes = _top_classes(tree)
+    imported: set[str] | None = None
+    extra = settings.extra_pairs
+    for same_name in classes.values():
+        for cls in same_name:
+            bases = [d for b in cls.bases if (d := _dotted(b)) is not None]
+            if not bases or not _redeclares_one_side(cls, extra):
+                continue
+            if imported is None:
+                imported = _imported_names(tree)
+            if any(b in classes or b in imported for b in bases):
+                return True
+    return False
+
+
+# KV208 -----------------------------------------------------------------------------------
+
+
+def _leaves_out_a_value_dim(cls: ast.ClassDef, call: ast.Call) -> bool:
+    """Does some ``__init__`` of ``cls`` take exactly one optional value head dim that
+    ``call`` passes neither by keyword nor by position?"""
+    for init in cls.body:
+        if not (isinstance(init, _FUNCTIONS) and init.name == "__init__"):
+            continue
+        args = init.args
+        positional = [*args.posonlyargs, *args.args]
+        defaulted = {a.arg for a in positional[len(positional) - len(args.defaults):]} if args.defaults else set()
+        defaulted.update(a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
+        params = [a.arg for a in (*positional, *args.kwonlyargs, args.vararg, args.kwarg) if a][1:]
+        optional = [(i, p) for i, p in enumerate(params) if p in defaulted and is_value_head_dim(p)]
+        if len(optional) != 1:
+            continue
+        index, param = optional[0]
+        if param not in {k.arg for k in call.keywords} and len(call.args) <= index:
+            return True
+    return False
+
+
+def kv208(tree: ast.AST, settings: Settings, path: str) -> bool:
+    """A call passing a head dim by keyword, from a function that reads a value head dim, of
+    a module class whose ``__init__`` leaves an optional value head dim out, or of a class
+    imported from a module of the tree that may define it with a value head dim."""
+    candidates = [n for n in ast.walk(tree) if _builds_with_a_head_dim(n)]
+    if not candidates:
+        return False
+    classes = _top_classes(tree)
+    imported: dict[str, tuple[ast.ImportFrom, str]] | None = None
+    for fn in ast.walk(tree):
+        if not isinstance(fn, _FUNCTIONS):
+            continue
+        # By lines: a call in a lambda or a nested class body is the enclosing function's (the
+        # rule tracks ``def`` only); one in a nested ``def`` counts for both, which only widens.
+        calls = [c for c in candidates if fn.lineno <= c.lineno <= fn.end_lineno]
+        if not calls or not any(is_value_head_dim(n) for n in _names_in(fn)):
+            continue
+        for call in calls:
+            name = call.func.id
+            if name in classes:
+                if any(_leaves_out_a_value_dim(cls, call) for cls in classes[name]):
+                    return True
+                if len(classes[name]) == 1:
+                    continue  # bound twice, the rule knows neither and looks for an import
+            if imported is None:
+                imported = _imports(tree)
+            if name in imported:
+                statement, real = imported[name]
+                if any(_leaves_out_a_value_dim(cls, call) for cls in _imported_classes(statement, path).get(real, ())):
+                    return True
+    return False
+
+
+def _builds_with_a_head_dim(node: ast.AST) -> bool:
+    """``Pool(..., head_dim=...)``: a call of a plain name passing a head dim by keyword,
+    without star arguments."""
+    return (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        and any(k.arg is not None and name_role(k.arg) is Role.HEAD_DIM for k in node.keywords)
+        and all(k.arg is not None for k in node.keywords)
+        and not any(isinstance(a, ast.Starred) for a in node.args)
+    )
+
+
+SCREENS = {"KV105": kv105, "KV207": kv207, "KV208": kv208}

@@ -1,0 +1,103 @@
+"""The module-wide screens (KV105, KV207, KV208) let a file through exactly when its rule could
+report, and a file they stop still gets its other rules' per-definition plan."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from benchmarks.equivalence import default_settings
+from linter import dependencies
+from linter.module_screens import SCREENS
+from linter.prefilter import parse_plan
+from linter.rules import rules_by_code
+from linter.runner import _lint_text, job_for
+from linter.settings import Settings
+
+HELPER = "def trim(x, n):\n    return x[:, :n]\n\n\n"
+
+
+def _screen(code: str, text: str, path: str = "<test>") -> bool:
+    return SCREENS[code](ast.parse(text), Settings(), path)
+
+
+@pytest.mark.parametrize("code", sorted(SCREENS))
+def test_every_invalid_example_passes_its_module_screen(code: str) -> None:
+    for example in rules_by_code()[code].INVALID:
+        assert _screen(code, example.code), example.code
+
+
+def test_kv105_stops_a_helper_that_builds_a_new_tensor() -> None:
+    rotary = "def rotate(x, cos):\n    return torch.cat((-x[..., 1:], x[..., :1]), -1) * cos\n\n\n"
+    caller = "def attention(q, k, v, cos):\n    k = rotate(k, cos)\n    return flash_attn_func(q, k, v)\n"
+    assert not _screen("KV105", rotary.replace("torch.cat", "").replace(" * cos", "") + caller.replace("rotate", "other"))
+    assert not _screen("KV105", "def rotate(x, cos):\n    return x, cos\n\n\n" + caller)
+    assert _screen("KV105", HELPER + caller.replace("rotate(k, cos)", "trim(k, cos)"))
+
+
+def test_kv105_needs_the_key_itself_as_the_argument() -> None:
+    assert not _screen("KV105", HELPER + "def f(q, k, v, n):\n    q = trim(q, n)\n    return flash_attn_func(q, k, v)\n")
+    # A key without its value twin anywhere in the file is no pair.
+    assert not _screen("KV105", HELPER + "def f(q, k, n):\n    return index_scores(q, trim(k, n))\n")
+
+
+def test_kv105_follows_a_returned_name_to_its_assignment() -> None:
+    narrowed = "def window(x, s, n):\n    part = x.narrow(1, s, n)\n    return part\n\n\n"
+    caller = "def f(q, k, v):\n    k = window(k, 0, 4)\n    return flash_attn_func(q, k, v)\n"
+    assert _screen("KV105", narrowed + caller)
+    assert not _screen("KV105", narrowed.replace("x.narrow(1, s, n)", "s + n") + caller)
+
+
+def test_kv207_needs_one_side_redeclared_after_the_parent_init_on_a_known_base() -> None:
+    base = "class Base(nn.Module):\n    def __init__(self, d, h, kv):\n        super().__init__()\n"
+    base += "        self.k_proj = nn.Linear(d, kv)\n        self.v_proj = nn.Linear(d, kv)\n\n\n"
+    child = "class Child(Base):\n    def __init__(self, d, h, kv):\n        super().__init__(d, h, kv)\n        self.v_proj = nn.Linear(d, h)\n"
+    assert _screen("KV207", base + child)
+    # Both sides redeclared: nothing inherited to compare with.
+    both = child + "        self.k_proj = nn.Linear(d, h)\n"
+    assert not _screen("KV207", base + both)
+    # The base is neither a class of the module nor an imported name.
+    assert not _screen("KV207", child)
+    assert _screen("KV207", "from .base import Base\n\n\n" + child)
+
+
+def test_kv208_checks_the_pool_of_the_module_and_passes_an_imported_one() -> None:
+    pool = "class Pool:\n    def __init__(self, size, head_dim, v_head_dim=None):\n        pass\n\n\n"
+    build = "def build(cfg):\n    print(cfg.v_head_dim)\n    return Pool(8, head_dim=cfg.head_dim)\n"
+    assert _screen("KV208", pool + build)
+    assert not _screen("KV208", pool + build.replace("head_dim=cfg.head_dim)", "head_dim=cfg.head_dim, v_head_dim=cfg.v_head_dim)"))
+    assert not _screen("KV208", pool + build.replace("Pool(8,", "Pool(8, 64, 32,"))
+    assert not _screen("KV208", pool + build.replace("print(cfg.v_head_dim)", "pass"))
+    assert not _screen("KV208", build)  # neither defined nor imported: the rule cannot resolve it
+
+
+def test_kv208_reads_an_imported_pool_as_the_rule_does(tmp_path) -> None:
+    package = tmp_path / "serving"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "pools.py").write_text("class Pool:\n    def __init__(self, size, head_dim, v_head_dim=None):\n        pass\n")
+    (package / "plain.py").write_text("class Pool:\n    def __init__(self, size, head_dim):\n        pass\n")
+    runner = package / "runner.py"
+    runner.write_text("")
+    build = "def build(cfg):\n    print(cfg.v_head_dim)\n    return Pool(8, head_dim=cfg.head_dim)\n"
+    for importer in ("from .pools import Pool", "from serving.pools import Pool"):
+        assert _screen("KV208", f"{importer}\n\n\n{build}", str(runner)), importer
+    # The pool's module takes no value head dim, or lies outside the linted package.
+    assert not _screen("KV208", f"from .plain import Pool\n\n\n{build}", str(runner))
+    assert not _screen("KV208", f"from sglang.pools import Pool\n\n\n{build}", str(runner))
+    # Read the way the rule reads it: the file is a dependency of the result.
+    with dependencies.collect() as reads:
+        _screen("KV208", f"from .plain import Pool\n\n\n{build}", str(runner))
+    assert str(package / "plain.py") in {path for path, _, _ in reads}
+
+
+def test_a_file_the_module_screen_stops_still_reports_through_its_other_rules() -> None:
+    # KV105's text condition holds (a helper returning a subscript, called on the key) but its
+    # screen does not (the helper returns a tuple); KV101's inline cut is still found.
+    text = ("def split_half(x):\n    return x[:1], x[1:]\n\n\n"
+            "def f(q, k, v, n):\n    a, b = split_half(k)\n    k = k[:, :n]\n    return flash_attn_func(q, k, v)\n")
+    job = job_for(default_settings())
+    assert parse_plan(text, job.rules, job.settings).module_rules == {"KV105"} and not _screen("KV105", text)
+    codes = [f.code for f in _lint_text(text, "m.py", job)]
+    assert codes == ["KV101"]
