@@ -29,9 +29,8 @@ The conditions, by rule:
 - KV201 needs a class, a ``*Linear`` constructor, and paired names;
 - KV202 needs a view/reshape/unflatten/rearrange call and paired names;
 - KV203 needs a chunk/split call and a KV-head-count name;
-- KV105 needs attention context, a paired K tensor name and a top-level function that is
-  called in the file with a K tensor name among its arguments (the whole file is parsed: the
-  helper and its caller are apart);
+- KV105 needs attention context, a paired K tensor name and a top-level function whose
+  returns can be a cut, called in the file with a K tensor name among its arguments;
 - KV106 needs a K-side scale name (``k_scale``, ``key_descale``) with its V twin;
 - KV104 needs a paired K-side name that is called, subscripted, written in place, assigned to
   its V twin, returned twice, or returned as ``self.`` attribute;
@@ -39,18 +38,23 @@ The conditions, by rule:
   and paired names;
 - KV205 needs a class, a ``*Linear`` constructor, a view/reshape call and a head-count name;
 - KV206 needs a key head-dim name with its value twin, and a view or allocation call;
-- KV207 needs a class, a ``*Linear`` constructor, ``__init__``, and either a paired K/V
-  projection name with a top-level class named again, or one K/V projection name with a
-  relative import (the base read from a sibling module); whole parse: base and subclass are apart;
+- KV207 needs a class, a ``*Linear`` constructor, ``__init__``, an assignment to a
+  ``self.`` K/V projection, and either a paired K/V projection name with a top-level class
+  named again, or one K/V projection name with a relative import (the base read from a
+  sibling module);
 - KV208 needs a value head-dim name and a head-dim keyword argument (``(head_dim=`` or
-  ``, head_dim=``); whole parse: the pool's class lies elsewhere;
+  ``, head_dim=``);
 - KV301 needs a class and a ``self.`` attribute pair.
+
+KV105, KV207 and KV208 reason across top-level definitions (a helper and its caller, a base
+and its subclass, a pool and its builder) or files, so they have no own unit: a file their
+conditions admit is left to their ``module_screens`` on its whole ``ast`` tree, and goes whole
+to libcst only when one of those says yes; otherwise the other rules' units stand.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from functools import cache, lru_cache
@@ -173,10 +177,18 @@ class _File:
         self._attention: bool | None = None
         self._reshaped_arguments: frozenset[str] | None = None
         self._views: str | None = None
+        self._code: str | None = None
 
     @property
     def extra_tails(self) -> frozenset[str]:
         return frozenset(c.rsplit(".", 1)[-1] for c in self.settings.extra_attention_callables)
+
+    @property
+    def code(self) -> str:
+        """The text reduced by ``code_only`` (computed once: ``parse_plan`` reads it too)."""
+        if self._code is None:
+            self._code = self.text if self.reduced else code_only(self.text)
+        return self._code
 
     @property
     def lower(self) -> str:
@@ -356,28 +368,36 @@ def _kv103(f: _File) -> bool:
 
 
 def _kv105(f: _File) -> bool:
-    # Attention context, a K tensor name with its V twin, and a top-level function that is
-    # called in the file as well as defined (its name followed by ``(`` twice or more). The
-    # helper and its caller may sit in different top-level definitions: KV105 has no own unit.
+    # Attention context, a K tensor name with its V twin, and a top-level function whose
+    # returns can be a cut, named again in the file (called, as far as text can tell). Which
+    # argument the call gets is left to the module screen (``module_screens.kv105``): scanning
+    # every call's arguments here cost more than parsing the few files that get this far.
     if "def" not in f.text or not f.attention_context():
         return False
     extra = f.settings.extra_pairs
     keys = [k for k in f.k_names if is_kv_tensor_name(k, extra)]
     if not keys:
         return False
-    calls = Counter(_CALLED.findall(f.text))
-    helpers = [name for name in _cut_returning_defs(f.text) if calls[name] >= 2]
+    helpers = [name for name, _ in _cut_returning_defs(f.text)]
     if not helpers:
         return False
-    # A helper call whose arguments name a K tensor (``trim(k, n)``), read in text without
-    # strings and comments, where brackets balance (KV105 has no own unit, so parse_plan
-    # decides on the raw text alone: reduce it here, for the few files that get this far).
-    text = f.text if f.reduced else code_only(f.text)
-    key_word = re.compile(rf"(?<!\w)(?:{'|'.join(map(re.escape, keys))})(?!\w)")
-    return any(
-        key_word.search(arguments) is not None
-        for name in helpers for arguments in _call_arguments(text, name)
-    )
+    # A K name between the brackets of a call of a helper, read in the text without strings
+    # and comments, where brackets balance.
+    key_word = _compiled(rf"{word_first(keys)}(?!\w)")
+    text = f.code
+    for name in helpers:
+        for call in _compiled(rf"(?<![\w.]){name}{_GAP}\(").finditer(text):
+            depth = 1
+            for bracket in _BRACKET.finditer(text, call.end()):
+                depth += 1 if bracket.group() in "([{" else -1
+                if depth == 0:
+                    break
+            if key_word.search(text, call.end(), bracket.start() if depth == 0 else len(text)):
+                return True
+    return False
+
+
+_BRACKET = re.compile(r"[()\[\]{}]")
 
 
 # A ``return`` line that can give a cut parameter: a subscript or a cutting call in it, a plain
@@ -388,13 +408,12 @@ _CUT_RETURN = re.compile(
 )
 
 
-_CALLED = re.compile(rf"(?<!\w)(\w+){_GAP}\(")
 _TOP_LEVEL_START = re.compile(r"^(?:(?:async[ \t]+)?def[ \t]+(\w+)|class\b|@)", re.MULTILINE)
 
 
-def _cut_returning_defs(text: str) -> list[str]:
-    """The top-level functions that can be KV105 helpers (every return a cut parameter), in
-    one pass: rotary and other helpers whose returns build new tensors (``torch.cat(...)``,
+def _cut_returning_defs(text: str) -> list[tuple[str, int]]:
+    """The top-level functions that can be KV105 helpers (a return that can be a cut
+    parameter), with where their definition's name ends, in one pass: rotary and other helpers whose returns build new tensors (``torch.cat(...)``,
     ``q_embed, k_embed``) cannot. A body runs to the next top-level definition (a comment in
     column 0 does not end it)."""
     starts = list(_TOP_LEVEL_START.finditer(text))
@@ -402,26 +421,8 @@ def _cut_returning_defs(text: str) -> list[str]:
     for here, after in zip(starts, [*starts[1:], None]):
         name = here.group(1)
         if name and _CUT_RETURN.search(text, here.end(), after.start() if after else len(text)):
-            found.append(name)
+            found.append((name, here.end()))
     return found
-
-
-def _call_arguments(text: str, name: str):
-    """The text between the brackets of every ``name(...)`` in reduced text (no strings or
-    comments, so brackets balance); the rest of the text when they never close."""
-    for match in re.finditer(rf"(?<![\w.]){re.escape(name)}{_GAP}\(", text):
-        depth, start = 1, match.end()
-        for i in range(start, len(text)):
-            char = text[i]
-            if char in "([{":
-                depth += 1
-            elif char in ")]}":
-                depth -= 1
-                if depth == 0:
-                    yield text[start:i]
-                    break
-        else:
-            yield text[start:]
 
 
 _TOP_LEVEL_CLASS = re.compile(r"^class[ \t]+(\w+)", re.MULTILINE)
@@ -646,7 +647,7 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
         # Old Mac line ends: code_only and segments count lines by "\n" only.
         return ParsePlan(True, rules=codes)
     module_rules = frozenset(_CODES.get(c) for c in live if c not in _OWN_UNIT)
-    code = code_only(text)
+    code = raw.code
     reduced = _File(code, settings, reduced=True)
     live = [c for c in live if c in _OWN_UNIT and c(reduced)]
     if not live:

@@ -249,7 +249,7 @@ def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
                 return []
         # A module-wide rule's screen reads the whole file, which goes whole when one passes.
         elif not plan.module_rules or not _may_report(python := _python_tree(text, path), job, plan.module_rules, path):
-            units, parsed = _screened_units(text, plan, job)
+            units, parsed = _screened_units(text, plan, job, python)
             if not units or _excerpt_is_clean(excerpt(text, units), path, job, parsed):
                 return []
     return _not_ignored(unsuppressed(_parse_and_lint(text, path, job, python), text), path, job.settings)
@@ -268,11 +268,14 @@ def _may_report(python: ast.Module | SyntaxError, job: Job, rules: frozenset[str
     return may_report(python, rules - module, job.settings)
 
 
-def _screened_units(text: str, plan: ParsePlan, job: Job) -> tuple[list[tuple[int, int]], bool]:
+def _screened_units(
+    text: str, plan: ParsePlan, job: Job, python: ast.Module | SyntaxError | None = None
+) -> tuple[list[tuple[int, int]], bool]:
     """The line ranges of the planned definitions that the ``ast`` screens of their own live
     rules let through, and whether CPython parsed every one of them.
 
-    Each definition is parsed alone (a top-level definition is a module by itself); one
+    Each definition is parsed alone (a top-level definition is a module by itself), or taken
+    from ``python``, the whole file's tree, where a module screen already built it; one
     CPython cannot parse alone is kept whole, and the excerpt's own checks decide. A class
     whose live rules all reason within one function (``METHOD_SCOPED``) is cut further: its
     header and the methods a screen lets through, nothing else.
@@ -280,33 +283,40 @@ def _screened_units(text: str, plan: ParsePlan, job: Job) -> tuple[list[tuple[in
     from linter.ast_screens import METHOD_SCOPED, reporting
 
     lines = text.split("\n")
+    whole = python.body if isinstance(python, ast.Module) else None
     kept = []
     parsed = True
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # invalid escapes and the like are not ours to report
         for (start, end), rules in zip(plan.ranges, plan.range_rules):
-            try:
-                tree = ast.parse("\n".join(lines[start:end]))
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                kept.append((start, end))
-                parsed = False
-                continue
+            # Line numbers of ``tree`` count from ``offset + 1``.
+            statements = [s for s in whole if start < _first_line(s) <= end] if whole is not None else None
+            if statements:
+                tree, offset = ast.Module(body=statements, type_ignores=[]), 0
+            else:
+                try:
+                    tree, offset = ast.parse("\n".join(lines[start:end])), start
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    kept.append((start, end))
+                    parsed = False
+                    continue
             rules = reporting(tree, rules, job.settings)
             if not rules:
                 continue
             cls = tree.body[-1] if tree.body else None
             if isinstance(cls, ast.ClassDef) and len(tree.body) == 1 and rules <= METHOD_SCOPED:
-                kept.extend(_screened_methods(cls, start, end, rules, job))
+                kept.extend(_screened_methods(cls, start, end, offset, rules, job))
             else:
                 kept.append((start, end))
     return kept, parsed
 
 
 def _screened_methods(
-    cls: ast.ClassDef, start: int, end: int, rules: frozenset[str | None], job: Job
+    cls: ast.ClassDef, start: int, end: int, offset: int, rules: frozenset[str | None], job: Job
 ) -> list[tuple[int, int]]:
-    """``cls``'s header and the methods (or nested classes) of its body that a screen of
-    ``rules`` lets through, as absolute line ranges; the whole class where it cannot be cut."""
+    """``cls`` (lines ``start``-``end``, its line numbers counted from ``offset + 1``): its
+    header and the methods (or nested classes) of its body that a screen of ``rules`` lets
+    through, as absolute line ranges; the whole class where it cannot be cut."""
     from linter.ast_screens import may_report
 
     first = _first_line(cls.body[0])
@@ -315,8 +325,8 @@ def _screened_methods(
     ranges = []
     for statement in cls.body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and may_report(statement, rules, job.settings):
-            ranges.append((start + _first_line(statement) - 1, start + statement.end_lineno))
-    return [(start, start + first - 1), *ranges] if ranges else []
+            ranges.append((offset + _first_line(statement) - 1, offset + statement.end_lineno))
+    return [(start, offset + first - 1), *ranges] if ranges else []
 
 
 def _first_line(statement: ast.stmt) -> int:

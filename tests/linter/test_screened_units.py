@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
 
 from linter.prefilter import excerpt, parse_plan
@@ -59,3 +60,13 @@ def test_a_definition_no_screen_lets_through_never_reaches_libcst() -> None:
     plan = parse_plan(text, [rules_by_code()["KV102"]], SETTINGS)
     assert plan.needed
     assert _screened_units(text, plan, JOB)[0] == []
+
+
+def test_the_whole_files_tree_gives_the_units_parsing_each_definition_alone_gives() -> None:
+    # Module-wide rules' screens build the whole tree first; the units cut from it must be the
+    # same lines, also for a class that does not start the file.
+    text = "import torch\n\n\ndef unrelated(x):\n    return x\n\n\n" + CLASS
+    plan = parse_plan(text, [rules_by_code()["KV102"]], SETTINGS)
+    alone = _screened_units(text, plan, JOB)
+    assert alone[0] and alone == _screened_units(text, plan, JOB, ast.parse(text))
+    assert "def forward" in excerpt(text, alone[0]) and "def reset" not in excerpt(text, alone[0])
