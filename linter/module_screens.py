@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Iterator
 
 from linter import dependencies
-from linter.ast_screens import _builds_linear, _dotted, _flat, _names_in, _self_attr, _tail
+from linter.ast_screens import _builds_linear, _dotted, _flat, _names_in, _self_attr, _tail, walk
 from linter.model.module_files import absolute_module_file, module_file
 from linter.model.twins import is_value_head_dim
 from linter.names import RESHAPE_CALLS, SEE_THROUGH, SHAPE_KEEPING, Role, is_kv_tensor_name, key_counterpart, kv_side, name_role, value_counterpart
@@ -44,13 +44,15 @@ def _imported_names(tree: ast.AST) -> set[str]:
     return set(_imports(tree))
 
 
-def _imports(tree: ast.AST) -> dict[str, tuple[ast.ImportFrom, str]]:
-    """Local name -> (its ``from ... import`` statement, the imported name), anywhere in the file."""
-    return {
-        alias.asname or alias.name: (node, alias.name)
-        for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-        for alias in node.names
-    }
+def _imports(tree: ast.AST) -> dict[str, list[tuple[ast.ImportFrom, str]]]:
+    """Local name -> every (``from ... import`` statement, imported name) binding it, anywhere
+    in the file."""
+    found: dict[str, list[tuple[ast.ImportFrom, str]]] = {}
+    for node in walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                found.setdefault(alias.asname or alias.name, []).append((node, alias.name))
+    return found
 
 
 def _imported_classes(statement: ast.ImportFrom, path: str) -> dict[str, list[ast.ClassDef]]:
@@ -144,7 +146,7 @@ def kv105(tree: ast.AST, settings: Settings, path: str) -> bool:
         return False
     extra = settings.extra_pairs
     spelled: set[str] | None = None
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in helpers):
             continue
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
@@ -154,7 +156,7 @@ def kv105(tree: ast.AST, settings: Settings, path: str) -> bool:
             if tail is None or kv_side(tail, extra) != "k" or not is_kv_tensor_name(tail, extra):
                 continue
             if spelled is None:
-                spelled = _names_in(tree) | {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
+                spelled = _names_in(tree) | {a.arg for a in walk(tree) if isinstance(a, ast.arg)}
             if value_counterpart(tail, extra) in spelled:
                 return True
     return False
@@ -192,7 +194,7 @@ def _redeclares_one_side(cls: ast.ClassDef, extra) -> bool:
         )
         if not calls_init:
             continue
-        for node in ast.walk(method):
+        for node in walk(method):
             if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None or not _builds_linear(node.value):
                 continue
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -253,12 +255,12 @@ def kv208(tree: ast.AST, settings: Settings, path: str) -> bool:
     """A call passing a head dim by keyword, from a function that reads a value head dim, of
     a module class whose ``__init__`` leaves an optional value head dim out, or of a class
     imported from a module of the tree that may define it with a value head dim."""
-    candidates = [n for n in ast.walk(tree) if _builds_with_a_head_dim(n)]
+    candidates = [n for n in walk(tree) if _builds_with_a_head_dim(n)]
     if not candidates:
         return False
     classes = _top_classes(tree)
-    imported: dict[str, tuple[ast.ImportFrom, str]] | None = None
-    for fn in ast.walk(tree):
+    imported: dict[str, list[tuple[ast.ImportFrom, str]]] | None = None
+    for fn in walk(tree):
         if not isinstance(fn, _FUNCTIONS):
             continue
         # By lines: a call in a lambda or a nested class body is the enclosing function's (the
@@ -275,8 +277,7 @@ def kv208(tree: ast.AST, settings: Settings, path: str) -> bool:
                     continue  # bound twice, the rule knows neither and looks for an import
             if imported is None:
                 imported = _imports(tree)
-            if name in imported:
-                statement, real = imported[name]
+            for statement, real in imported.get(name, ()):
                 if any(_leaves_out_a_value_dim(cls, call) for cls in _imported_classes(statement, path).get(real, ())):
                     return True
     return False

@@ -378,26 +378,35 @@ def _kv105(f: _File) -> bool:
     keys = [k for k in f.k_names if is_kv_tensor_name(k, extra)]
     if not keys:
         return False
-    helpers = [name for name, _ in _cut_returning_defs(f.text)]
+    helpers = [name for name, _ in _cut_returning_defs(f.text) if f.text.count(name) >= 2]
+    if len(helpers) > _MANY_HELPERS:
+        return True  # one scan per helper would cost more than the module screen's parse
     if not helpers:
         return False
-    # A K name between the brackets of a call of a helper, read in the text without strings
-    # and comments, where brackets balance.
+    # A K name between the brackets of a call of a helper. Brackets are counted in the raw
+    # text; where a quote or a comment lies before the close found, a string or comment may
+    # have ended it early, and the search runs on to the next definition line (``chunks``: a
+    # statement never crosses one).
     key_word = _compiled(rf"{word_first(keys)}(?!\w)")
-    text = f.code
+    text = f.text
     for name in helpers:
         for call in _compiled(rf"(?<![\w.]){name}{_GAP}\(").finditer(text):
-            depth = 1
-            for bracket in _BRACKET.finditer(text, call.end()):
+            start, depth = call.end(), 1
+            for bracket in _BRACKET.finditer(text, start):
                 depth += 1 if bracket.group() in "([{" else -1
                 if depth == 0:
                     break
-            if key_word.search(text, call.end(), bracket.start() if depth == 0 else len(text)):
+            end = bracket.start() if depth == 0 else len(text)
+            if any(c in text[start:end] for c in "'\"#"):
+                after = _DEFINITION.search(text, start)
+                end = after.start() if after else len(text)
+            if key_word.search(text, start, end):
                 return True
     return False
 
 
 _BRACKET = re.compile(r"[()\[\]{}]")
+_MANY_HELPERS = 8
 
 
 # A ``return`` line that can give a cut parameter: a subscript or a cutting call in it, a plain

@@ -322,11 +322,17 @@ def _screened_methods(
     first = _first_line(cls.body[0])
     if first <= cls.lineno:
         return [(start, end)]  # ``class A: ...`` on one line
-    ranges = []
-    for statement in cls.body:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and may_report(statement, rules, job.settings):
-            ranges.append((offset + _first_line(statement) - 1, offset + statement.end_lineno))
-    return [(start, offset + first - 1), *ranges] if ranges else []
+    definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    kept = [s for s in cls.body if isinstance(s, definitions) and may_report(s, rules, job.settings)]
+    # The rest of the body (attributes, ``if``/``try`` blocks that may hold methods) is kept
+    # when the screens pass it as one: findings there can pair statements with each other.
+    rest = [s for s in cls.body if not isinstance(s, definitions)]
+    if rest and may_report(ast.Module(body=rest, type_ignores=[]), rules, job.settings):
+        kept.extend(rest)
+    if not kept:
+        return []
+    kept.sort(key=_first_line)
+    return [(start, offset + first - 1), *((offset + _first_line(s) - 1, offset + s.end_lineno) for s in kept)]
 
 
 def _first_line(statement: ast.stmt) -> int:

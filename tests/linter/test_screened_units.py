@@ -70,3 +70,16 @@ def test_the_whole_files_tree_gives_the_units_parsing_each_definition_alone_give
     alone = _screened_units(text, plan, JOB)
     assert alone[0] and alone == _screened_units(text, plan, JOB, ast.parse(text))
     assert "def forward" in excerpt(text, alone[0]) and "def reset" not in excerpt(text, alone[0])
+
+
+def test_a_method_defined_under_a_class_level_if_still_reaches_libcst() -> None:
+    # Cutting a class to its methods once dropped every statement that was not a ``def``,
+    # and with it the methods an ``if``/``try`` at class level holds.
+    text = CLASS.replace("    @torch.no_grad()\n    def forward", "    if HAS_FLASH:\n        def forward").replace(
+        "        keys = cache_k", "            keys = cache_k").replace(
+        "        values = cache_v", "            values = cache_v").replace(
+        "        return F.scaled", "            return F.scaled")
+    fast = check_stdin(text.encode(), "attention.py", JOB).findings
+    slow = check_stdin(text.encode(), "attention.py", replace(JOB, prefilter=False)).findings
+    assert [f.code for f in slow] == ["KV102"]
+    assert [(f.span.row, f.message) for f in fast] == [(f.span.row, f.message) for f in slow]
