@@ -58,10 +58,19 @@ def _imports(tree: ast.AST) -> dict[str, list[tuple[ast.ImportFrom, str]]]:
 def _imported_classes(statement: ast.ImportFrom, path: str) -> dict[str, list[ast.ClassDef]]:
     """The top-level classes of the module ``statement`` imports from, found as
     ``hierarchy.imported_classes`` finds it; the file is a dependency of the result."""
+    return _imported_tops(statement, path)[0]
+
+
+def _imported_functions(statement: ast.ImportFrom, path: str) -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """The top-level functions of the module ``statement`` imports from (``hierarchy.function_at``)."""
+    return _imported_tops(statement, path)[1]
+
+
+def _imported_tops(statement: ast.ImportFrom, path: str):
     parts = statement.module.split(".") if statement.module else []
     target = module_file(path, statement.level, parts) if statement.level else absolute_module_file(path, parts)
     if target is None:
-        return {}
+        return {}, {}
     dependencies.stamp(target)
     try:
         mtime = os.stat(target).st_mtime_ns
@@ -70,15 +79,20 @@ def _imported_classes(statement: ast.ImportFrom, path: str) -> dict[str, list[as
             return hit[1]
         with open(target, encoding="utf-8") as handle, warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            classes = _top_classes(ast.parse(handle.read()))
+            tree = ast.parse(handle.read())
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
-        return {}
-    _OTHER_MODULES[target] = (mtime, classes)
-    return classes
+        return {}, {}
+    functions: dict[str, list] = {}
+    for top in tree.body:
+        if isinstance(top, _FUNCTIONS):
+            functions.setdefault(top.name, []).append(top)
+    tops = (_top_classes(tree), functions)
+    _OTHER_MODULES[target] = (mtime, tops)
+    return tops
 
 
 # Per process, as ``hierarchy`` keeps libcst's: a pool module is imported by many files.
-_OTHER_MODULES: dict[str, tuple[int, dict[str, list[ast.ClassDef]]]] = {}
+_OTHER_MODULES: dict[str, tuple[int, tuple[dict, dict]]] = {}
 
 
 def _top_classes(tree: ast.AST) -> dict[str, list[ast.ClassDef]]:
@@ -140,20 +154,36 @@ def _may_cut_a_parameter(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 def kv105(tree: ast.AST, settings: Settings, path: str) -> bool:
     """A top-level helper that may cut a parameter, called with a K tensor (a dotted name)
-    whose V twin is named in the file."""
+    whose V twin is named in the file; or a helper imported from a module of the tree that
+    may cut its first parameter, called with a K-side name first."""
     helpers = {s.name for s in getattr(tree, "body", ()) if isinstance(s, _FUNCTIONS) and _may_cut_a_parameter(s)}
-    if not helpers:
-        return False
     extra = settings.extra_pairs
+    imported: dict[str, list[tuple[ast.ImportFrom, str]]] | None = None
     spelled: set[str] | None = None
     for node in walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in helpers):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
             continue
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             continue
-        for argument in (*node.args, *(k.value for k in node.keywords)):
+        if node.func.id in helpers:
+            arguments = (*node.args, *(k.value for k in node.keywords))
+            tensor = True
+        else:
+            # An imported helper is read only for a K-side name passed first.
+            if not node.args or _dotted(node.args[0]) is None or kv_side(_tail(node.args[0]), extra) != "k":
+                continue
+            if imported is None:
+                imported = _imports(tree)
+            if not any(
+                _may_cut_a_parameter(fn)
+                for statement, real in imported.get(node.func.id, ())
+                for fn in _imported_functions(statement, path).get(real, ())
+            ):
+                continue
+            arguments, tensor = node.args[:1], False
+        for argument in arguments:
             tail = _tail(argument) if _dotted(argument) is not None else None
-            if tail is None or kv_side(tail, extra) != "k" or not is_kv_tensor_name(tail, extra):
+            if tail is None or kv_side(tail, extra) != "k" or (tensor and not is_kv_tensor_name(tail, extra)):
                 continue
             if spelled is None:
                 spelled = _names_in(tree) | {a.arg for a in walk(tree) if isinstance(a, ast.arg)}

@@ -101,3 +101,19 @@ def test_a_file_the_module_screen_stops_still_reports_through_its_other_rules() 
     assert parse_plan(text, job.rules, job.settings).module_rules == {"KV105"} and not _screen("KV105", text)
     codes = [f.code for f in _lint_text(text, "m.py", job)]
     assert codes == ["KV101"]
+
+
+def test_kv105_reads_an_imported_helper_when_a_key_is_its_first_argument(tmp_path) -> None:
+    package = tmp_path / "serving"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "utils.py").write_text("def trim(x, n):\n    return x[:, :n]\n\n\ndef rotate(x, cos):\n    return x * cos\n")
+    model = package / "model.py"
+    model.write_text("")
+    caller = "def f(q, k, v, n):\n    k = trim(k, n)\n    return flash_attn_func(q, k, v)\n"
+    for importer in ("from .utils import trim", "from serving.utils import trim"):
+        assert _screen("KV105", f"{importer}\n\n\n{caller}", str(model)), importer
+    # A helper that builds a new tensor, the key not first, or a module outside the package.
+    assert not _screen("KV105", f"from .utils import rotate as trim\n\n\n{caller}", str(model))
+    assert not _screen("KV105", "from .utils import trim\n\n\n" + caller.replace("trim(k, n)", "trim(n, k)"), str(model))
+    assert not _screen("KV105", f"from vllm.utils import trim\n\n\n{caller}", str(model))
