@@ -29,9 +29,9 @@ The conditions, by rule:
 - KV201 needs a class, a ``*Linear`` constructor, and paired names;
 - KV202 needs a view/reshape/unflatten/rearrange call and paired names;
 - KV203 needs a chunk/split call and a KV-head-count name;
-- KV105 needs attention context, a paired K tensor name and a top-level function that is
-  called in the file with a K tensor name among its arguments (the whole file is parsed: the
-  helper and its caller are apart);
+- KV105 needs attention context, a paired K tensor name and a top-level function (or a name
+  from a ``from x import`` statement) that is called in the file with a K tensor name among
+  its arguments (the whole file is parsed: the helper and its caller are apart);
 - KV106 needs a K-side scale name (``k_scale``, ``key_descale``) with its V twin;
 - KV104 needs a paired K-side name that is called, subscripted, written in place, assigned to
   its V twin, returned twice, or returned as ``self.`` attribute;
@@ -41,7 +41,8 @@ The conditions, by rule:
 - KV206 needs a key head-dim name with its value twin, and a view or allocation call;
 - KV207 needs a class, a ``*Linear`` constructor, ``__init__``, and either a paired K/V
   projection name with a top-level class named again, or one K/V projection name with a
-  relative import (the base read from a sibling module); whole parse: base and subclass are apart;
+  top-level class whose base a ``from x import`` names (the base read from that module);
+  whole parse: base and subclass are apart;
 - KV208 needs a value head-dim name and a head-dim keyword argument (``(head_dim=`` or
   ``, head_dim=``); whole parse: the pool's class lies elsewhere;
 - KV301 needs a class and a ``self.`` attribute pair.
@@ -359,7 +360,7 @@ def _kv105(f: _File) -> bool:
     # Attention context, a K tensor name with its V twin, and a top-level function that is
     # called in the file as well as defined (its name followed by ``(`` twice or more). The
     # helper and its caller may sit in different top-level definitions: KV105 has no own unit.
-    if "def" not in f.text or not f.attention_context():
+    if ("def" not in f.text and "import" not in f.text) or not f.attention_context():
         return False
     extra = f.settings.extra_pairs
     keys = [k for k in f.k_names if is_kv_tensor_name(k, extra)]
@@ -367,6 +368,8 @@ def _kv105(f: _File) -> bool:
         return False
     calls = Counter(_CALLED.findall(f.text))
     helpers = [name for name in _cut_returning_defs(f.text) if calls[name] >= 2]
+    # Or a name from a ``from x import name`` that is called (a helper read from its file).
+    helpers += [name for name in _from_imported(f.text) if calls[name] >= 1]
     if not helpers:
         return False
     # A helper call whose arguments name a K tensor (``trim(k, n)``), read in text without
@@ -389,6 +392,13 @@ _CUT_RETURN = re.compile(
 
 
 _CALLED = re.compile(rf"(?<!\w)(\w+){_GAP}\(")
+_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)", re.MULTILINE)
+
+
+def _from_imported(text: str) -> set[str]:
+    """Every identifier a ``from x import ...`` statement names (aliases included)."""
+    return {name for match in _FROM_IMPORT.finditer(text) for name in _IDENTIFIER.findall(match.group(1))}
+
 _TOP_LEVEL_START = re.compile(r"^(?:(?:async[ \t]+)?def[ \t]+(\w+)|class\b|@)", re.MULTILINE)
 
 
@@ -426,7 +436,13 @@ def _call_arguments(text: str, name: str):
 
 _TOP_LEVEL_CLASS = re.compile(r"^class[ \t]+(\w+)", re.MULTILINE)
 _SELF_ASSIGNED = re.compile(r"self\.(\w+)[ \t]*(?::[^=\n]*)?=(?!=)")
-_RELATIVE_IMPORT = re.compile(r"^[ \t]*from[ \t]+\.", re.MULTILINE)
+_CLASS_BASES = re.compile(r"^class[ \t]+\w+[ \t]*\(([^:]*)", re.MULTILINE)
+
+
+def _imports_a_base(text: str) -> bool:
+    """Does a ``from x import`` statement name a word of some top-level class's bases?"""
+    bases = {name for match in _CLASS_BASES.finditer(text) for name in _IDENTIFIER.findall(match.group(1))}
+    return bool(bases) and not bases.isdisjoint(_from_imported(text))
 
 
 def _kv207(f: _File) -> bool:
@@ -448,8 +464,9 @@ def _kv207(f: _File) -> bool:
         for name in set(_TOP_LEVEL_CLASS.findall(f.text))
     ):
         return True
-    # Or one projection of a pair, with a base imported from a sibling module (``from ..``).
-    return _RELATIVE_IMPORT.search(f.text) is not None and any(
+    # Or one projection of a pair, with a base imported from another module of the tree
+    # (``from ..llama.modeling_llama import X``, ``from transformers.models.x import X``).
+    return _imports_a_base(f.text) and any(
         kv_side(name, f.settings.extra_pairs) is not None and is_kv_projection(name)
         for part in _PROJECTION_WORDS for name in f.names_containing(part)
     )

@@ -6,6 +6,8 @@ from __future__ import annotations
 import libcst as cst
 
 from linter.model.functions import function_model, params_of
+from linter.model.hierarchy import function_at, import_sources
+from linter.names import kv_side
 from linter.pairs import dotted_name
 from linter.reshapes import (
     PIECEWISE,
@@ -22,10 +24,11 @@ from linter.triggers import ATTENTION, PAIRED, Trigger
 
 class KeyCutByHelper(KeyOnlyReshape):
     code = "KV105"
-    # A module-level helper (``def``) called on a key, in attention code, with the key's V twin.
-    trigger = Trigger(("def",), ATTENTION, PAIRED)
+    # A helper of the module (``def``) or an imported one called on a key, in attention code,
+    # with the key's V twin.
+    trigger = Trigger(("def", "import"), ATTENTION, PAIRED)
     name = "key-cut-by-helper"
-    summary = "Key passed through a helper of the module that cuts it along tokens/heads; value left whole"
+    summary = "Key passed through a helper of the module (or one it imports) that cuts it along tokens/heads; value left whole"
     what = (
         "Reads every top-level function of the module once: a helper whose every `return` gives "
         "one of its parameters sliced, narrowed or gathered along a token or head axis "
@@ -33,7 +36,10 @@ class KeyCutByHelper(KeyOnlyReshape):
         "such a helper on a key (`k = trim(k, n)`) is a cut of the key, judged as KV101 judges "
         "an inline one: reported when the key then meets its paired value in attention (a kernel "
         "call, an attention-named callee, hand-written attention) and the value was neither cut "
-        "nor passed through any helper of the module."
+        "nor passed through any helper of the module. Helpers imported from a module of the "
+        "linted tree are read from their file: by a relative import (`from .utils import trim`) "
+        "or an absolute one naming the file's own package (`from vllm.attention.utils import "
+        "trim` inside `vllm/`)."
     )
     why = (
         "A helper hides the cut from the line that pairs K and V: the key loses tokens or heads "
@@ -100,19 +106,33 @@ def sliding_attention(q, k, v, window):
 
     def visit_Module(self, node: cst.Module) -> None:
         super().visit_Module(node)
-        self._helpers = {
+        self._helpers: dict[str, cst.FunctionDef | None] = {
             statement.name.value: statement for statement in node.body if isinstance(statement, cst.FunctionDef)
+        }
+        # Helpers imported from a module of the linted tree (``from .utils import trim``,
+        # ``from vllm.attention.utils import trim``), read from their file on first use.
+        self._imported = {
+            local: source for local, source in import_sources(node, self.context.path, absolute=True).items()
+            if local not in self._helpers
         }
         self._summaries: dict[str, tuple[str, int, Reshape] | None] = {}
 
+    def _is_helper(self, call: cst.Call) -> bool:
+        return isinstance(call.func, cst.Name) and (call.func.value in self._helpers or call.func.value in self._imported)
+
     def check_scope(self, scope: Scope) -> None:
         # Only scopes that call a helper of the module can hold a helper's cut.
-        if any(isinstance(c.node.func, cst.Name) and c.node.func.value in self._helpers for c in scope.calls):
+        if any(self._is_helper(c.node) for c in scope.calls):
             super().check_scope(scope)
 
     def _call_reshape(self, call: cst.Call) -> Reshape | None:
-        if not isinstance(call.func, cst.Name) or call.func.value not in self._helpers:
+        if not self._is_helper(call):
             return None
+        if call.func.value not in self._helpers and not any(
+            (base := dotted_name(arg.value)) is not None and kv_side(base.rsplit(".", 1)[-1], self.extra_pairs) == "k"
+            for arg in call.args
+        ):
+            return None  # an imported callable is read from its file only when it may cut a key
         summary = self._summary(call.func.value)
         if summary is None:
             return None
@@ -130,7 +150,10 @@ def sliding_attention(q, k, v, window):
         """(parameter, its position, the cut) when every return of helper ``name`` is one
         parameter cut along a token/head axis."""
         if name not in self._summaries:
-            self._summaries[name] = _cut_parameter(self._helpers[name])
+            helper = self._helpers.get(name)
+            if helper is None and name in self._imported:
+                helper = function_at(*self._imported[name])
+            self._summaries[name] = None if helper is None else _cut_parameter(helper)
         return self._summaries[name]
 
     def _describe(self, reshape: Reshape, op_text: str) -> str:
@@ -147,8 +170,7 @@ def sliding_attention(q, k, v, window):
     def _through_helper(self, scope: Scope, name: str) -> bool:
         """Is ``name`` an argument of a call of any helper of the module in this scope?"""
         return any(
-            isinstance(c.node.func, cst.Name) and c.node.func.value in self._helpers
-            and any(dotted_name(arg.value) == name for arg in c.node.args)
+            self._is_helper(c.node) and any(dotted_name(arg.value) == name for arg in c.node.args)
             for c in scope.calls
         )
 
