@@ -51,9 +51,10 @@ LATENT_ATTENTION = re.compile(r"MLA|(?:^|_)mla(?:_|$)")
 _ORDERING_WRAPPERS = frozenset({"list", "tuple", "sorted", "reversed", "set"})
 # Matrix products written as calls (``torch.matmul(p, v)``, ``torch.bmm(q, k.transpose(1, 2))``).
 _MATMUL_CALLS = frozenset({"matmul", "bmm"})
-# Every product a softmax's weights may pass through: between the scores and the weighted sum
-# of einsum attention there is none (``scopes.Scope._weights_of``).
-_PRODUCT_CALLS = _MATMUL_CALLS | {"einsum", "mm"}
+# What a softmax's weights may not pass through between einsum scores and their weighted sum
+# (``scopes.Scope._weights_of``): another product, or a join with other scores (BigBird
+# concatenates the bands of several keys, then sums slices of the weights with other values).
+_PRODUCT_CALLS = _MATMUL_CALLS | {"einsum", "mm", "cat", "concat", "concatenate", "stack"}
 # Fields that hold only whitespace, brackets and punctuation: never worth descending into.
 _SKIPPED_FIELDS = frozenset({
     "lpar", "rpar", "comma", "semicolon", "leading_lines", "lines_after_decorators", "header",
@@ -124,7 +125,7 @@ class MatMul:
 
 @dataclass(frozen=True)
 class EinsumSite:
-    """An ``einsum`` whose equation could be read (``linter.einsum``)."""
+    """An ``einsum`` of two operands whose equation could be read (``linter.einsum``)."""
 
     einsum: Einsum
     order: int
@@ -290,7 +291,8 @@ class Scope:
     def _weights_of(self, expr: cst.BaseExpression, order: int, scores: cst.Call, softmax: bool = False,
                     hops: int = 0) -> bool:
         """Is ``expr`` (read at walk order ``order``) a softmax of ``scores``, through names,
-        casts, masks, dropout and scaling, but through no other matrix product?"""
+        casts, masks, dropout and scaling, but through no other matrix product and no join
+        with other scores?"""
         names, tails, reached = _reads(expr, scores)
         softmax = softmax or "softmax" in tails
         if reached:
@@ -560,7 +562,8 @@ class _Walker:
         self.scope.calls.append(CallSite(node, tail, self.order, quiet, self.branch))
         if tail == "einsum":
             einsum = einsum_of(node)
-            if einsum is not None:
+            # A product of two: attention's scores and weighted sum are nothing else.
+            if einsum is not None and len(einsum.operands) == 2:
                 self.scope.einsums.append(EinsumSite(einsum, self.order, quiet, self.branch))
         if tail in _MATMUL_CALLS:
             operands = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
