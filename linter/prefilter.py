@@ -29,9 +29,9 @@ The conditions, by rule:
 - KV201 needs a class, a ``*Linear`` constructor, and paired names;
 - KV202 needs a view/reshape/unflatten/rearrange call and paired names;
 - KV203 needs a chunk/split call and a KV-head-count name;
-- KV105 needs attention context, a paired K tensor name and a top-level function (or a name
-  from a ``from x import`` statement) that is called in the file with a K tensor name among
-  its arguments (the whole file is parsed: the helper and its caller are apart);
+- KV105 needs attention context, a paired K tensor name and a top-level function that is
+  called in the file with a K tensor name among its arguments, or a name from a ``from x
+  import`` statement called with a K tensor name first and its result assigned or passed on (the whole file is parsed: the helper and its caller are apart);
 - KV106 needs a K-side scale name (``k_scale``, ``key_descale``) with its V twin;
 - KV104 needs a paired K-side name that is called, subscripted, written in place, assigned to
   its V twin, returned twice, or returned as ``self.`` attribute;
@@ -368,19 +368,22 @@ def _kv105(f: _File) -> bool:
         return False
     calls = Counter(_CALLED.findall(f.text))
     helpers = [name for name in _cut_returning_defs(f.text) if calls[name] >= 2]
-    # Or a name from a ``from x import name`` that is called (a helper read from its file).
-    helpers += [name for name in _from_imported(f.text) if calls[name] >= 1]
-    if not helpers:
+    imported = [name for name in _from_imported(f.text) if calls[name] >= 1]
+    if not helpers and not imported:
         return False
     # A helper call whose arguments name a K tensor (``trim(k, n)``), read in text without
     # strings and comments, where brackets balance (KV105 has no own unit, so parse_plan
     # decides on the raw text alone: reduce it here, for the few files that get this far).
     text = f.text if f.reduced else code_only(f.text)
     key_word = re.compile(rf"(?<!\w)(?:{'|'.join(map(re.escape, keys))})(?!\w)")
-    return any(
-        key_word.search(arguments) is not None
-        for name in helpers for arguments in _call_arguments(text, name)
-    )
+    if any(key_word.search(arguments) is not None for name in helpers for arguments in _call_arguments(text, name)):
+        return True
+    # An imported helper (read from its file) cuts only a key passed first, and its result is
+    # assigned or passed on: ``k = trim(k, n)``, ``attn(q, trim(self.k, n), v)``.
+    if not imported:
+        return False
+    key_first = rf"{_GAP}\({_GAP}(?:\w+{_GAP}\.{_GAP})*(?:{'|'.join(map(re.escape, keys))})(?!\w|{_GAP}=(?!=))"
+    return _compiled(rf"(?:(?<![=!<>])=|[(,\[]){_GAP}{word_first(imported)}{key_first}").search(text) is not None
 
 
 # A ``return`` line that can give a cut parameter: a subscript or a cutting call in it, a plain

@@ -37,9 +37,9 @@ class KeyCutByHelper(KeyOnlyReshape):
         "an inline one: reported when the key then meets its paired value in attention (a kernel "
         "call, an attention-named callee, hand-written attention) and the value was neither cut "
         "nor passed through any helper of the module. Helpers imported from a module of the "
-        "linted tree are read from their file: by a relative import (`from .utils import trim`) "
-        "or an absolute one naming the file's own package (`from vllm.attention.utils import "
-        "trim` inside `vllm/`)."
+        "linted tree are read from their file when the key is their first argument: by a "
+        "relative import (`from .utils import trim`) or an absolute one naming the file's own "
+        "package (`from vllm.attention.utils import trim` inside `vllm/`)."
     )
     why = (
         "A helper hides the cut from the line that pairs K and V: the key loses tokens or heads "
@@ -128,15 +128,18 @@ def sliding_attention(q, k, v, window):
     def _call_reshape(self, call: cst.Call) -> Reshape | None:
         if not self._is_helper(call):
             return None
-        if call.func.value not in self._helpers and not any(
-            (base := dotted_name(arg.value)) is not None and kv_side(base.rsplit(".", 1)[-1], self.extra_pairs) == "k"
-            for arg in call.args
-        ):
-            return None  # an imported callable is read from its file only when it may cut a key
+        imported = call.func.value not in self._helpers
+        if imported and not _key_first(call, self.extra_pairs):
+            # An imported helper is read from its file only when its first argument is a key
+            # (what a cutting helper takes first; the prefilter can then tell such calls from
+            # the many imported calls that take a key somewhere, kernels and rotary alike).
+            return None
         summary = self._summary(call.func.value)
         if summary is None:
             return None
         param, index, cut = summary
+        if imported and index != 0:
+            return None
         positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
         if any(arg.star for arg in call.args):
             return None
@@ -177,6 +180,15 @@ def sliding_attention(q, k, v, window):
     def _fix(self, scope, origin, site, key, value):
         # What the helper does beyond the cut is unknown: the mirrored call is only suggested.
         return None, None
+
+
+def _key_first(call: cst.Call, extra_pairs) -> bool:
+    """``helper(k, ...)``, ``helper(self.key, ...)``: a K-side name as the first positional argument."""
+    first = call.args[0] if call.args else None
+    if first is None or first.keyword is not None or first.star:
+        return False
+    base = dotted_name(first.value)
+    return base is not None and kv_side(base.rsplit(".", 1)[-1], extra_pairs) == "k"
 
 
 def _cut_parameter(helper: cst.FunctionDef) -> tuple[str, int, Reshape] | None:
