@@ -116,24 +116,50 @@ def sliding_attention(q, k, v, window):
             if local not in self._helpers
         }
         self._summaries: dict[str, tuple[str, int, Reshape] | None] = {}
+        self._calls_helper = [False]  # per open function, the module's code first
 
     def _is_helper(self, call: cst.Call) -> bool:
         return isinstance(call.func, cst.Name) and (call.func.value in self._helpers or call.func.value in self._imported)
 
+    def _may_cut_key(self, call: cst.Call) -> bool:
+        """A call of a helper of the module, or of an imported one with a key as its first
+        argument: an imported helper is read from its file only then (what a cutting helper
+        takes first; the prefilter can then tell such calls from the many imported calls that
+        take a key somewhere, kernels and rotary alike)."""
+        if not isinstance(call.func, cst.Name):
+            return False
+        if call.func.value in self._helpers:
+            return True
+        return call.func.value in self._imported and _key_first(call, self.extra_pairs)
+
+    # Only scopes that call a helper can hold a helper's cut: the calls are noted as the
+    # traversal meets them, so the scope model (dear on large files) is built for those only.
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        self._calls_helper.append(False)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        if self._calls_helper.pop():
+            super().leave_FunctionDef(original_node)
+        else:
+            self._enclosing.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self._calls_helper[-1] and self._may_cut_key(node):
+            self._calls_helper[-1] = True
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        if self._calls_helper.pop():
+            super().leave_Module(original_node)
+
     def check_scope(self, scope: Scope) -> None:
-        # Only scopes that call a helper of the module can hold a helper's cut.
-        if any(self._is_helper(c.node) for c in scope.calls):
+        if any(self._may_cut_key(c.node) for c in scope.calls):
             super().check_scope(scope)
 
     def _call_reshape(self, call: cst.Call) -> Reshape | None:
-        if not self._is_helper(call):
+        if not self._may_cut_key(call):
             return None
         imported = call.func.value not in self._helpers
-        if imported and not _key_first(call, self.extra_pairs):
-            # An imported helper is read from its file only when its first argument is a key
-            # (what a cutting helper takes first; the prefilter can then tell such calls from
-            # the many imported calls that take a key somewhere, kernels and rotary alike).
-            return None
         summary = self._summary(call.func.value)
         if summary is None:
             return None
