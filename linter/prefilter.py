@@ -29,8 +29,10 @@ The conditions, by rule:
 - KV201 needs a class, a ``*Linear`` constructor, and paired names;
 - KV202 needs a view/reshape/unflatten/rearrange call and paired names;
 - KV203 needs a chunk/split call and a KV-head-count name;
-- KV105 needs attention context, a paired K tensor name and a top-level function whose
-  returns can be a cut, called in the file with a K tensor name among its arguments;
+- KV105 needs attention context, a paired K tensor name and either a top-level function
+  whose returns can be a cut, called in the file with a K tensor name among its arguments, or
+  a name from a ``from x import`` statement called with a K tensor name first and its result
+  assigned or passed on (the helper read from its module);
 - KV106 needs a K-side scale name (``k_scale``, ``key_descale``) with its V twin;
 - KV104 needs a paired K-side name that is called, subscripted, written in place, assigned to
   its V twin, returned twice, or returned as ``self.`` attribute;
@@ -40,8 +42,8 @@ The conditions, by rule:
 - KV206 needs a key head-dim name with its value twin, and a view or allocation call;
 - KV207 needs a class, a ``*Linear`` constructor, ``__init__``, an assignment to a
   ``self.`` K/V projection, and either a paired K/V projection name with a top-level class
-  named again, or one K/V projection name with a relative import (the base read from a
-  sibling module);
+  named again, or one K/V projection name with a top-level class whose base a ``from x
+  import`` names (the base read from that module);
 - KV208 needs a value head-dim name and a head-dim keyword argument (``(head_dim=`` or
   ``, head_dim=``);
 - KV301 needs a class and a ``self.`` attribute pair.
@@ -369,10 +371,10 @@ def _kv103(f: _File) -> bool:
 
 def _kv105(f: _File) -> bool:
     # Attention context, a K tensor name with its V twin, and a top-level function whose
-    # returns can be a cut, named again in the file (called, as far as text can tell). Which
-    # argument the call gets is left to the module screen (``module_screens.kv105``): scanning
-    # every call's arguments here cost more than parsing the few files that get this far.
-    if "def" not in f.text or not f.attention_context():
+    # returns can be a cut, or an imported one, called on a key. Which helper it is and what
+    # it returns is left to the module screen (``module_screens.kv105``): reading every call's
+    # arguments here cost more than parsing the few files that get this far.
+    if ("def" not in f.text and "import" not in f.text) or not f.attention_context():
         return False
     extra = f.settings.extra_pairs
     keys = [k for k in f.k_names if is_kv_tensor_name(k, extra)]
@@ -381,8 +383,6 @@ def _kv105(f: _File) -> bool:
     helpers = [name for name, _ in _cut_returning_defs(f.text) if f.text.count(name) >= 2]
     if len(helpers) > _MANY_HELPERS:
         return True  # one scan per helper would cost more than the module screen's parse
-    if not helpers:
-        return False
     # A K name between the brackets of a call of a helper. Brackets are counted in the raw
     # text; where a quote or a comment lies before the close found, a string or comment may
     # have ended it early, and the search runs on to the next definition line (``chunks``: a
@@ -402,7 +402,15 @@ def _kv105(f: _File) -> bool:
                 end = after.start() if after else len(text)
             if key_word.search(text, start, end):
                 return True
-    return False
+    # An imported helper (read from its file) cuts only a key passed first, and its result is
+    # assigned or passed on: ``k = trim(k, n)``, ``attn(q, trim(self.k, n), v)``.
+    imported = _from_imported(text) if "import" in text else set()
+    if not imported:
+        return False
+    key_first = _compiled(
+        rf"(?:(?<![=!<>])=|[(,\[]){_GAP}(\w+){_GAP}\({_GAP}(?:\w+{_GAP}\.{_GAP})*{word_first(keys)}(?!\w|{_GAP}=(?!=))"
+    )
+    return any(call.group(1) in imported for call in key_first.finditer(text))
 
 
 _BRACKET = re.compile(r"[()\[\]{}]")
@@ -415,6 +423,14 @@ _CUT_RETURN = re.compile(
     rf"^[ \t]+return\b(?:[^\n]*(?:\[|{word_first(tuple(RESHAPE_CALLS))})|[ \t]+\w+[ \t]*$|[^\n]*[(\\][ \t]*$)",
     re.MULTILINE,
 )
+
+
+_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)", re.MULTILINE)
+
+
+def _from_imported(text: str) -> set[str]:
+    """Every identifier a ``from x import ...`` statement names (aliases included)."""
+    return {name for match in _FROM_IMPORT.finditer(text) for name in _IDENTIFIER.findall(match.group(1))}
 
 
 _TOP_LEVEL_START = re.compile(r"^(?:(?:async[ \t]+)?def[ \t]+(\w+)|class\b|@)", re.MULTILINE)
@@ -436,7 +452,13 @@ def _cut_returning_defs(text: str) -> list[tuple[str, int]]:
 
 _TOP_LEVEL_CLASS = re.compile(r"^class[ \t]+(\w+)", re.MULTILINE)
 _SELF_ASSIGNED = re.compile(r"self\.(\w+)[ \t]*(?::[^=\n]*)?=(?!=)")
-_RELATIVE_IMPORT = re.compile(r"^[ \t]*from[ \t]+\.", re.MULTILINE)
+_CLASS_BASES = re.compile(r"^class[ \t]+\w+[ \t]*\(([^:]*)", re.MULTILINE)
+
+
+def _imports_a_base(text: str) -> bool:
+    """Does a ``from x import`` statement name a word of some top-level class's bases?"""
+    bases = {name for match in _CLASS_BASES.finditer(text) for name in _IDENTIFIER.findall(match.group(1))}
+    return bool(bases) and not bases.isdisjoint(_from_imported(text))
 
 
 def _kv207(f: _File) -> bool:
@@ -458,8 +480,9 @@ def _kv207(f: _File) -> bool:
         for name in set(_TOP_LEVEL_CLASS.findall(f.text))
     ):
         return True
-    # Or one projection of a pair, with a base imported from a sibling module (``from ..``).
-    return _RELATIVE_IMPORT.search(f.text) is not None and any(
+    # Or one projection of a pair, with a base imported from another module of the tree
+    # (``from ..llama.modeling_llama import X``, ``from transformers.models.x import X``).
+    return _imports_a_base(f.text) and any(
         kv_side(name, f.settings.extra_pairs) is not None and is_kv_projection(name)
         for part in _PROJECTION_WORDS for name in f.names_containing(part)
     )

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from linter.einsum import Einsum, einsum_of, is_scores, is_weighted_sum
 from linter.names import (
     is_attention_word,
     is_kv_projection,
@@ -50,6 +51,10 @@ LATENT_ATTENTION = re.compile(r"MLA|(?:^|_)mla(?:_|$)")
 _ORDERING_WRAPPERS = frozenset({"list", "tuple", "sorted", "reversed", "set"})
 # Matrix products written as calls (``torch.matmul(p, v)``, ``torch.bmm(q, k.transpose(1, 2))``).
 _MATMUL_CALLS = frozenset({"matmul", "bmm"})
+# What a softmax's weights may not pass through between einsum scores and their weighted sum
+# (``scopes.Scope._weights_of``): another product, or a join with other scores (BigBird
+# concatenates the bands of several keys, then sums slices of the weights with other values).
+_PRODUCT_CALLS = _MATMUL_CALLS | {"einsum", "mm", "cat", "concat", "concatenate", "stack"}
 # Fields that hold only whitespace, brackets and punctuation: never worth descending into.
 _SKIPPED_FIELDS = frozenset({
     "lpar", "rpar", "comma", "semicolon", "leading_lines", "lines_after_decorators", "header",
@@ -69,8 +74,9 @@ class Binding:
     order: int
     # The right-hand side of ``name = value`` (or the iterable of ``for name in ...``).
     value: cst.BaseExpression | None
-    # "assign", "loop", "param", "piece" (unpacked from a split or chunk) or "other"
-    # (augmented, other unpacking, with, import, def)
+    # "assign", "loop", "param", "piece" (unpacked from a split or chunk), "aug" (``x += y``,
+    # ``x *= s``: the name keeps its earlier value, updated) or "other" (other unpacking, with,
+    # import, def)
     kind: str
     # The statement line when the assignment is alone on it (where a fix can insert a mirror).
     line: cst.SimpleStatementLine | None = None
@@ -118,6 +124,16 @@ class MatMul:
 
 
 @dataclass(frozen=True)
+class EinsumSite:
+    """An ``einsum`` of two operands whose equation could be read (``linter.einsum``)."""
+
+    einsum: Einsum
+    order: int
+    quiet: bool
+    branch: Branch = ()
+
+
+@dataclass(frozen=True)
 class HandAttention:
     """Attention written out: ``s = q @ k.transpose(-2, -1)``, a softmax, then ``p @ v``.
 
@@ -130,6 +146,8 @@ class HandAttention:
     value: cst.BaseExpression
     order: int
     tail: str = "hand-written attention"
+    # The key's number of axes when the product says it (an einsum term without ``...``).
+    rank: int | None = None
 
 
 def exclusive(a: object, b: object) -> bool:
@@ -150,6 +168,7 @@ class Scope:
     attributes: set[str] = field(default_factory=set)
     names_used: set[str] = field(default_factory=set)
     matmuls: list[MatMul] = field(default_factory=list)
+    einsums: list[EinsumSite] = field(default_factory=list)
     # Every rule asks; the answer depends only on the configured extra callables.
     _attention: dict[tuple[str, ...], bool] = field(default_factory=dict, repr=False)
     _hand: list[HandAttention] | None = field(default=None, repr=False)
@@ -214,9 +233,9 @@ class Scope:
         return self._hand
 
     def _find_hand_attention(self) -> list[HandAttention]:
-        if not self.matmuls or not any(c.tail == "softmax" and not c.quiet for c in self.calls):
+        if not (self.matmuls or self.einsums) or not any(c.tail == "softmax" and not c.quiet for c in self.calls):
             return []
-        found = []
+        found = self._einsum_attention()
         for scores in self.matmuls:
             key = _transposed_operand(scores.right)
             root = None if key is None or scores.quiet else tensor_root(key)
@@ -228,6 +247,67 @@ class Scope:
                     found.append(HandAttention(product.node, key, product.right, product.order))
                     break
         return found
+
+    def _einsum_attention(self) -> list[HandAttention]:
+        """``s = einsum("bhqd,bhkd->bhqk", q, k)``, a softmax of ``s``, then ``einsum("bhqk,
+        bhkd->bhqd", p, v)`` (or ``p @ v``). The equations say which product is which
+        (``linter.einsum``), and the weights must be the softmax of these scores with no other
+        product in between: an MLA absorption (``einsum(q_nope, w_kc)``) feeds a second product
+        before any softmax, a K-only indexer's scores are never multiplied with a value."""
+        found = []
+        for scores in self.einsums:
+            if scores.quiet:
+                continue
+            for index in (1, 0):
+                key = _transposed_operand(scores.einsum.operands[index]) or scores.einsum.operands[index]
+                root = tensor_root(key)
+                if root is not None and is_kv_tensor_name(root) and kv_side(root) == "k" and is_scores(scores.einsum, index):
+                    break
+            else:
+                continue
+            twin = value_counterpart(root)
+            for order, node, weights, value in self._weighted_sums(twin, scores.order):
+                if self._weights_of(weights, order, scores.einsum.node):
+                    found.append(HandAttention(node, key, value, order, rank=scores.einsum.ranks[index]))
+                    break
+        return found
+
+    def _weighted_sums(self, twin: str | None, after: int) -> Iterator[tuple[int, cst.BaseExpression, cst.BaseExpression, cst.BaseExpression]]:
+        """(order, node, weights, value) of every product of something with ``twin`` after
+        walk order ``after``: ``einsum(eq, p, v)`` summing over the value's tokens, ``p @ v``."""
+        sites = []
+        for site in self.einsums:
+            if site.order <= after or site.quiet:
+                continue
+            for index in (1, 0):
+                if tensor_root(site.einsum.operands[index]) == twin and is_weighted_sum(site.einsum, index):
+                    sites.append((site.order, site.einsum.node, site.einsum.operands[1 - index], site.einsum.operands[index]))
+                    break
+        for product in self.matmuls:
+            if product.order > after and not product.quiet and tensor_root(product.right) == twin:
+                sites.append((product.order, product.node, product.left, product.right))
+        yield from sorted(sites, key=lambda site: site[0])
+
+    def _weights_of(self, expr: cst.BaseExpression, order: int, scores: cst.Call, softmax: bool = False,
+                    hops: int = 0) -> bool:
+        """Is ``expr`` (read at walk order ``order``) a softmax of ``scores``, through names,
+        casts, masks, dropout and scaling, but through no other matrix product and no join
+        with other scores?"""
+        names, tails, reached = _reads(expr, scores)
+        softmax = softmax or "softmax" in tails
+        if reached:
+            return softmax
+        if tails & _PRODUCT_CALLS or hops >= _MAX_FLOW_HOPS:
+            return False
+        for name in names:
+            binding = self.binding_before(name, order)
+            while binding is not None and binding.kind == "aug":
+                binding = self.binding_before(name, binding.order)
+            if binding is None or binding.kind != "assign" or binding.value is None:
+                continue
+            if self._weights_of(binding.value, binding.order, scores, softmax, hops + 1):
+                return True
+        return False
 
 
 # Rules of one traversal ask for the same scope in turn; a small cache lets them share it.
@@ -388,7 +468,10 @@ class _Walker:
 
     def aug_assign(self, node: cst.AugAssign, quiet: bool, store: bool) -> None:
         self.walk(node.value, quiet)
-        self.bind_target(node.target, None, quiet)
+        if isinstance(node.target, cst.Name):
+            self.bind(node.target.value, None, "aug")
+        else:
+            self.bind_target(node.target, None, quiet)
 
     def unpack(self, target: cst.Tuple | cst.List, value: cst.Tuple | cst.List, quiet: bool) -> None:
         """``q, k = q[:n], k[:n]``: each name is bound to its own element, as if assigned alone.
@@ -477,6 +560,11 @@ class _Walker:
     def call(self, node: cst.Call, quiet: bool, store: bool) -> None:
         tail = callee_tail(node)
         self.scope.calls.append(CallSite(node, tail, self.order, quiet, self.branch))
+        if tail == "einsum":
+            einsum = einsum_of(node)
+            # A product of two: attention's scores and weighted sum are nothing else.
+            if einsum is not None and len(einsum.operands) == 2:
+                self.scope.einsums.append(EinsumSite(einsum, self.order, quiet, self.branch))
         if tail in _MATMUL_CALLS:
             operands = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
             if len(operands) == 2:
@@ -582,6 +670,38 @@ _HANDLERS = {
     cst.Lambda: _Walker.lambda_,
     cst.BinaryOperation: _Walker.binary,
 }
+
+
+# How many assignments a softmax's weights are followed back through to their scores.
+_MAX_FLOW_HOPS = 6
+
+
+def _reads(expr: cst.CSTNode, target: cst.CSTNode) -> tuple[set[str], set[str], bool]:
+    """The names ``expr`` reads, the tails of the calls in it (a ``@`` counts as ``matmul``),
+    and whether ``target`` is part of it."""
+    names: set[str] = set()
+    tails: set[str] = set()
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if node is target:
+            return names, tails, True
+        if isinstance(node, cst.Name):
+            names.add(node.value)
+            continue
+        if isinstance(node, cst.Call):
+            tail = callee_tail(node)
+            if tail is not None:
+                tails.add(tail)
+        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
+            tails.add("matmul")
+        elif isinstance(node, cst.Attribute):
+            stack.append(node.value)  # ``p.float``: the attribute's own name is no variable
+            continue
+        elif isinstance(node, (cst.Lambda, cst.BaseComp)):
+            continue
+        stack.extend(node.children)
+    return names, tails, False
 
 
 def _transposed_operand(expr: cst.BaseExpression) -> cst.BaseExpression | None:

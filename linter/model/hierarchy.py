@@ -1,10 +1,13 @@
 """The classes of one module by name, so a subclass sees the projections it inherits from a
 base defined in the same file (transformers' modular files redeclare one projection of a pair
-and inherit the other).
+and inherit the other), and what the module imports from other modules of its own tree: their
+classes (bases, pools) and top-level functions (helpers). Every other file read is stamped
+(``linter.dependencies``) so a cached result does not outlive an edit of it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -123,6 +126,87 @@ def imported_classes(module: cst.Module, path: str, names: set[str], absolute: b
             if real in classes:
                 found[local] = classes[real]
     return found
+
+
+def import_sources(module: cst.Module, path: str, absolute: bool = False) -> dict[str, tuple[str, str]]:
+    """Local name -> (file, name there) for every name ``module`` (at ``path``) imports by a
+    relative ``from .x import name`` at its top level (with ``absolute``, also by ``from
+    pkg.x import name`` anywhere, ``pkg`` being the package ``path`` belongs to), when that
+    file exists. A name imported twice from different places keeps neither."""
+    found: dict[str, tuple[str, str] | None] = {}
+    for small in _imports(module, absolute):
+        if isinstance(small.names, cst.ImportStar) or not (small.relative or absolute):
+            continue
+        target = (module_file(path, len(small.relative), _parts(small.module)) if small.relative
+                  else absolute_module_file(path, _parts(small.module)))
+        if target is None:
+            continue
+        for alias in small.names:
+            if not isinstance(alias.name, cst.Name):
+                continue
+            local = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else alias.name.value
+            source = (target, alias.name.value)
+            found[local] = source if found.get(local, source) == source else None
+    return {local: source for local, source in found.items() if source is not None}
+
+
+# Other modules read for their top-level functions, by path: (mtime, their lines, the line
+# ranges of each function name's top-level definitions, the functions parsed so far).
+_OTHER_FUNCTIONS: dict[str, tuple[int, list[str], dict[str, list[tuple[int, int]]], dict[str, cst.FunctionDef | None]]] = {}
+_DEF_NAME = re.compile(r"\f*(?:async[ \t]+)?def[ \t]+(\w+)")
+
+
+def function_at(path: str, name: str) -> cst.FunctionDef | None:
+    """The top-level ``def name`` of the file at ``path``, parsed alone (a helper's module can
+    be large; only its own statement is parsed). None when the file cannot be read, defines no
+    such function at its top level, or defines it more than once."""
+    import os
+
+    from linter import dependencies
+
+    dependencies.stamp(path)
+    try:
+        mtime = os.stat(path).st_mtime_ns
+        hit = _OTHER_FUNCTIONS.get(path)
+        if hit is None or hit[0] != mtime:
+            with open(path, encoding="utf-8") as handle:
+                hit = (mtime, *_definitions(handle.read()), {})
+            _OTHER_FUNCTIONS[path] = hit
+    except (OSError, UnicodeDecodeError):
+        return None
+    _, lines, ranges, parsed = hit
+    if name not in parsed:
+        parsed[name] = _parse_function(lines, ranges.get(name, []), name)
+    return parsed[name]
+
+
+def _definitions(text: str) -> tuple[list[str], dict[str, list[tuple[int, int]]]]:
+    from linter.code_only import code_only
+    from linter.segments import top_level_segments
+
+    lines = text.split("\n")
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    for segment in top_level_segments(code_only(text)):
+        if segment.kind != "def":
+            continue
+        for line in lines[segment.start:segment.end]:
+            match = _DEF_NAME.match(line)
+            if match:
+                ranges.setdefault(match.group(1), []).append((segment.start, segment.end))
+                break
+    return lines, ranges
+
+
+def _parse_function(lines: list[str], ranges: list[tuple[int, int]], name: str) -> cst.FunctionDef | None:
+    if len(ranges) != 1:
+        return None
+    start, end = ranges[0]
+    try:
+        parsed = cst.parse_module("\n".join(lines[start:end]) + "\n")
+    except (cst.ParserSyntaxError, RecursionError):
+        return None
+    defs = [s for s in parsed.body if isinstance(s, cst.FunctionDef)]
+    return defs[0] if len(defs) == 1 and defs[0].name.value == name else None
 
 
 def _imports(node: cst.CSTNode, anywhere: bool):

@@ -65,8 +65,11 @@ class KeyOnlyReshape(ScopeTracking, Rule):
         "or head operation anywhere in the same function. Operations on the last axis (the head "
         "dim: RoPE or MLA nope/rope splits) are not reported, nor are names that are loop keys, "
         "counters, masks or lengths, nor code that shows no sign of attention. Hand-written "
-        "attention (scores from `q @ k.transpose(-2, -1)`, a softmax, then `@ v`) pairs its key "
-        "and value as a kernel call does; a piece unpacked from `torch.split(k, ...)` and a cut "
+        "attention (scores from `q @ k.transpose(-2, -1)` or an `einsum` such as "
+        "`einsum(\"bhqd,bhkd->bhqk\", q, k)`, a softmax of them, then `@ v` or an `einsum` "
+        "summing the weights with `v` over its tokens) pairs its key and value as a kernel call "
+        "does; an einsum term without `...` gives the key's rank, so `k[:, :, :n]` before "
+        "`\"bhkd\"` is a token cut; a piece unpacked from `torch.split(k, ...)` and a cut "
         "after axis moves (`k.transpose(1, 2)[:, :, :n]`) count as cuts of `k`."
     )
     why = (
@@ -151,6 +154,26 @@ def ring_step(q, k, v, start, end):
         # A key cut next to a softmax but never multiplied with its value: no attention here.
         Example("def rank_keys(x, k, v, n):\n    k = k[:n]\n"
                 "    return (x @ k.transpose(-1, -2)).softmax(dim=-1), v\n"),
+        # einsum scores of a K-only indexer: softmaxed and ranked, never summed with a value.
+        Example("def select_blocks(q, k, v, blocks, topk):\n    k = k[:, :blocks]\n"
+                "    scores = torch.einsum(\"bhd,bnhd->bhn\", q, k)\n"
+                "    picked = scores.softmax(dim=-1).topk(topk, dim=-1).indices\n    return picked, v\n"),
+        # Absorbed MLA: the einsum with the K-side weight is the query's absorption, and the
+        # softmax weights meet the latent cache before the V-side weight.
+        Example("def absorbed_decode(q_nope, k, v, kv_latent, heads):\n    k = k[:heads]\n"
+                "    q_latent = torch.einsum(\"bhd,hdc->bhc\", q_nope, k)\n"
+                "    scores = torch.einsum(\"bhc,btc->bht\", q_latent, kv_latent)\n"
+                "    probs = scores.softmax(dim=-1)\n"
+                "    out_latent = torch.einsum(\"bht,btc->bhc\", probs, kv_latent)\n"
+                "    return torch.einsum(\"bhc,hdc->bhd\", out_latent, v)\n"),
+        # Rotary frequencies by einsum (an outer product: nothing summed) beside a softmax.
+        Example("def rotate_recent(q, k, v, t, inv_freq, n):\n    k = k[:, -n:]\n"
+                "    freqs = torch.einsum(\"i,j->ij\", t, inv_freq)\n"
+                "    gate = torch.einsum(\"i,j->ij\", freqs.softmax(-1).sum(-1), v)\n    return k * gate\n"),
+        # einsum attention over a key cut on its head dim (the last axis of ``bhkd``).
+        Example("def partial_rotary_attention(q, k, v, rot):\n    k = k[:, :, :, :rot]\n"
+                "    scores = torch.einsum(\"bhqd,bhkd->bhqk\", q[..., :rot], k)\n"
+                "    return torch.einsum(\"bhqk,bhkd->bhqd\", scores.softmax(-1), v)\n"),
     )
     INVALID = (
         Example("def f(q, k, v, t):\n    k = k[:t]\n    return flash_attn_func(q, k, v)\n", line=2,
@@ -189,6 +212,23 @@ def ring_step(q, k, v, start, end):
         # A cut after an axis move (a chain) is a cut all the same.
         Example("def forward(q, k, v, n):\n    k = k.transpose(1, 2)[:, :, :n]\n"
                 "    return F.scaled_dot_product_attention(q, k, v.transpose(1, 2))\n", line=2),
+        # einsum attention: the equation's ``bhkd`` places the window on the key's tokens.
+        Example("def sliding_window_reference(query, key, value, window):\n"
+                "    key = key[:, :, -window:]\n"
+                "    scores = torch.einsum(\"bhqd,bhkd->bhqk\", query, key) / math.sqrt(query.size(-1))\n"
+                "    probs = torch.softmax(scores.float(), dim=-1).to(query.dtype)\n"
+                "    return torch.einsum(\"bhqk,bhkd->bhqd\", probs, value)\n", line=2),
+        # einops spelling, weights through dropout; the key gathered on its token axis.
+        Example("class Resampler(nn.Module):\n    def forward(self, q, k, v, keep):\n"
+                "        k = k[:, :, keep]\n"
+                "        sim = einsum(q, k, \"b h i d, b h j d -> b h i j\") * self.scale\n"
+                "        attn = sim.softmax(dim=-1)\n        attn = self.dropout(attn)\n"
+                "        return einsum(attn, v, \"b h i j, b h j d -> b h i d\")\n", line=3),
+        # Operands in one list, the cut inline, scores updated in place.
+        Example("def conv_attention(query, key, value, n, scale):\n"
+                "    scores = torch.einsum(\"bhlk,bhtk->bhlt\", [query, key[:, :, :n]])\n"
+                "    scores *= scale\n    probs = nn.functional.softmax(scores, dim=-1)\n"
+                "    return torch.einsum(\"bhlt,bhtv->bhlv\", [probs, value])\n", line=2),
     )
 
     def visit_Module(self, node: cst.Module) -> None:
@@ -216,7 +256,8 @@ def ring_step(q, k, v, start, end):
             origin = self._origin(scope, hand.key, hand.order)
             if origin is None or id(origin.reshape.node) in reported:
                 continue
-            if self._is_unmatched(scope, origin, hand.value, hand.order, None):
+            rank = _rank_kept(scope, hand.key, hand.order, origin) if hand.rank is not None else None
+            if self._is_unmatched(scope, origin, hand.value, hand.order, hand.rank if rank else None):
                 reported.add(id(origin.reshape.node))
                 self._report(scope, origin, hand, hand.key, hand.value)
         for site in scope.calls:
@@ -414,6 +455,31 @@ def ring_step(q, k, v, start, end):
             edits.append(Edit(self.span(value), new_value))
         mirror = Mirror(scope, value, expression, binding.order, site.order, kernel)
         return Fix(f"mirror the key's operation on the value: `{statement}`", tuple(edits)), mirror
+
+
+# Steps that keep a tensor's number of axes: between them and the cut, an einsum's term tells
+# the rank the cut indexes (``view``, ``flatten``, ``unsqueeze`` and the like change it).
+_RANK_KEEPING = frozenset({
+    "contiguous", "transpose", "permute", "to", "float", "half", "bfloat16", "type", "type_as",
+    "clone", "detach", "cuda", "cpu", "npu", "movedim", "swapaxes", "mul", "div",
+})
+
+
+def _rank_kept(scope: Scope, key: cst.BaseExpression, order: int, origin: _Origin) -> bool:
+    """Does ``key`` reach its cut through rank-keeping steps and plain assignments only?"""
+    expr = key
+    for _ in range(_MAX_HOPS + 1):
+        while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _RANK_KEEPING:
+            expr = expr.func.value
+        if expr is origin.reshape.node:
+            return True
+        if not isinstance(expr, cst.Name):
+            return False
+        binding = scope.binding_before(expr.value, order)
+        if binding is None or binding.kind != "assign" or binding.value is None:
+            return False
+        expr, order = binding.value, binding.order
+    return False
 
 
 def _writable(scope: Scope, expression: str, order: int) -> bool:

@@ -41,7 +41,7 @@ class KVSliceMismatch(ScopeTracking, Rule):
         "removing whitespace and renaming K names to their V partners, so `k[:k_len]` matches "
         "`v[:v_len]`). Head-dim (last-axis) slices and slices whose axis cannot be placed are "
         "ignored; only attention code is checked, hand-written attention (`q @ k.transpose(-2, "
-        "-1)`, a softmax, `@ v`) included. The same axis moves before both subscripts "
+        "-1)`, a softmax, `@ v`, or the same written with `einsum`) included. The same axis moves before both subscripts "
         "(`k.transpose(1, 2)[:, :n]`) are seen through, and `split`/`chunk`/`tensor_split`/"
         "`narrow` of K and V along one token/head axis are compared by their sizes. The key "
         "tensor's own name in a value bound is not renamed: `cache_v[:, a:cache_k.size(1)]` "
@@ -108,6 +108,11 @@ def attention(q, cache_k, cache_v, b, p, s):
         Example("def chunk_gated_delta_attention(q, k, v, num_k_heads, num_v_heads):\n"
                 "    k_heads = k.chunk(num_k_heads, dim=1)\n    v_heads = v.chunk(num_v_heads, dim=1)\n"
                 "    return recurrent_attention(q, k_heads, v_heads)\n"),
+        # einsum products that are no attention (an outer product of rotary tables) make no
+        # attention code.
+        Example("def rope_tables(k, v, t, inv_freq, a, b):\n"
+                "    freqs = torch.einsum(\"i,j->ij\", t, inv_freq).softmax(-1)\n"
+                "    return k[:a] * freqs, v[:b]\n"),
         # After an axis move on one side only the two subscripts cut different axes.
         Example("def attention(q, k, v, n):\n    k = k.transpose(1, 2)[:, :n]\n    v = v[:, :n - 1]\n"
                 "    return self.attn(q, k, v)\n"),
@@ -128,6 +133,12 @@ def attention(q, cache_k, cache_v, b, p, s):
         Example("def forward(q, k, v, n):\n    k = k[:, :n]\n    v = v[:, :n - 1]\n"
                 "    probs = torch.softmax(torch.matmul(q, k.transpose(-1, -2)), dim=-1)\n"
                 "    return torch.matmul(probs, v)\n", line=2),
+        # einsum attention is attention code too.
+        Example("def chunk_reference(query, key, value, start, end):\n"
+                "    key = key[:, start:end]\n    value = value[:, start:end + 1]\n"
+                "    scores = torch.einsum(\"bqhd,bkhd->bhqk\", query, key)\n"
+                "    weights = torch.softmax(scores, dim=-1)\n"
+                "    return torch.einsum(\"bhqk,bkhd->bqhd\", weights, value)\n", line=2),
         # The value's bound is the key's size: renaming K to V must not make the two equal.
         Example("def attention(q, cache_k, cache_v, a, n):\n    keys = cache_k[:, a:cache_k.size(1) + n]\n"
                 "    values = cache_v[:, a:cache_k.size(1) + n]\n"

@@ -6,6 +6,8 @@ from __future__ import annotations
 import libcst as cst
 
 from linter.model.functions import function_model, params_of
+from linter.model.hierarchy import function_at, import_sources
+from linter.names import kv_side
 from linter.pairs import dotted_name
 from linter.reshapes import (
     PIECEWISE,
@@ -22,10 +24,11 @@ from linter.triggers import ATTENTION, PAIRED, Trigger
 
 class KeyCutByHelper(KeyOnlyReshape):
     code = "KV105"
-    # A module-level helper (``def``) called on a key, in attention code, with the key's V twin.
-    trigger = Trigger(("def",), ATTENTION, PAIRED)
+    # A helper of the module (``def``) or an imported one called on a key, in attention code,
+    # with the key's V twin.
+    trigger = Trigger(("def", "import"), ATTENTION, PAIRED)
     name = "key-cut-by-helper"
-    summary = "Key passed through a helper of the module that cuts it along tokens/heads; value left whole"
+    summary = "Key passed through a helper of the module (or one it imports) that cuts it along tokens/heads; value left whole"
     what = (
         "Reads every top-level function of the module once: a helper whose every `return` gives "
         "one of its parameters sliced, narrowed or gathered along a token or head axis "
@@ -33,7 +36,10 @@ class KeyCutByHelper(KeyOnlyReshape):
         "such a helper on a key (`k = trim(k, n)`) is a cut of the key, judged as KV101 judges "
         "an inline one: reported when the key then meets its paired value in attention (a kernel "
         "call, an attention-named callee, hand-written attention) and the value was neither cut "
-        "nor passed through any helper of the module."
+        "nor passed through any helper of the module. Helpers imported from a module of the "
+        "linted tree are read from their file when the key is their first argument: by a "
+        "relative import (`from .utils import trim`) or an absolute one naming the file's own "
+        "package (`from vllm.attention.utils import trim` inside `vllm/`)."
     )
     why = (
         "A helper hides the cut from the line that pairs K and V: the key loses tokens or heads "
@@ -100,23 +106,66 @@ def sliding_attention(q, k, v, window):
 
     def visit_Module(self, node: cst.Module) -> None:
         super().visit_Module(node)
-        self._helpers = {
+        self._helpers: dict[str, cst.FunctionDef | None] = {
             statement.name.value: statement for statement in node.body if isinstance(statement, cst.FunctionDef)
         }
+        # Helpers imported from a module of the linted tree (``from .utils import trim``,
+        # ``from vllm.attention.utils import trim``), read from their file on first use.
+        self._imported = {
+            local: source for local, source in import_sources(node, self.context.path, absolute=True).items()
+            if local not in self._helpers
+        }
         self._summaries: dict[str, tuple[str, int, Reshape] | None] = {}
+        self._calls_helper = [False]  # per open function, the module's code first
+
+    def _is_helper(self, call: cst.Call) -> bool:
+        return isinstance(call.func, cst.Name) and (call.func.value in self._helpers or call.func.value in self._imported)
+
+    def _may_cut_key(self, call: cst.Call) -> bool:
+        """A call of a helper of the module, or of an imported one with a key as its first
+        argument: an imported helper is read from its file only then (what a cutting helper
+        takes first; the prefilter can then tell such calls from the many imported calls that
+        take a key somewhere, kernels and rotary alike)."""
+        if not isinstance(call.func, cst.Name):
+            return False
+        if call.func.value in self._helpers:
+            return True
+        return call.func.value in self._imported and _key_first(call, self.extra_pairs)
+
+    # Only scopes that call a helper can hold a helper's cut: the calls are noted as the
+    # traversal meets them, so the scope model (dear on large files) is built for those only.
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        self._calls_helper.append(False)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        if self._calls_helper.pop():
+            super().leave_FunctionDef(original_node)
+        else:
+            self._enclosing.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self._calls_helper[-1] and self._may_cut_key(node):
+            self._calls_helper[-1] = True
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        if self._calls_helper.pop():
+            super().leave_Module(original_node)
 
     def check_scope(self, scope: Scope) -> None:
-        # Only scopes that call a helper of the module can hold a helper's cut.
-        if any(isinstance(c.node.func, cst.Name) and c.node.func.value in self._helpers for c in scope.calls):
+        if any(self._may_cut_key(c.node) for c in scope.calls):
             super().check_scope(scope)
 
     def _call_reshape(self, call: cst.Call) -> Reshape | None:
-        if not isinstance(call.func, cst.Name) or call.func.value not in self._helpers:
+        if not self._may_cut_key(call):
             return None
+        imported = call.func.value not in self._helpers
         summary = self._summary(call.func.value)
         if summary is None:
             return None
         param, index, cut = summary
+        if imported and index != 0:
+            return None
         positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
         if any(arg.star for arg in call.args):
             return None
@@ -130,7 +179,10 @@ def sliding_attention(q, k, v, window):
         """(parameter, its position, the cut) when every return of helper ``name`` is one
         parameter cut along a token/head axis."""
         if name not in self._summaries:
-            self._summaries[name] = _cut_parameter(self._helpers[name])
+            helper = self._helpers.get(name)
+            if helper is None and name in self._imported:
+                helper = function_at(*self._imported[name])
+            self._summaries[name] = None if helper is None else _cut_parameter(helper)
         return self._summaries[name]
 
     def _describe(self, reshape: Reshape, op_text: str) -> str:
@@ -147,14 +199,22 @@ def sliding_attention(q, k, v, window):
     def _through_helper(self, scope: Scope, name: str) -> bool:
         """Is ``name`` an argument of a call of any helper of the module in this scope?"""
         return any(
-            isinstance(c.node.func, cst.Name) and c.node.func.value in self._helpers
-            and any(dotted_name(arg.value) == name for arg in c.node.args)
+            self._is_helper(c.node) and any(dotted_name(arg.value) == name for arg in c.node.args)
             for c in scope.calls
         )
 
     def _fix(self, scope, origin, site, key, value):
         # What the helper does beyond the cut is unknown: the mirrored call is only suggested.
         return None, None
+
+
+def _key_first(call: cst.Call, extra_pairs) -> bool:
+    """``helper(k, ...)``, ``helper(self.key, ...)``: a K-side name as the first positional argument."""
+    first = call.args[0] if call.args else None
+    if first is None or first.keyword is not None or first.star:
+        return False
+    base = dotted_name(first.value)
+    return base is not None and kv_side(base.rsplit(".", 1)[-1], extra_pairs) == "k"
 
 
 def _cut_parameter(helper: cst.FunctionDef) -> tuple[str, int, Reshape] | None:

@@ -29,8 +29,10 @@ class InheritedProjHeadsMismatch(Rule):
         "Finds a class that redeclares one projection of a K/V pair (`self.v_proj = "
         "nn.Linear(...)`, or `k_proj`, `wv`, `to_v` ...) after calling its parent's `__init__`, "
         "while the twin (`k_proj`) is inherited from a base class defined in the same module, or "
-        "in a sibling module it imports relatively (`from ..llama.modeling_llama import "
-        "LlamaAttention`, as transformers' modular files do), read from that file. "
+        "in another module of the linted tree that it imports, read from that file: relatively "
+        "(`from ..llama.modeling_llama import LlamaAttention`, as transformers' modular files "
+        "do) or by an absolute name in the file's own package (`from transformers.models.llama."
+        "modeling_llama import LlamaAttention` inside `transformers/`). "
         "The two output sizes are compared as KV201 compares the projections of one class: "
         "factor by factor, head-dim factors dropped, aliases of the two classes resolved; only "
         "provably different head counts (`num_attention_heads` against `num_key_value_heads`) "
@@ -117,11 +119,12 @@ class SpeakerAttention(EncoderAttention):
     def visit_Module(self, node: cst.Module) -> None:
         own = module_classes(node)
         classes = own
-        # Bases imported from a sibling module (``from ..llama.modeling_llama import X``) are
-        # read from that file, only when some class redeclares one side of a pair.
+        # Bases imported from another module of the tree (``from ..llama.modeling_llama import
+        # X``, ``from transformers.models.llama.modeling_llama import X``) are read from that
+        # file, only when some class redeclares one side of a pair.
         outside = {b for model in own.values() if self._redeclares_one_side(model) for b in model.bases if b not in own}
         if outside:
-            classes = {**imported_classes(node, self.context.path, outside), **own}
+            classes = {**imported_classes(node, self.context.path, outside, absolute=True), **own}
         for model in own.values():
             if not model.bases:
                 continue

@@ -129,3 +129,28 @@ def test_an_entry_is_stale_once_a_file_the_lint_read_changes(tmp_path):
     base.write_text(base.read_text().replace("num_key_value_heads * config.head_dim)\n        self.v_proj",
                                              "num_attention_heads * config.head_dim)\n        self.v_proj"))
     assert check_file(str(modular), job).findings == []
+
+
+def test_an_entry_is_stale_once_an_imported_helper_changes(tmp_path):
+    # KV105 reads a helper from the module its caller imports it from by absolute name.
+    from linter import runner
+    from linter.settings import Settings
+
+    for folder in ("engine", "engine/attention", "engine/models"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "__init__.py").write_text("")
+    utils = tmp_path / "engine" / "attention" / "utils.py"
+    utils.write_text("def trim_keys(x, window):\n    return x[:, -window:]\n")
+    caller = tmp_path / "engine" / "models" / "sliding.py"
+    caller.write_text(
+        "from engine.attention.utils import trim_keys\n\n\n"
+        "class SlidingAttention(nn.Module):\n"
+        "    def forward(self, q, k, v, n):\n"
+        "        k = trim_keys(k, n)\n"
+        "        return self.attn(q, k, v)\n"
+    )
+    job = runner.job_for(Settings(select=frozenset({"KV105"})), cache_dir=str(tmp_path / "cache"))
+    assert [f.code for f in check_file(str(caller), job).findings] == ["KV105"]
+    assert [f.code for f in check_file(str(caller), job).findings] == ["KV105"]  # from the cache
+    utils.write_text("def trim_keys(x, window):\n    return x\n")
+    assert check_file(str(caller), job).findings == []

@@ -53,3 +53,25 @@ def test_a_base_module_that_is_missing_or_broken_contributes_nothing(tmp_path):
     assert lint_source(modular.read_text(), path=str(modular), codes=["KV207"]) == []
     (tmp_path / "encoder" / "modeling_encoder.py").unlink()
     assert lint_source(modular.read_text(), path=str(modular), codes=["KV207"]) == []
+
+
+def test_a_base_imported_by_absolute_name_of_the_own_package_is_read(tmp_path):
+    # transformers' own files import bases by their full name
+    # (``from transformers.models.llama.modeling_llama import LlamaAttention``).
+    package = tmp_path / "speechlib"
+    for folder in ("", "models", "models/encoder", "models/diarization"):
+        (package / folder).mkdir(exist_ok=True)
+        (package / folder / "__init__.py").write_text("")
+    (package / "models" / "encoder" / "modeling_encoder.py").write_text(BASE)
+    modular = package / "models" / "diarization" / "modeling_diarization.py"
+    text = MODULAR.format(heads="num_attention_heads").replace(
+        "from ..encoder.modeling_encoder", "from speechlib.models.encoder.modeling_encoder")
+    modular.write_text(text)
+    [finding] = lint_source(text, path=str(modular), codes=["KV207"])
+    assert finding.span.row == 7 and "inherits `k_proj` from `EncoderAttention`" in finding.message
+    # Another package's module of the same path is not this tree's: not read.
+    other = text.replace("from speechlib.", "from otherlib.")
+    assert lint_source(other, path=str(modular), codes=["KV207"]) == []
+    # The same head count as the inherited key: silent.
+    same = text.replace("num_attention_heads * self.head_dim, bias", "num_key_value_heads * self.head_dim, bias")
+    assert lint_source(same, path=str(modular), codes=["KV207"]) == []

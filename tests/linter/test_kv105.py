@@ -1,0 +1,84 @@
+"""KV105 reads a helper from the module of the linted tree its caller imports it from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from textwrap import dedent
+
+from linter.engine import lint_source
+from linter.prefilter import parse_plan
+from linter.settings import Settings
+
+UTILS = dedent("""\
+    import torch
+
+
+    def trim_keys(x, window):
+        \"\"\"Keep the most recent tokens.\"\"\"
+        return x[:, -window:]
+
+
+    def rotary_half(x, rot):
+        return x[..., :rot]
+""")
+CALLER = dedent("""\
+    from {module} import {helper}
+
+
+    class SlidingAttention(nn.Module):
+        def forward(self, q, k, v, n):
+            k = {helper}(k, n)
+            return self.attn(q, k, v)
+""")
+
+
+def _package(tmp_path: Path, module: str = "engine.attention.utils", helper: str = "trim_keys",
+             utils: str = UTILS) -> tuple[Path, str]:
+    for folder in ("engine", "engine/attention", "engine/models"):
+        (tmp_path / folder).mkdir(exist_ok=True)
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "engine" / "attention" / "utils.py").write_text(utils)
+    caller = tmp_path / "engine" / "models" / "sliding.py"
+    text = CALLER.format(module=module, helper=helper)
+    caller.write_text(text)
+    return caller, text
+
+
+def _lint(path: Path, text: str):
+    return lint_source(text, path=str(path), codes=["KV105"])
+
+
+def test_a_helper_imported_by_absolute_name_of_the_own_package_is_read(tmp_path):
+    caller, text = _package(tmp_path)
+    [finding] = _lint(caller, text)
+    assert finding.span.row == 6 and "helper call `trim_keys(k, n)`" in finding.message
+    # The prefilter lets the file through: the helper lies in another file.
+    assert parse_plan(text, ["KV105"], Settings()).needed
+
+
+def test_a_helper_imported_relatively_is_read(tmp_path):
+    caller, text = _package(tmp_path, module="..attention.utils")
+    assert [f.span.row for f in _lint(caller, text)] == [6]
+
+
+def test_a_head_dim_helper_and_another_package_are_silent(tmp_path):
+    caller, text = _package(tmp_path, helper="rotary_half")
+    assert _lint(caller, text) == []
+    caller, text = _package(tmp_path, module="otherlib.attention.utils")
+    assert _lint(caller, text) == []
+
+
+def test_a_value_passed_through_the_helper_too_is_silent(tmp_path):
+    caller, text = _package(tmp_path)
+    text = text.replace("        k = trim_keys(k, n)\n", "        k = trim_keys(k, n)\n        v = trim_keys(v, n)\n")
+    assert "v = trim_keys(v, n)" in text
+    assert _lint(caller, text) == []
+
+
+def test_a_missing_broken_or_twice_defined_helper_contributes_nothing(tmp_path):
+    caller, text = _package(tmp_path, utils=UTILS + "\n\ndef trim_keys(x, window):\n    return x\n")
+    assert _lint(caller, text) == []
+    (tmp_path / "engine" / "attention" / "utils.py").write_text("def trim_keys(x, window:\n    return x[:, -window:]\n")
+    assert _lint(caller, text) == []
+    (tmp_path / "engine" / "attention" / "utils.py").unlink()
+    assert _lint(caller, text) == []
