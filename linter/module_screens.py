@@ -13,13 +13,11 @@ goes on to the per-definition plan of its other rules.
 from __future__ import annotations
 
 import ast
-import os
 import warnings
 from collections.abc import Iterator
 
-from linter import dependencies
 from linter.ast_screens import _builds_linear, _dotted, _flat, _names_in, _self_attr, _tail, walk
-from linter.model.module_files import absolute_module_file, module_file
+from linter.model.module_files import absolute_module_file, module_file, read_once
 from linter.model.twins import is_value_head_dim
 from linter.names import RESHAPE_CALLS, SEE_THROUGH, SHAPE_KEEPING, Role, is_kv_tensor_name, key_counterpart, kv_side, name_role, value_counterpart
 from linter.settings import Settings
@@ -37,11 +35,6 @@ def _own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
         if isinstance(node, (*_FUNCTIONS, ast.ClassDef, ast.Lambda)):
             continue
         todo.extend(ast.iter_child_nodes(node))
-
-
-def _imported_names(tree: ast.AST) -> set[str]:
-    """Local names bound by ``from ... import`` anywhere in the file."""
-    return set(_imports(tree))
 
 
 def _imports(tree: ast.AST) -> dict[str, list[tuple[ast.ImportFrom, str]]]:
@@ -69,30 +62,22 @@ def _imported_functions(statement: ast.ImportFrom, path: str) -> dict[str, list[
 def _imported_tops(statement: ast.ImportFrom, path: str):
     parts = statement.module.split(".") if statement.module else []
     target = module_file(path, statement.level, parts) if statement.level else absolute_module_file(path, parts)
-    if target is None:
-        return {}, {}
-    dependencies.stamp(target)
+    return ({}, {}) if target is None else read_once(target, _tops_of, ({}, {}))
+
+
+def _tops_of(text: str) -> tuple[dict[str, list[ast.ClassDef]], dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]]:
+    """A module's top-level classes and functions by name."""
     try:
-        mtime = os.stat(target).st_mtime_ns
-        hit = _OTHER_MODULES.get(target)
-        if hit is not None and hit[0] == mtime:
-            return hit[1]
-        with open(target, encoding="utf-8") as handle, warnings.catch_warnings():
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tree = ast.parse(handle.read())
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}, {}
     functions: dict[str, list] = {}
     for top in tree.body:
         if isinstance(top, _FUNCTIONS):
             functions.setdefault(top.name, []).append(top)
-    tops = (_top_classes(tree), functions)
-    _OTHER_MODULES[target] = (mtime, tops)
-    return tops
-
-
-# Per process, as ``hierarchy`` keeps libcst's: a pool module is imported by many files.
-_OTHER_MODULES: dict[str, tuple[int, tuple[dict, dict]]] = {}
+    return _top_classes(tree), functions
 
 
 def _top_classes(tree: ast.AST) -> dict[str, list[ast.ClassDef]]:
@@ -159,6 +144,7 @@ def kv105(tree: ast.AST, settings: Settings, path: str) -> bool:
     helpers = {s.name for s in getattr(tree, "body", ()) if isinstance(s, _FUNCTIONS) and _may_cut_a_parameter(s)}
     extra = settings.extra_pairs
     imported: dict[str, list[tuple[ast.ImportFrom, str]]] | None = None
+    cutting: dict[str, bool] = {}  # per imported name: may it cut its first parameter?
     spelled: set[str] | None = None
     for node in walk(tree):
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
@@ -174,11 +160,14 @@ def kv105(tree: ast.AST, settings: Settings, path: str) -> bool:
                 continue
             if imported is None:
                 imported = _imports(tree)
-            if not any(
-                _may_cut_a_parameter(fn)
-                for statement, real in imported.get(node.func.id, ())
-                for fn in _imported_functions(statement, path).get(real, ())
-            ):
+            name = node.func.id
+            if name not in cutting:
+                cutting[name] = any(
+                    _may_cut_a_parameter(fn)
+                    for statement, real in imported.get(name, ())
+                    for fn in _imported_functions(statement, path).get(real, ())
+                )
+            if not cutting[name]:
                 continue
             arguments, tensor = node.args[:1], False
         for argument in arguments:
@@ -241,10 +230,11 @@ def _redeclares_one_side(cls: ast.ClassDef, extra) -> bool:
 
 def kv207(tree: ast.AST, settings: Settings, path: str) -> bool:
     """A top-level class with a base it can inherit a projection from (a class of the module
-    or a name imported by ``from ... import``: the rule reads no other) that calls its parent's ``__init__`` and assigns one side of a K/V
-    projection pair a ``*Linear`` without the other."""
+    or a name imported by ``from ... import``: the rule reads no other) that calls its
+    parent's ``__init__`` and assigns one side of a K/V projection pair a ``*Linear`` without
+    the other."""
     classes = _top_classes(tree)
-    imported: set[str] | None = None
+    imported: dict[str, list[tuple[ast.ImportFrom, str]]] | None = None
     extra = settings.extra_pairs
     for same_name in classes.values():
         for cls in same_name:
@@ -252,7 +242,7 @@ def kv207(tree: ast.AST, settings: Settings, path: str) -> bool:
             if not bases or not _redeclares_one_side(cls, extra):
                 continue
             if imported is None:
-                imported = _imported_names(tree)
+                imported = _imports(tree)
             if any(b in classes or b in imported for b in bases):
                 return True
     return False
@@ -304,7 +294,7 @@ def kv208(tree: ast.AST, settings: Settings, path: str) -> bool:
                 if any(_leaves_out_a_value_dim(cls, call) for cls in classes[name]):
                     return True
                 if len(classes[name]) == 1:
-                    continue  # bound twice, the rule knows neither and looks for an import
+                    continue  # the rule reads that class; a name bound twice it looks up by import
             if imported is None:
                 imported = _imports(tree)
             for statement, real in imported.get(name, ()):

@@ -380,7 +380,7 @@ def _kv105(f: _File) -> bool:
     keys = [k for k in f.k_names if is_kv_tensor_name(k, extra)]
     if not keys:
         return False
-    helpers = [name for name, _ in _cut_returning_defs(f.text) if f.text.count(name) >= 2]
+    helpers = [name for name in _cut_returning_defs(f.text) if f.text.count(name) >= 2]
     if len(helpers) > _MANY_HELPERS:
         return True  # one scan per helper would cost more than the module screen's parse
     # A K name between the brackets of a call of a helper. Brackets are counted in the raw
@@ -436,17 +436,17 @@ def _from_imported(text: str) -> set[str]:
 _TOP_LEVEL_START = re.compile(r"^(?:(?:async[ \t]+)?def[ \t]+(\w+)|class\b|@)", re.MULTILINE)
 
 
-def _cut_returning_defs(text: str) -> list[tuple[str, int]]:
+def _cut_returning_defs(text: str) -> list[str]:
     """The top-level functions that can be KV105 helpers (a return that can be a cut
-    parameter), with where their definition's name ends, in one pass: rotary and other helpers whose returns build new tensors (``torch.cat(...)``,
-    ``q_embed, k_embed``) cannot. A body runs to the next top-level definition (a comment in
+    parameter), in one pass: rotary and other helpers whose returns build new tensors
+    (``torch.cat(...)``, ``q_embed, k_embed``) cannot. A body runs to the next top-level definition (a comment in
     column 0 does not end it)."""
     starts = list(_TOP_LEVEL_START.finditer(text))
     found = []
     for here, after in zip(starts, [*starts[1:], None]):
         name = here.group(1)
         if name and _CUT_RETURN.search(text, here.end(), after.start() if after else len(text)):
-            found.append((name, here.end()))
+            found.append(name)
     return found
 
 

@@ -15,7 +15,7 @@ import libcst as cst
 from linter.model.cache import cached
 from linter.model.classes import ClassModel, Projection, class_model
 from linter.model.functions import function_model
-from linter.model.module_files import absolute_module_file, module_file
+from linter.model.module_files import absolute_module_file, module_file, read_once
 
 _STORE: dict = {}
 
@@ -96,11 +96,6 @@ def resolver(*scopes: tuple[ClassModel, cst.FunctionDef]):
     return resolve
 
 
-# Modules read for their classes, by path: (mtime, classes). A subclass in a modular file
-# inherits from a class in a sibling package (``from ..glmasr.modeling_glmasr import X``).
-_OTHER_MODULES: dict[str, tuple[int, dict[str, ClassModel]]] = {}
-
-
 def imported_classes(module: cst.Module, path: str, names: set[str], absolute: bool = False) -> dict[str, ClassModel]:
     """The classes among ``names`` that ``module`` (at ``path``) imports by a relative
     ``from .x import Name`` at its top level (with ``absolute``, also ``from pkg.x import
@@ -150,9 +145,6 @@ def import_sources(module: cst.Module, path: str, absolute: bool = False) -> dic
     return {local: source for local, source in found.items() if source is not None}
 
 
-# Other modules read for their top-level functions, by path: (mtime, their lines, the line
-# ranges of each function name's top-level definitions, the functions parsed so far).
-_OTHER_FUNCTIONS: dict[str, tuple[int, list[str], dict[str, list[tuple[int, int]]], dict[str, cst.FunctionDef | None]]] = {}
 _DEF_NAME = re.compile(r"\f*(?:async[ \t]+)?def[ \t]+(\w+)")
 
 
@@ -160,24 +152,19 @@ def function_at(path: str, name: str) -> cst.FunctionDef | None:
     """The top-level ``def name`` of the file at ``path``, parsed alone (a helper's module can
     be large; only its own statement is parsed). None when the file cannot be read, defines no
     such function at its top level, or defines it more than once."""
-    import os
-
-    from linter import dependencies
-
-    dependencies.stamp(path)
-    try:
-        mtime = os.stat(path).st_mtime_ns
-        hit = _OTHER_FUNCTIONS.get(path)
-        if hit is None or hit[0] != mtime:
-            with open(path, encoding="utf-8") as handle:
-                hit = (mtime, *_definitions(handle.read()), {})
-            _OTHER_FUNCTIONS[path] = hit
-    except (OSError, UnicodeDecodeError):
+    index = read_once(path, _function_index, None)
+    if index is None:
         return None
-    _, lines, ranges, parsed = hit
+    lines, ranges, parsed = index
     if name not in parsed:
         parsed[name] = _parse_function(lines, ranges.get(name, []), name)
     return parsed[name]
+
+
+def _function_index(text: str):
+    """The file's lines, the line ranges of each top-level function name's definitions, and
+    the functions parsed so far (filled by ``function_at``)."""
+    return (*_definitions(text), {})
 
 
 def _definitions(text: str) -> tuple[list[str], dict[str, list[tuple[int, int]]]]:
@@ -239,22 +226,11 @@ def _parts(dotted: cst.Attribute | cst.Name | None) -> list[str]:
 
 
 def _classes_at(path: str | None) -> dict[str, ClassModel]:
-    if path is None:
-        return {}
-    import os
+    return {} if path is None else read_once(path, _classes_of, {})
 
-    from linter import dependencies
 
-    dependencies.stamp(path)
+def _classes_of(text: str) -> dict[str, ClassModel]:
     try:
-        mtime = os.stat(path).st_mtime_ns
-        hit = _OTHER_MODULES.get(path)
-        if hit is not None and hit[0] == mtime:
-            return hit[1]
-        with open(path, encoding="utf-8") as handle:
-            parsed = cst.parse_module(handle.read())
-    except (OSError, UnicodeDecodeError, cst.ParserSyntaxError, RecursionError):
+        return _build(cst.parse_module(text))
+    except (cst.ParserSyntaxError, RecursionError):
         return {}
-    classes = _build(parsed)
-    _OTHER_MODULES[path] = (mtime, classes)
-    return classes

@@ -1,10 +1,15 @@
-"""Where an imported module's file lies, from the importing file's path: what KV207 and KV208
-read a base class or a pool from, and what their ``ast`` screens read it from too (so both see
-the same file). No libcst here: the screens run before anything is parsed with it."""
+"""Where an imported module's file lies, from the importing file's path, and what is read from
+it: what KV105, KV207 and KV208 read a helper, a base class or a pool from, and what their
+``ast`` screens read it from too (so both see the same file). No libcst here: the screens run
+before anything is parsed with it."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 from linter import dependencies
 
@@ -39,3 +44,27 @@ def absolute_module_file(path: str, parts: list[str]) -> str | None:
     if top is None or parts[0] != os.path.basename(top):
         return None
     return module_file(os.path.join(os.path.dirname(top), "x.py"), 1, parts, must_exist=False)
+
+
+# (path, what was built from it) -> (the file's mtime, the result): a pool or helper module is
+# imported by many files of a tree, and read once per process while it is unchanged.
+_READ: dict[tuple[str, Callable], tuple[int, object]] = {}
+
+
+def read_once(path: str, build: Callable[[str], T], unreadable: T) -> T:
+    """``build`` applied to the text of the file at ``path``, computed once per process while
+    the file keeps its mtime; ``unreadable`` when it cannot be read or decoded. ``build``
+    handles its own parse errors. The file is a dependency of the lint in progress either way."""
+    dependencies.stamp(path)
+    try:
+        mtime = os.stat(path).st_mtime_ns
+        hit = _READ.get((path, build))
+        if hit is not None and hit[0] == mtime:
+            return hit[1]
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError):
+        return unreadable
+    value = build(text)
+    _READ[(path, build)] = (mtime, value)
+    return value
