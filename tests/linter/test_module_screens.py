@@ -22,6 +22,16 @@ def _screen(code: str, text: str, path: str = "<test>") -> bool:
     return SCREENS[code](ast.parse(text), Settings(), path)
 
 
+def _package(root, modules: dict[str, str], linted: str):
+    """A package ``serving`` under ``root`` with ``modules``; the (empty) linted file's path."""
+    package = root / "serving"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for name, text in {**modules, linted: ""}.items():
+        (package / name).write_text(text)
+    return package / linted
+
+
 @pytest.mark.parametrize("code", sorted(SCREENS))
 def test_every_invalid_example_passes_its_module_screen(code: str) -> None:
     for example in rules_by_code()[code].INVALID:
@@ -73,13 +83,11 @@ def test_kv208_checks_the_pool_of_the_module_and_passes_an_imported_one() -> Non
 
 
 def test_kv208_reads_an_imported_pool_as_the_rule_does(tmp_path) -> None:
-    package = tmp_path / "serving"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "pools.py").write_text("class Pool:\n    def __init__(self, size, head_dim, v_head_dim=None):\n        pass\n")
-    (package / "plain.py").write_text("class Pool:\n    def __init__(self, size, head_dim):\n        pass\n")
-    runner = package / "runner.py"
-    runner.write_text("")
+    runner = _package(tmp_path, {
+        "pools.py": "class Pool:\n    def __init__(self, size, head_dim, v_head_dim=None):\n        pass\n",
+        "plain.py": "class Pool:\n    def __init__(self, size, head_dim):\n        pass\n",
+    }, "runner.py")
+    package = runner.parent
     build = "def build(cfg):\n    print(cfg.v_head_dim)\n    return Pool(8, head_dim=cfg.head_dim)\n"
     for importer in ("from .pools import Pool", "from serving.pools import Pool"):
         assert _screen("KV208", f"{importer}\n\n\n{build}", str(runner)), importer
@@ -104,12 +112,7 @@ def test_a_file_the_module_screen_stops_still_reports_through_its_other_rules() 
 
 
 def test_kv105_reads_an_imported_helper_when_a_key_is_its_first_argument(tmp_path) -> None:
-    package = tmp_path / "serving"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "utils.py").write_text("def trim(x, n):\n    return x[:, :n]\n\n\ndef rotate(x, cos):\n    return x * cos\n")
-    model = package / "model.py"
-    model.write_text("")
+    model = _package(tmp_path, {"utils.py": "def trim(x, n):\n    return x[:, :n]\n\n\ndef rotate(x, cos):\n    return x * cos\n"}, "model.py")
     caller = "def f(q, k, v, n):\n    k = trim(k, n)\n    return flash_attn_func(q, k, v)\n"
     for importer in ("from .utils import trim", "from serving.utils import trim"):
         assert _screen("KV105", f"{importer}\n\n\n{caller}", str(model)), importer
