@@ -117,8 +117,6 @@ _LONE_CR = re.compile(r"\r(?!\n)")
 # Each alternative matches in only one way (a comment runs to its newline), so no backtracking
 # blow-up on banner lines such as ``########``.
 _GAP = r"(?:\s|\\\r?\n|#[^\n]*\n)*"
-_RESHAPE_ALT = "|".join(sorted(RESHAPE_CALLS))
-_SEE_THROUGH_ALT = "|".join(sorted(SEE_THROUGH))
 # ``narrow(k, ...)``, ``torch.narrow(self.k, ...)``: group 1 is the tail of the first positional
 # argument when that argument is a dotted name (star arguments before it are skipped).
 _ARGUMENT_RESHAPE = re.compile(
@@ -139,6 +137,12 @@ _DEFINITION = re.compile(r"\n(?=[ \t]*(?:(?:async[ \t]+)?def|class)\b|[ \t]*@)")
 # Every name ``pairs.is_kv_projection`` accepts contains one of these.
 _PROJECTION_WORDS = ("proj", "linear", "dense", "wk", "wv", "to_k", "to_v")
 _VIEW_CALLS = frozenset({"view", "reshape", "unflatten", "rearrange"})
+# Methods after which a name counts as reshaped (KV101) or cut (KV102), seen through included.
+_RESHAPED_BY = RESHAPE_CALLS | SEE_THROUGH
+_CUT_BY = SEE_THROUGH | {"split", "chunk", "tensor_split", "narrow"}
+_RETURN_SELF = re.compile(rf"return(?<![A-Za-z0-9_]return){_GAP}self{_GAP}\.{_GAP}(\w+)")
+# In-place writes through a name (KV104).
+_WRITTEN_BY = frozenset({"copy_", "index_copy", "index_copy_"})
 _SPLIT_CALLS = frozenset({"chunk", "split", "tensor_split"})
 
 
@@ -180,6 +184,8 @@ class _File:
         self._reshaped_arguments: frozenset[str] | None = None
         self._views: str | None = None
         self._code: str | None = None
+        self._followers: dict[str, frozenset[str]] = {}
+        self._returned: frozenset[str] | None = None
 
     @property
     def extra_tails(self) -> frozenset[str]:
@@ -265,34 +271,57 @@ class _File:
         # literal, so ``re`` still jumps from one occurrence of the name to the next); the
         # loop checks the rest.
         for match in _compiled(rf"{re.escape(name)}(?<![A-Za-z0-9_]{re.escape(name)}){_GAP}{pattern}").finditer(self.text):
-            start = match.start()
-            if start == 0 or not (self.text[start - 1].isalnum() or self.text[start - 1] == "_"):
+            if self._starts_word(match.start()):
                 return True
         return False
 
+    def _starts_word(self, start: int) -> bool:
+        return start == 0 or not (self.text[start - 1].isalnum() or self.text[start - 1] == "_")
+
+    def followers(self, name: str) -> frozenset[str]:
+        """What follows ``name`` anywhere in the text (past blanks, comments and line
+        continuations): ``[``, ``(``, or an attribute's name (``.view`` gives ``view``).
+
+        One scan per name answers every question about it; the pattern, built per name, is
+        shared by every file. Only the name is consumed (the rest is looked ahead), so an
+        occurrence inside another's attribute (``k.k[0]``) is still seen.
+        """
+        found = self._followers.get(name)
+        if found is None:
+            pattern = _compiled(
+                rf"{re.escape(name)}(?<![A-Za-z0-9_]{re.escape(name)})(?={_GAP}(?:([\[(])|\.{_GAP}(\w+)))"
+            )
+            found = frozenset(
+                m.group(1) or m.group(2) for m in pattern.finditer(self.text) if self._starts_word(m.start())
+            )
+            self._followers[name] = found
+        return found
+
+    @property
+    def returned_attributes(self) -> frozenset[str]:
+        """The ``x`` of every ``return self.x``."""
+        if self._returned is None:
+            self._returned = frozenset(
+                m.group(1) for m in _RETURN_SELF.finditer(self.text) if self._starts_word(m.start())
+            )
+        return self._returned
+
     def subscripted(self, name: str) -> bool:
-        return self.followed_by(name, r"\[")
+        return "[" in self.followers(name)
 
     def reshaped(self, name: str) -> bool:
-        return (
-            self.subscripted(name)
-            or self.followed_by(name, rf"\.{_GAP}(?:{_RESHAPE_ALT})\b")
-            or self.argument_reshaped(name)
-            or self.seen_through(name)
-        )
+        after = self.followers(name)
+        return "[" in after or not after.isdisjoint(_RESHAPED_BY) or self.argument_reshaped(name)
 
     def seen_through(self, name: str) -> bool:
         """``k.transpose(1, 2)[...]``: a subscript after axis-moving steps (``reshapes.see_through``).
         Any such step counts, subscripted or not: its arguments may hold brackets of any depth."""
-        return self.followed_by(name, rf"\.{_GAP}(?:{_SEE_THROUGH_ALT})\b")
+        return not self.followers(name).isdisjoint(SEE_THROUGH)
 
     def cut(self, name: str) -> bool:
         """Subscripted, seen through, or cut by KV102's split/chunk/tensor_split/narrow."""
-        return (
-            self.subscripted(name) or self.seen_through(name)
-            or self.followed_by(name, rf"\.{_GAP}(?:split|chunk|tensor_split|narrow)\b")
-            or self.argument_reshaped(name)
-        )
+        after = self.followers(name)
+        return "[" in after or not after.isdisjoint(_CUT_BY) or self.argument_reshaped(name)
 
     def argument_reshaped(self, name: str) -> bool:
         """``torch.narrow(k, ...)``, ``narrow(self.k, ...)``: a reshape whose first positional
@@ -381,40 +410,84 @@ def _kv105(f: _File) -> bool:
     if not keys:
         return False
     helpers = [name for name in _cut_returning_defs(f.text) if f.text.count(name) >= 2]
-    if len(helpers) > _MANY_HELPERS:
-        return True  # one scan per helper would cost more than the module screen's parse
     # A K name between the brackets of a call of a helper. Brackets are counted in the raw
     # text; where a quote or a comment lies before the close found, a string or comment may
     # have ended it early, and the search runs on to the next definition line (``chunks``: a
     # statement never crosses one).
-    key_word = _compiled(rf"{word_first(keys)}(?!\w)")
     text = f.text
-    for name in helpers:
-        for call in _compiled(rf"(?<![\w.]){name}{_GAP}\(").finditer(text):
-            start, depth = call.end(), 1
-            for bracket in _BRACKET.finditer(text, start):
-                depth += 1 if bracket.group() in "([{" else -1
-                if depth == 0:
-                    break
-            end = bracket.start() if depth == 0 else len(text)
+    key_word = _compiled(rf"{word_first(keys)}(?!\w)")
+    if helpers:
+        # One pattern for every helper: the names are the file's own, so nothing is reused.
+        for call in re.compile(rf"{word_first(helpers)}{_GAP}\(").finditer(text):
+            if call.start() and text[call.start() - 1] == ".":
+                continue
+            start = call.end()
+            end = _group_end(text, start)
             if any(c in text[start:end] for c in "'\"#"):
                 after = _DEFINITION.search(text, start)
                 end = after.start() if after else len(text)
             if key_word.search(text, start, end):
                 return True
     # An imported helper (read from its file) cuts only a key passed first, and its result is
-    # assigned or passed on: ``k = trim(k, n)``, ``attn(q, trim(self.k, n), v)``.
+    # assigned or passed on: ``k = trim(k, n)``, ``attn(q, trim(self.k, n), v)``. Found from
+    # the key's side (a few names, so the pattern is reused across files), the callee read
+    # back from the bracket.
     imported = _from_imported(text) if "import" in text else set()
     if not imported:
         return False
-    key_first = _compiled(
-        rf"(?:(?<![=!<>])=|[(,\[]){_GAP}(\w+){_GAP}\({_GAP}(?:\w+{_GAP}\.{_GAP})*{word_first(keys)}(?!\w|{_GAP}=(?!=))"
-    )
-    return any(call.group(1) in imported for call in key_first.finditer(text))
+    key_first = _compiled(rf"\({_GAP}(?:\w+{_GAP}\.{_GAP})*{word_first(keys)}(?!\w|{_GAP}=(?!=))")
+    for call in key_first.finditer(text):
+        end = _blank_before(text, call.start())
+        if end is None:
+            return True  # a comment may stand between the callee and its bracket
+        start = end
+        while start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            start -= 1
+        if text[start:end] in imported and _result_used(text, start):
+            return True
+    return False
 
 
+def _blank_before(text: str, at: int) -> int | None:
+    """Where the blanks and line continuations that end just before ``at`` begin; None when
+    the line before may end with a comment (it has a ``#``)."""
+    i = at
+    while i and text[i - 1] in " \t\f\r\n\\":
+        if text[i - 1] == "\n" and "#" in text[text.rfind("\n", 0, i - 1) + 1 : i - 1]:
+            return None
+        i -= 1
+    return i
+
+
+def _group_end(text: str, start: int) -> int:
+    """Where the bracket group opened just before ``start`` closes (counting brackets in the
+    text as it is), or the end of the text."""
+    close = text.find(")", start)
+    if close >= 0 and _OPENING.search(text, start, close) is None:
+        return close  # nothing nested: the common ``trim(k, n)``
+    depth = 1
+    for bracket in _BRACKET.finditer(text, start):
+        depth += 1 if bracket.group() in "([{" else -1
+        if depth == 0:
+            return bracket.start()
+    return len(text)
+
+
+def _result_used(text: str, at: int) -> bool:
+    """Is the call starting at ``at`` assigned (``=``, not ``==``) or an argument or item
+    (after ``(``, ``,`` or ``[``)? A comment that may end the line before counts as yes."""
+    if at and text[at - 1] == ".":
+        return False
+    i = _blank_before(text, at)
+    if i is None:
+        return True
+    if not i:
+        return False
+    return text[i - 1] in "(,[" or (text[i - 1] == "=" and (i == 1 or text[i - 2] not in "=!<>"))
+
+
+_OPENING = re.compile(r"[(\[{]")
 _BRACKET = re.compile(r"[()\[\]{}]")
-_MANY_HELPERS = 8
 
 
 # A ``return`` line that can give a cut parameter: a subscript or a cutting call in it, a plain
@@ -535,7 +608,6 @@ def _kv203(f: _File) -> bool:
 
 
 _RETURN = word_first(("return",))
-_IN_PLACE_WRITE = rf"\.{_GAP}(?:copy_|index_copy_?)\b"
 
 
 def _kv104(f: _File) -> bool:
@@ -543,16 +615,16 @@ def _kv104(f: _File) -> bool:
     # (``k_cache[``, ``.copy_(``), assigned to its twin (``value = key.``) or returned twice.
     extra = f.settings.extra_pairs
     for k in f.k_names:
-        if f.followed_by(k, r"\("):
+        if "(" in f.followers(k):
             return True
         if not is_kv_tensor_name(k, extra):
             continue
         v = value_counterpart(k, extra) or k
-        if f.subscripted(k) or f.followed_by(k, _IN_PLACE_WRITE) or f.followed_by(v, rf"{_GAP}={_GAP}\(*{_GAP}{k}\b"):
+        if f.subscripted(k) or not f.followers(k).isdisjoint(_WRITTEN_BY) or f.followed_by(v, rf"{_GAP}={_GAP}\(*{_GAP}{k}\b"):
             return True
         if _compiled(rf"{_RETURN}{_GAP}\(?{_GAP}(?:\w+{_GAP}\.{_GAP})*{k}{_GAP},{_GAP}(?:\w+{_GAP}\.{_GAP})*{k}\b").search(f.text):
             return True
-        if f.followed_by("return", rf"{_GAP}self{_GAP}\.{_GAP}{k}\b"):
+        if k in f.returned_attributes:
             return True
     return False
 

@@ -105,3 +105,33 @@ def test_kv208_needs_a_head_dim_keyword_not_an_assignment() -> None:
     assert parse_plan(keyword, kv208, Settings()).module_rules == {"KV208"}
     assigned = "def build(cfg):\n    head_dim = cfg.head_dim\n    return cfg.v_head_dim, head_dim\n"
     assert not parse_plan(assigned, kv208, Settings()).needed
+
+
+KV105 = [rules_by_code()["KV105"]]
+ATTENTION_CALL = "    return flash_attn_func(q, k, v)\n"
+
+
+def test_kv105_reads_every_local_helper_call_through_nested_brackets() -> None:
+    # Many helpers, and the key inside a nested argument: the call's brackets are counted.
+    helpers = "".join(f"def cut{i}(x, n):\n    return x[:, :n]\n\n\n" for i in range(12))
+    nested = helpers + "def attention(q, k, v, n):\n    k = cut7(pick(k, 0), len([n]))\n" + ATTENTION_CALL
+    assert parse_plan(nested, KV105, Settings()).module_rules == {"KV105"}
+    # Every call of every helper on something else: no key can be cut.
+    elsewhere = helpers + "def attention(q, k, v, n):\n    q = cut7(q, n)\n    n = cut3(mask, n)\n" + ATTENTION_CALL
+    assert not parse_plan(elsewhere, KV105, Settings()).needed
+
+
+def test_kv105_an_imported_helper_needs_a_key_first_and_its_result_used() -> None:
+    head = "from .windows import keep_recent\n\n\ndef attention(q, k, v, n):\n"
+    for used in ("    k = keep_recent(k, n)\n", "    out = attn(q, keep_recent(self.k, n), v)\n",
+                 "    k = (  # recent tokens only\n        keep_recent(k, n))\n"):
+        assert parse_plan(head + used + ATTENTION_CALL, KV105, Settings()).module_rules == {"KV105"}, used
+    for unused in ("    keep_recent(k, n)\n", "    ok = n == keep_recent(k, n)\n", "    k = lib.keep_recent(k, n)\n",
+                   "    q = keep_recent(q, k)\n"):
+        assert not parse_plan(head + unused + ATTENTION_CALL, KV105, Settings()).needed, unused
+
+
+def test_a_name_inside_another_names_attribute_is_still_read() -> None:
+    # ``self.k.k[0]``: the second ``k`` is subscripted although the first one's attribute is it.
+    text = "def attention(q, v, n):\n    k = self.k.k[:n]\n    return flash_attn_func(q, k, v)\n"
+    assert parse_plan(text, KV101, Settings()).needed
