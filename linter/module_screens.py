@@ -13,12 +13,14 @@ goes on to the per-definition plan of its other rules.
 from __future__ import annotations
 
 import ast
+import re
 import warnings
 from collections.abc import Iterator
 
 from linter.ast_screens import _builds_linear, _dotted, _flat, _names_in, _self_attr, _tail, walk
 from linter.model.module_files import absolute_module_file, module_file, read_once
 from linter.model.twins import is_value_head_dim
+from linter.prefilter import cut_returning_defs, identifier_set
 from linter.names import RESHAPE_CALLS, SEE_THROUGH, SHAPE_KEEPING, Role, is_kv_tensor_name, key_counterpart, kv_side, name_role, value_counterpart
 from linter.settings import Settings
 
@@ -28,24 +30,48 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 def _own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
     """The nodes of ``fn``'s body that are its own: nested functions and classes are another
     model's (``model.functions``), their decorators and defaults aside."""
-    todo = list(ast.iter_child_nodes(fn))
+    todo = _children(fn)
     while todo:
         node = todo.pop()
         yield node
-        if isinstance(node, (*_FUNCTIONS, ast.ClassDef, ast.Lambda)):
-            continue
-        todo.extend(ast.iter_child_nodes(node))
+        if not isinstance(node, (*_FUNCTIONS, ast.ClassDef, ast.Lambda)):
+            todo.extend(_children(node))
+
+
+def _children(node: ast.AST) -> list[ast.AST]:
+    """``ast.iter_child_nodes`` as a list, without its generators (as ``walk`` does)."""
+    found = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if value.__class__ is list:
+            found.extend(item for item in value if isinstance(item, ast.AST))
+        elif isinstance(value, ast.AST) and name != "ctx":
+            found.append(value)
+    return found
 
 
 def _imports(tree: ast.AST) -> dict[str, list[tuple[ast.ImportFrom, str]]]:
     """Local name -> every (``from ... import`` statement, imported name) binding it, anywhere
-    in the file."""
+    in the file (an import is a statement: expressions are not searched)."""
     found: dict[str, list[tuple[ast.ImportFrom, str]]] = {}
-    for node in walk(tree):
+    todo = list(getattr(tree, "body", ()))
+    while todo:
+        node = todo.pop()
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 found.setdefault(alias.asname or alias.name, []).append((node, alias.name))
+            continue
+        for field in _BODIES:
+            for item in getattr(node, field, ()):
+                if isinstance(item, ast.stmt):
+                    todo.append(item)
+                elif isinstance(item, (ast.ExceptHandler, ast.match_case)):
+                    todo.extend(item.body)
     return found
+
+
+# The fields of compound statements that hold statements.
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
 def _imported_classes(statement: ast.ImportFrom, path: str) -> dict[str, list[ast.ClassDef]]:
@@ -54,14 +80,27 @@ def _imported_classes(statement: ast.ImportFrom, path: str) -> dict[str, list[as
     return _imported_tops(statement, path)[0]
 
 
-def _imported_functions(statement: ast.ImportFrom, path: str) -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]:
-    """The top-level functions of the module ``statement`` imports from (``hierarchy.function_at``)."""
-    return _imported_tops(statement, path)[1]
+def _imported_helper_may_cut(statement: ast.ImportFrom, real: str, path: str) -> bool:
+    """Can the function ``real`` that ``statement`` imports cut its first parameter
+    (``hierarchy.function_at``)? Its module's text is read first: the module is parsed only
+    when it has a top-level ``def real`` with a return that can be a cut."""
+    target = _imported_file(statement, path)
+    if target is None or real not in read_once(target, _cut_returning_names, frozenset()):
+        return False
+    return any(_may_cut_a_parameter(fn) for fn in read_once(target, _tops_of, ({}, {}))[1].get(real, ()))
+
+
+def _cut_returning_names(text: str) -> frozenset[str]:
+    return frozenset(cut_returning_defs(text))
+
+
+def _imported_file(statement: ast.ImportFrom, path: str) -> str | None:
+    parts = statement.module.split(".") if statement.module else []
+    return module_file(path, statement.level, parts) if statement.level else absolute_module_file(path, parts)
 
 
 def _imported_tops(statement: ast.ImportFrom, path: str):
-    parts = statement.module.split(".") if statement.module else []
-    target = module_file(path, statement.level, parts) if statement.level else absolute_module_file(path, parts)
+    target = _imported_file(statement, path)
     return ({}, {}) if target is None else read_once(target, _tops_of, ({}, {}))
 
 
@@ -140,9 +179,16 @@ def _may_cut_a_parameter(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 def kv105(tree: ast.AST, settings: Settings, path: str) -> bool:
     """A top-level helper that may cut a parameter, called with a K tensor (a dotted name)
     whose V twin is named in the file; or a helper imported from a module of the tree that
-    may cut its first parameter, called with a K-side name first."""
-    helpers = {s.name for s in getattr(tree, "body", ()) if isinstance(s, _FUNCTIONS) and _may_cut_a_parameter(s)}
+    may cut its first parameter, called with a K-side name first.
+
+    A helper is judged only once a call passes it a key: most of a module's functions never
+    are."""
     extra = settings.extra_pairs
+    defined: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    for statement in getattr(tree, "body", ()):
+        if isinstance(statement, _FUNCTIONS):
+            defined.setdefault(statement.name, []).append(statement)
+    helper: dict[str, bool] = {}  # per top-level name: may it cut a parameter?
     imported: dict[str, list[tuple[ast.ImportFrom, str]]] | None = None
     cutting: dict[str, bool] = {}  # per imported name: may it cut its first parameter?
     spelled: set[str] | None = None
@@ -151,29 +197,29 @@ def kv105(tree: ast.AST, settings: Settings, path: str) -> bool:
             continue
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             continue
-        if node.func.id in helpers:
-            arguments = (*node.args, *(k.value for k in node.keywords))
-            tensor = True
+        keys = [
+            (i, tail) for i, argument in enumerate((*node.args, *(k.value for k in node.keywords)))
+            if _dotted(argument) is not None and kv_side(tail := _tail(argument), extra) == "k"
+        ]
+        if not keys:
+            continue
+        name = node.func.id
+        if name in defined and name not in helper:
+            helper[name] = any(_may_cut_a_parameter(fn) for fn in defined[name])
+        if helper.get(name):
+            tails = [tail for _, tail in keys if is_kv_tensor_name(tail, extra)]
         else:
             # An imported helper is read only for a K-side name passed first.
-            if not node.args or _dotted(node.args[0]) is None or kv_side(_tail(node.args[0]), extra) != "k":
+            if keys[0][0] != 0 or not node.args:
                 continue
             if imported is None:
                 imported = _imports(tree)
-            name = node.func.id
             if name not in cutting:
-                cutting[name] = any(
-                    _may_cut_a_parameter(fn)
-                    for statement, real in imported.get(name, ())
-                    for fn in _imported_functions(statement, path).get(real, ())
-                )
+                cutting[name] = any(_imported_helper_may_cut(statement, real, path) for statement, real in imported.get(name, ()))
             if not cutting[name]:
                 continue
-            arguments, tensor = node.args[:1], False
-        for argument in arguments:
-            tail = _tail(argument) if _dotted(argument) is not None else None
-            if tail is None or kv_side(tail, extra) != "k" or (tensor and not is_kv_tensor_name(tail, extra)):
-                continue
+            tails = [keys[0][1]]
+        for tail in tails:
             if spelled is None:
                 spelled = _names_in(tree) | {a.arg for a in walk(tree) if isinstance(a, ast.arg)}
             if value_counterpart(tail, extra) in spelled:
@@ -203,16 +249,12 @@ def _direct_self_attrs(cls: ast.ClassDef) -> set[str]:
 
 
 def _redeclares_one_side(cls: ast.ClassDef, extra) -> bool:
-    defined = _direct_self_attrs(cls)
+    defined: set[str] | None = None
     for method in cls.body:
         if not isinstance(method, _FUNCTIONS):
             continue
-        calls_init = any(
-            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "__init__"
-            for n in _own_nodes(method)
-        )
-        if not calls_init:
-            continue
+        # The assignments first: most methods build no projection, and need no second walk.
+        lonely = []
         for node in walk(method):
             if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None or not _builds_linear(node.value):
                 continue
@@ -220,11 +262,17 @@ def _redeclares_one_side(cls: ast.ClassDef, extra) -> bool:
             for target in _flat(targets):
                 attr = _self_attr(target)
                 side = kv_side(attr, extra) if attr is not None else None
-                if side is None:
-                    continue
-                twin = (value_counterpart if side == "k" else key_counterpart)(attr, extra)
-                if twin is not None and twin not in defined:
-                    return True
+                if side is not None and (twin := (value_counterpart if side == "k" else key_counterpart)(attr, extra)) is not None:
+                    lonely.append(twin)
+        if not lonely or not any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "__init__"
+            for n in _own_nodes(method)
+        ):
+            continue
+        if defined is None:
+            defined = _direct_self_attrs(cls)
+        if any(twin not in defined for twin in lonely):
+            return True
     return False
 
 
@@ -275,14 +323,17 @@ def kv208(tree: ast.AST, settings: Settings, path: str) -> bool:
     """A call passing a head dim by keyword, from a function that reads a value head dim, of
     a module class whose ``__init__`` leaves an optional value head dim out, or of a class
     imported from a module of the tree that may define it with a value head dim."""
-    candidates = [n for n in walk(tree) if _builds_with_a_head_dim(n)]
+    candidates, functions = [], []
+    for node in walk(tree):
+        if isinstance(node, _FUNCTIONS):
+            functions.append(node)
+        elif _builds_with_a_head_dim(node):
+            candidates.append(node)
     if not candidates:
         return False
     classes = _top_classes(tree)
     imported: dict[str, list[tuple[ast.ImportFrom, str]]] | None = None
-    for fn in walk(tree):
-        if not isinstance(fn, _FUNCTIONS):
-            continue
+    for fn in functions:
         # By lines: a call in a lambda or a nested class body is the enclosing function's (the
         # rule tracks ``def`` only); one in a nested ``def`` counts for both, which only widens.
         calls = [c for c in candidates if fn.lineno <= c.lineno <= fn.end_lineno]
@@ -298,9 +349,23 @@ def kv208(tree: ast.AST, settings: Settings, path: str) -> bool:
             if imported is None:
                 imported = _imports(tree)
             for statement, real in imported.get(name, ()):
+                target = _imported_file(statement, path)
+                # The module is parsed only when its text has the class and a value head dim.
+                if target is None or real not in read_once(target, _classes_with_a_value_dim, frozenset()):
+                    continue
                 if any(_leaves_out_a_value_dim(cls, call) for cls in _imported_classes(statement, path).get(real, ())):
                     return True
     return False
+
+
+_TOP_CLASS = re.compile(r"^class[ \t]+(\w+)", re.MULTILINE)
+
+
+def _classes_with_a_value_dim(text: str) -> frozenset[str]:
+    """A module's top-level class names, when a value head dim is named in it at all."""
+    if not any(is_value_head_dim(n) for n in identifier_set(text)):
+        return frozenset()
+    return frozenset(_TOP_CLASS.findall(text))
 
 
 def _builds_with_a_head_dim(node: ast.AST) -> bool:

@@ -186,6 +186,8 @@ class _File:
         self._code: str | None = None
         self._followers: dict[str, frozenset[str]] = {}
         self._returned: frozenset[str] | None = None
+        self._joined: str | None = None
+        self._containing: dict[tuple[str, bool], frozenset[str]] = {}
 
     @property
     def extra_tails(self) -> frozenset[str]:
@@ -364,9 +366,29 @@ class _File:
         """Every identifier with ``part`` in it (any case: ``part`` is lower case)."""
         if part not in (self.lower if ignore_case else self.text):
             return set()
-        if ignore_case:
-            return {n for n in self.identifiers if part in n.lower()}
-        return {n for n in self.identifiers if part in n}
+        key = (part, ignore_case)
+        found = self._containing.get(key)
+        if found is None:
+            found = self._containing[key] = frozenset(self._names_containing(part, ignore_case))
+        return set(found)
+
+    def _names_containing(self, part: str, ignore_case: bool) -> Iterable[str]:
+        # The identifiers, one per line, searched for ``part`` in C; each hit's line is a name.
+        # Lower-casing keeps every offset only for ASCII.
+        if self._joined is None:
+            self._joined = "\n".join(self.identifiers)
+        joined = self._joined
+        if ignore_case and not joined.isascii():
+            return (n for n in self.identifiers if part in n.lower())
+        haystack = joined.lower() if ignore_case else joined
+        names, at = [], haystack.find(part)
+        while at >= 0:
+            start = haystack.rfind("\n", 0, at) + 1
+            end = haystack.find("\n", at)
+            end = len(haystack) if end < 0 else end
+            names.append(joined[start:end])
+            at = haystack.find(part, end)
+        return names
 
 
 def _kv101(f: _File) -> bool:
@@ -409,7 +431,7 @@ def _kv105(f: _File) -> bool:
     keys = [k for k in f.k_names if is_kv_tensor_name(k, extra)]
     if not keys:
         return False
-    helpers = [name for name in _cut_returning_defs(f.text) if f.text.count(name) >= 2]
+    helpers = [name for name in cut_returning_defs(f.text) if f.text.count(name) >= 2]
     # A K name between the brackets of a call of a helper. Brackets are counted in the raw
     # text; where a quote or a comment lies before the close found, a string or comment may
     # have ended it early, and the search runs on to the next definition line (``chunks``: a
@@ -509,7 +531,7 @@ def _from_imported(text: str) -> set[str]:
 _TOP_LEVEL_START = re.compile(r"^(?:(?:async[ \t]+)?def[ \t]+(\w+)|class\b|@)", re.MULTILINE)
 
 
-def _cut_returning_defs(text: str) -> list[str]:
+def cut_returning_defs(text: str) -> list[str]:
     """The top-level functions that can be KV105 helpers (a return that can be a cut
     parameter), in one pass: rotary and other helpers whose returns build new tensors
     (``torch.cat(...)``, ``q_embed, k_embed``) cannot. A body runs to the next top-level definition (a comment in
