@@ -241,38 +241,43 @@ def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
     if not job.rules:
         return []
     python: ast.Module | SyntaxError | None = None
+    live: frozenset[str | None] | None = None  # None: every rule of the job
     if job.prefilter:
         plan = parse_plan(text, job.rules, job.settings)
         if plan.whole:
             python = _python_tree(text, path)
-            if not _may_report(python, job, plan.rules, path):
-                return []
+            live = _reporting(python, job, plan.rules, path)
         # A module-wide rule's screen reads the whole file, which goes whole when one passes.
-        elif not plan.module_rules or not _may_report(python := _python_tree(text, path), job, plan.module_rules, path):
-            units, parsed = _screened_units(text, plan, job, python)
-            if not units or _excerpt_is_clean(excerpt(text, units), path, job, parsed):
+        elif plan.module_rules and (live := _reporting(python := _python_tree(text, path), job, plan.module_rules, path)):
+            live |= _reporting(python, job, plan.rules - plan.module_rules, path)
+        else:
+            units, parsed, live = _screened_units(text, plan, job, python)
+            if not units or _excerpt_is_clean(excerpt(text, units), path, job, parsed, live):
                 return []
-    return _not_ignored(unsuppressed(_parse_and_lint(text, path, job, python), text), path, job.settings)
+        if not live:
+            return []
+    return _not_ignored(unsuppressed(_parse_and_lint(text, path, job, python, live), text), path, job.settings)
 
 
-def _may_report(python: ast.Module | SyntaxError, job: Job, rules: frozenset[str | None], path: str) -> bool:
-    """Does the ``ast`` screen of the live rules let the text through to libcst?"""
+def _reporting(python: ast.Module | SyntaxError, job: Job, rules: frozenset[str | None], path: str) -> frozenset[str | None]:
+    """The ``rules`` whose ``ast`` screens let the text through to libcst (all of them where
+    CPython cannot read it)."""
     if isinstance(python, SyntaxError):
-        return True  # CPython cannot read it; libcst gives the verdict
-    from linter.ast_screens import may_report
+        return rules  # CPython cannot read it; libcst gives the verdict
+    from linter.ast_screens import reporting
     from linter.module_screens import SCREENS
 
     module = rules & SCREENS.keys()
-    if any(SCREENS[code](python, job.settings, path) for code in module):
-        return True
-    return may_report(python, rules - module, job.settings)
+    passing = frozenset(code for code in module if SCREENS[code](python, job.settings, path))
+    return passing | reporting(python, rules - module, job.settings)
 
 
 def _screened_units(
     text: str, plan: ParsePlan, job: Job, python: ast.Module | SyntaxError | None = None
-) -> tuple[list[tuple[int, int]], bool]:
+) -> tuple[list[tuple[int, int]], bool, frozenset[str | None]]:
     """The line ranges of the planned definitions that the ``ast`` screens of their own live
-    rules let through, and whether CPython parsed every one of them.
+    rules let through, whether CPython parsed every one of them, and the rules that may still
+    report on them.
 
     Each definition is parsed alone (a top-level definition is a module by itself), or taken
     from ``python``, the whole file's tree, where a module screen already built it; one
@@ -286,6 +291,7 @@ def _screened_units(
     whole = python.body if isinstance(python, ast.Module) else None
     kept = []
     parsed = True
+    live: set[str | None] = set()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # invalid escapes and the like are not ours to report
         for (start, end), rules in zip(plan.ranges, plan.range_rules):
@@ -298,17 +304,19 @@ def _screened_units(
                     tree, offset = ast.parse("\n".join(lines[start:end])), start
                 except (SyntaxError, ValueError, RecursionError, MemoryError):
                     kept.append((start, end))
+                    live.update(rules)
                     parsed = False
                     continue
             rules = reporting(tree, rules, job.settings)
             if not rules:
                 continue
+            live.update(rules)
             cls = tree.body[-1] if tree.body else None
             if isinstance(cls, ast.ClassDef) and len(tree.body) == 1 and rules <= METHOD_SCOPED:
                 kept.extend(_screened_methods(cls, start, end, offset, rules, job))
             else:
                 kept.append((start, end))
-    return kept, parsed
+    return kept, parsed, frozenset(live)
 
 
 def _screened_methods(
@@ -340,7 +348,9 @@ def _first_line(statement: ast.stmt) -> int:
     return min(statement.lineno, *(d.lineno for d in decorators)) if decorators else statement.lineno
 
 
-def _excerpt_is_clean(excerpt: str, path: str, job: Job, parsed: bool = False) -> bool:
+def _excerpt_is_clean(
+    excerpt: str, path: str, job: Job, parsed: bool = False, rules: frozenset[str | None] | None = None
+) -> bool:
     """Do the rules report nothing on the planned definitions alone?
 
     Anything else (a finding, or an excerpt that does not parse because the cut was wrong)
@@ -349,18 +359,32 @@ def _excerpt_is_clean(excerpt: str, path: str, job: Job, parsed: bool = False) -
     """
     try:
         # Top-level statements CPython parsed one by one are safe for libcst together.
-        return not _parse_and_lint(excerpt, path, job, _PARSED if parsed else None)
+        return not _parse_and_lint(excerpt, path, job, _PARSED if parsed else None, rules)
     except _Unlintable:
         return False
+
+
+def _classes_of(job: Job, rules: frozenset[str | None]) -> tuple[type[Rule], ...]:
+    """The job's rule classes whose code is in ``rules``; a rule that is not kvlint's own
+    (its conditions unknown, so None in ``rules``) with them."""
+    return tuple(
+        rule for rule in job.rule_classes
+        if (rule.code if rule.__module__.startswith("linter.rules.") else None) in rules
+    )
 
 
 # Stands for "CPython parsed this text" where the tree itself is not at hand.
 _PARSED = ast.Module(body=[], type_ignores=[])
 
 
-def _parse_and_lint(text: str, path: str, job: Job, python: ast.Module | SyntaxError | None = None) -> list[Finding]:
+def _parse_and_lint(
+    text: str, path: str, job: Job, python: ast.Module | SyntaxError | None = None,
+    rules: frozenset[str | None] | None = None,
+) -> list[Finding]:
     """Findings of libcst's pass over ``text``; ``python`` is ``_python_tree(text)`` where the
-    caller already has it (None: not yet checked)."""
+    caller already has it (None: not yet checked). ``rules``: the codes of the job's rules that
+    may report (None stands for the rules of unknown conditions); None: all of them. Each rule
+    visits every node, so a pass that runs one rule instead of fifteen costs a fraction."""
     if python is None:
         python = _python_tree(text, path)
     import libcst as cst
@@ -369,7 +393,7 @@ def _parse_and_lint(text: str, path: str, job: Job, python: ast.Module | SyntaxE
 
     try:
         module = cst.parse_module(text)
-        return lint_module(module, path, job.settings, job.rule_classes)
+        return lint_module(module, path, job.settings, job.rule_classes if rules is None else _classes_of(job, rules))
     except cst.ParserSyntaxError as exc:
         raise _Unlintable(_syntax_problem(path, exc, python if isinstance(python, SyntaxError) else None)) from None
     except RecursionError:

@@ -38,8 +38,8 @@ class Attention(nn.Module):
 def test_a_class_live_for_a_method_scoped_rule_is_cut_to_its_header_and_that_method() -> None:
     plan = parse_plan(CLASS, [rules_by_code()["KV102"]], SETTINGS)
     assert not plan.whole and plan.range_rules == (frozenset({"KV102"}),)
-    units, parsed = _screened_units(CLASS, plan, JOB)
-    assert parsed
+    units, parsed, live = _screened_units(CLASS, plan, JOB)
+    assert parsed and live == {"KV102"}
     kept = excerpt(CLASS, units)
     assert "class Attention(nn.Module):" in kept and "def forward" in kept and "@torch.no_grad()" in kept
     assert "def reset" not in kept and "_helper" not in kept and "scale = 0.5" not in kept
@@ -83,3 +83,25 @@ def test_a_method_defined_under_a_class_level_if_still_reaches_libcst() -> None:
     slow = check_stdin(text.encode(), "attention.py", replace(JOB, prefilter=False)).findings
     assert [f.code for f in slow] == ["KV102"]
     assert [(f.span.row, f.message) for f in fast] == [(f.span.row, f.message) for f in slow]
+
+
+def test_libcst_runs_only_the_rules_the_screens_left_live(monkeypatch) -> None:
+    # Every rule enabled; only a few can report on the class (the slice rules and KV103, whose
+    # screens pass ``forward``), so the libcst passes over its excerpt and then over the whole
+    # file run those alone, and the finding is the one the slow path (all rules) reports.
+    from linter import engine
+
+    job = job_for(Settings(select=frozenset(rules_by_code())))
+    ran = []
+    real = engine.lint_module
+
+    def recording(module, path, settings, rules):
+        ran.append(sorted(r.code for r in rules))
+        return real(module, path, settings, rules)
+
+    monkeypatch.setattr(engine, "lint_module", recording)
+    fast = check_stdin(CLASS.encode(), "attention.py", job).findings
+    assert len(ran) == 2 and ran[0] == ran[1] and "KV102" in ran[0] and len(ran[0]) <= 3
+    slow = check_stdin(CLASS.encode(), "attention.py", replace(job, prefilter=False)).findings
+    assert len(ran[-1]) == len(job.rules) > 1
+    assert [(f.code, f.span.row) for f in fast] == [(f.code, f.span.row) for f in slow] != []
