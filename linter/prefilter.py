@@ -765,17 +765,21 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
     passing = known.scanner.passing(text, lambda: bool(raw.k_names))
     if not passing:
         return NOTHING
-    live = [c for c in dict.fromkeys(known.conditions[code] for code in passing) if c(raw)]
-    if not live:
+    conditions = list(dict.fromkeys(known.conditions[code] for code in passing))
+    module_live = [c for c in conditions if c not in _OWN_UNIT and c(raw)]
+    unit_conditions = [c for c in conditions if c in _OWN_UNIT]
+    # The raw text settles most files. Once one per-definition condition holds on it, the rest
+    # are asked of the reduced text only: each is asked there anyway, and one that holds on
+    # the reduced text alone only makes the plan larger.
+    if not module_live and not any(c(raw) for c in unit_conditions):
         return NOTHING
-    codes = frozenset(_CODES.get(c) for c in live)
     if _LONE_CR.search(text):
         # Old Mac line ends: code_only and segments count lines by "\n" only.
-        return ParsePlan(True, rules=codes)
-    module_rules = frozenset(_CODES.get(c) for c in live if c not in _OWN_UNIT)
+        return ParsePlan(True, rules=frozenset(_CODES.get(c) for c in [*module_live, *unit_conditions] if c(raw)))
+    module_rules = frozenset(_CODES.get(c) for c in module_live)
     code = raw.code
     reduced = _File(code, settings, reduced=True)
-    live = [c for c in live if c in _OWN_UNIT and c(reduced)]
+    live = [c for c in unit_conditions if c(reduced)]
     if not live:
         return ParsePlan(False, rules=module_rules, module_rules=module_rules) if module_rules else NOTHING
     codes = frozenset(_CODES.get(c) for c in live) | module_rules
