@@ -589,11 +589,11 @@ def _kv106(f: _File) -> bool:
 
 
 def _kv208(f: _File) -> bool:
-    # A value head-dim name (it has "dim" or "size" in it) and a head-dim keyword argument
-    # (the call's ``head_dim=``). The pool's class may be in another top-level
+    # A value head-dim name (it has "dim" or "size" in it, any case) and a head-dim keyword
+    # argument (the call's ``head_dim=``). The pool's class may be in another top-level
     # definition or file: no own unit.
     if "=" not in f.text or not any(
-        is_value_head_dim(n) for n in f.names_containing("dim") | f.names_containing("size")
+        is_value_head_dim(n) for n in f.names_containing("dim", True) | f.names_containing("size", True)
     ):
         return False
     return any(
@@ -669,8 +669,12 @@ def _kv206(f: _File) -> bool:
     # and a view or an allocation to use it in.
     if not f.has_any(_HEAD_DIM_USES):
         return False
-    names = f.names_containing("dim") | f.names_containing("size") | f.names_containing("d_k")
+    # Every head-dim name (``names.name_role``) has one of these in it, in any case.
+    names = set().union(*(f.names_containing(part, True) for part in _HEAD_DIM_PARTS))
     return any((twin := key_head_dim_twin(n)) is not None and f.has_any((twin,)) for n in names)
+
+
+_HEAD_DIM_PARTS = ("head", "channels", "rope", "nope", "rotary", "d_k", "dk")
 
 
 _HEAD_DIM_USES = (

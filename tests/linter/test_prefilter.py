@@ -135,3 +135,11 @@ def test_a_name_inside_another_names_attribute_is_still_read() -> None:
     # ``self.k.k[0]``: the second ``k`` is subscripted although the first one's attribute is it.
     text = "def attention(q, v, n):\n    k = self.k.k[:n]\n    return flash_attn_func(q, k, v)\n"
     assert parse_plan(text, KV101, Settings()).needed
+
+
+def test_value_head_dim_names_are_read_in_any_case() -> None:
+    # ``twins.is_value_head_dim`` and KV208 read ``V_HEAD_DIM`` as ``v_head_dim``; the condition
+    # read only lower-case "dim" names and missed this pool, which the slow path reports.
+    kv208 = rules_by_code()["KV208"]
+    upper = kv208.INVALID[0].code.replace("v_head_dim", "V_HEAD_DIM")
+    assert "V_HEAD_DIM" in upper and parse_plan(upper, [kv208], Settings()).module_rules == {"KV208"}
