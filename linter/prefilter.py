@@ -33,18 +33,18 @@ The conditions, by rule:
   whose returns can be a cut, called in the file with a K tensor name among its arguments, or
   a name from a ``from x import`` statement called with a K tensor name first and its result
   assigned or passed on (the helper read from its module);
-- KV106 needs a K-side scale name (``k_scale``, ``key_descale``) with its V twin;
+- KV106 needs a K-side scale name (``k_scale``, ``key_descale``, any case) with its V twin;
 - KV104 needs a paired K-side name that is called, subscripted, written in place, assigned to
   its V twin, returned twice, or returned as ``self.`` attribute;
 - KV204 needs a class, a ``*Linear`` constructor, a view/reshape call, a shape or size read,
   and paired names;
-- KV205 needs a class, a ``*Linear`` constructor, a view/reshape call and a head-count name;
+- KV205 needs a class, a ``*Linear`` constructor, a view/reshape call and a head-count name
+  (any case);
 - KV206 needs a key head-dim name with its value twin, and a view or allocation call;
-- KV207 needs a class, a ``*Linear`` constructor, ``__init__``, an assignment to a
-  ``self.`` K/V projection, and either a paired K/V projection name with a top-level class
-  named again, or one K/V projection name with a top-level class whose base a ``from x
-  import`` names (the base read from that module);
-- KV208 needs a value head-dim name and a head-dim keyword argument (``(head_dim=`` or
+- KV207 needs a class, ``__init__``, a K/V-side ``self.`` attribute assigned where a
+  ``Linear`` follows, and either a K/V pair of names with a top-level class named again, or a
+  top-level class whose base a ``from x import`` names (the base read from that module);
+- KV208 needs a value head-dim name (any case) and a head-dim keyword argument (``(head_dim=`` or
   ``, head_dim=``);
 - KV301 needs a class and a ``self.`` attribute pair.
 
@@ -546,7 +546,7 @@ def cut_returning_defs(text: str) -> list[str]:
 
 
 _TOP_LEVEL_CLASS = re.compile(r"^class[ \t]+(\w+)", re.MULTILINE)
-_SELF_ASSIGNED = re.compile(r"self\.(\w+)[ \t]*(?::[^=\n]*)?=(?!=)")
+_SELF_ASSIGNED = re.compile(rf"self(?<![A-Za-z0-9_]self){_GAP}\.{_GAP}(\w+){_GAP}(?::[^=\n]*)?=(?!=)")
 _CLASS_BASES = re.compile(r"^class[ \t]+\w+[ \t]*\(([^:]*)", re.MULTILINE)
 
 
@@ -557,35 +557,39 @@ def _imports_a_base(text: str) -> bool:
 
 
 def _kv207(f: _File) -> bool:
-    # A ``*Linear`` K/V projection pair named in the file (the base declares one side, the
-    # subclass the other), a parent ``__init__`` call, and a top-level class whose name occurs
-    # again (as a subclass's base). The base and the subclass are apart: no own unit.
-    if "class" not in f.text or "Linear" not in f.text or "__init__" not in f.text:
+    # A ``*Linear`` assigned to a K/V-side ``self.`` attribute (the subclass's redeclaration,
+    # ``self.v_proj`` or BERT's ``self.value``), a parent ``__init__`` call, and either the
+    # pair named with a top-level class whose name occurs again (as a subclass's base), or a
+    # base imported by ``from x import`` (read from that module). The base and the subclass
+    # are apart: no own unit.
+    text = f.text
+    if "class" not in text or "Linear" not in text or "__init__" not in text:
         return False
-    # A redeclaration is an assignment to ``self.<K or V projection>``: model files that only
-    # name ``k_proj`` in weight-loading strings (``("qkv_proj", "k_proj", "k")``) never get here.
-    extra = f.settings.extra_pairs
-    if not any(
-        kv_side(name, extra) is not None and is_kv_projection(name)
-        for name in _SELF_ASSIGNED.findall(f.text)
-    ):
+    if not _assigns_a_linear(text, f.settings.extra_pairs):
         return False
-    if any(is_kv_projection(k) for k in f.k_names) and any(
-        len(re.findall(rf"(?<!\w){re.escape(name)}(?!\w)", f.text)) >= 2
-        for name in set(_TOP_LEVEL_CLASS.findall(f.text))
+    if f.k_names and any(
+        len(re.findall(rf"(?<!\w){re.escape(name)}(?!\w)", text)) >= 2
+        for name in set(_TOP_LEVEL_CLASS.findall(text))
     ):
         return True
-    # Or one projection of a pair, with a base imported from another module of the tree
-    # (``from ..llama.modeling_llama import X``, ``from transformers.models.x import X``).
-    return _imports_a_base(f.text) and any(
-        kv_side(name, f.settings.extra_pairs) is not None and is_kv_projection(name)
-        for part in _PROJECTION_WORDS for name in f.names_containing(part)
-    )
+    return _imports_a_base(text)
+
+
+def _assigns_a_linear(text: str, extra) -> bool:
+    """Is a K/V-side ``self.`` attribute assigned where a ``Linear`` follows before the next
+    definition line (a statement never crosses one)?"""
+    for match in _SELF_ASSIGNED.finditer(text):
+        if kv_side(match.group(1), extra) is None:
+            continue
+        after = _DEFINITION.search(text, match.end())
+        if "Linear" in text[match.end():after.start() if after else len(text)]:
+            return True
+    return False
 
 
 def _kv106(f: _File) -> bool:
     # A K-side scale name (``k_scale``, ``_k_scale``, ``key_descale``) with its V twin present.
-    return "scale" in f.text and any(is_scale_name(k) for k in f.k_names)
+    return "scale" in f.lower and any(is_scale_name(k) for k in f.k_names)
 
 
 def _kv208(f: _File) -> bool:
@@ -660,8 +664,9 @@ def _kv204(f: _File) -> bool:
 
 
 def _kv205(f: _File) -> bool:
-    # A class's ``*Linear`` projection viewed with a query head count (its name has "head").
-    return "class" in f.text and "Linear" in f.text and "head" in f.text and f.has_any(("view", "reshape"))
+    # A class's ``*Linear`` projection viewed with a query head count (its name has "head", in
+    # any case).
+    return "class" in f.text and "Linear" in f.text and "head" in f.lower and f.has_any(("view", "reshape"))
 
 
 def _kv206(f: _File) -> bool:

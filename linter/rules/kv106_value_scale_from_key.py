@@ -8,7 +8,7 @@ from linter.model.walk import children
 from linter.names import is_scale_name, key_counterpart, kv_side
 from linter.pairs import dotted_name, source_of
 from linter.rules.base import Example, Rule
-from linter.triggers import PAIRED, Trigger
+from linter.triggers import PAIRED, AnyCase, Trigger
 
 
 def _mentions(node: cst.CSTNode, name: str) -> bool:
@@ -19,8 +19,8 @@ def _mentions(node: cst.CSTNode, name: str) -> bool:
 
 class ValueScaleFromKey(Rule):
     code = "KV106"
-    # A K-side scale name (``k_scale``) and its V twin.
-    trigger = Trigger(("scale",), PAIRED)
+    # A K-side scale name (``k_scale``, ``K_SCALE``) and its V twin.
+    trigger = Trigger(AnyCase("scale"), PAIRED)
     name = "value-scale-from-key"
     summary = "Value scale that falls back to the key's scale while a value scale of its own exists"
     what = (

@@ -11,13 +11,13 @@ from linter.model.twins import is_value_head_dim
 from linter.names import Role, name_role
 from linter.pairs import source_of
 from linter.rules.base import Example, Rule
-from linter.triggers import Trigger
+from linter.triggers import AnyCase, Trigger
 
 
 class ValueHeadDimNotPassed(Rule):
     code = "KV208"
-    # A value head-dim name (with "dim" or "size" in it) and a keyword argument.
-    trigger = Trigger(("dim", "size"), ("=",))
+    # A value head-dim name (with "dim" or "size" in it, any case) and a keyword argument.
+    trigger = Trigger(AnyCase("dim", "size"), ("=",))
     name = "value-head-dim-not-passed"
     summary = "Cache pool built with the key head dim only, though it accepts a value head dim the caller has"
     what = (

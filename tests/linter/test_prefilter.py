@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from linter.prefilter import parse_plan
 from linter.rules import all_rules, rules_by_code
 from linter.settings import Settings
@@ -143,3 +145,22 @@ def test_value_head_dim_names_are_read_in_any_case() -> None:
     kv208 = rules_by_code()["KV208"]
     upper = kv208.INVALID[0].code.replace("v_head_dim", "V_HEAD_DIM")
     assert "V_HEAD_DIM" in upper and parse_plan(upper, [kv208], Settings()).module_rules == {"KV208"}
+
+
+def test_kv207_admits_every_k_v_side_attribute_the_rule_reads_as_a_projection() -> None:
+    # The rule compares any K/V-side ``self.`` attribute built by a ``*Linear`` (BERT's
+    # ``self.key``/``self.value``), not only names with a projection word in them.
+    kv207 = rules_by_code()["KV207"]
+    bert = kv207.INVALID[0].code.replace("k_proj", "key").replace("v_proj", "value")
+    assert "self.value = nn.Linear" in bert
+    assert parse_plan(bert, [kv207], Settings()).module_rules == {"KV207"}
+
+
+def test_scale_and_head_words_are_read_in_any_case() -> None:
+    # KV106 reads ``K_SCALE``/``V_SCALE``, KV205 ``NUM_HEADS``/``HEAD_DIM``, as the slow path
+    # does: their triggers and conditions must too.
+    for code, word in (("KV106", "scale"), ("KV205", "head")):
+        rule = rules_by_code()[code]
+        for example in rule.INVALID:
+            loud = re.sub(rf"\w*{word}\w*", lambda m: m.group().upper(), example.code)
+            assert word not in loud and parse_plan(loud, [rule], Settings()).needed, (code, loud)
