@@ -513,9 +513,10 @@ _BRACKET = re.compile(r"[()\[\]{}]")
 
 
 # A ``return`` line that can give a cut parameter: a subscript or a cutting call in it, a plain
-# name (bound to a cut before), or an expression continued on the next lines.
+# name (bound to a cut before), or an expression continued on the next lines; a comment may
+# end the line.
 _CUT_RETURN = re.compile(
-    rf"^[ \t]+return\b(?:[^\n]*(?:\[|{word_first(tuple(RESHAPE_CALLS))})|[ \t]+\w+[ \t]*$|[^\n]*[(\\][ \t]*$)",
+    rf"^[ \t]+return\b(?:[^\n]*(?:\[|{word_first(tuple(RESHAPE_CALLS))})|(?:[ \t]+\w+|[^\n]*[(\\])[ \t]*(?:#[^\n]*)?$)",
     re.MULTILINE,
 )
 

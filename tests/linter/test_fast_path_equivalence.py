@@ -11,7 +11,10 @@ unpacked under ``$KVLINT_TREES`` (or fetched into ``$KVLINT_BENCH_CACHE`` by
 from __future__ import annotations
 
 import importlib.util
+import keyword
 import os
+import re
+import textwrap
 from dataclasses import replace
 from pathlib import Path
 
@@ -51,6 +54,37 @@ def test_every_invalid_example_still_reports_through_the_fast_path(example_files
     reported = {path for path, *_ in findings(example_files, prefilter=True, jobs=1)}
     invalid = {p for p in example_files if "_invalid_" in p}
     assert invalid <= reported
+
+
+# Spellings real code uses that the examples do not: constants, other K/V names, a trailing
+# comment on every line, code one class deeper, calls broken over lines. Each rewrite keeps
+# the example's meaning, so the slow path still reports on most of them; the fast path must
+# report whatever the slow path does.
+_KEEP = frozenset({"self", "super", "print", "len", "range", "torch", "nn", "F"})
+REWRITES = {
+    "upper-case names": lambda code: re.sub(
+        r"\b[A-Za-z_]\w*\b", lambda m: m.group() if keyword.iskeyword(m.group()) or m.group() in _KEEP else m.group().upper(), code
+    ),
+    "k/v as key/value": lambda code: re.sub(r"\bk\b", "key", re.sub(r"\bv\b", "value", code)),
+    "k_x as x_k": lambda code: re.sub(r"\bk_(\w+)", r"\1_k", re.sub(r"\bv_(\w+)", r"\1_v", code)),
+    "key as keys": lambda code: re.sub(r"\bkey\b", "keys", re.sub(r"\bvalue\b", "values", code)),
+    "calls over lines": lambda code: code.replace("(", "(\n    ").replace(",", " ,"),
+    "inside a class": lambda code: "class Holder:\n" + textwrap.indent(code, "    "),
+    "trailing comments": lambda code: code.replace("\n", "  # k v\n"),
+}
+
+
+@pytest.mark.parametrize("rewrite", sorted(REWRITES))
+def test_rewritten_invalid_examples_lose_no_finding_on_the_fast_path(rewrite: str, tmp_path: Path) -> None:
+    paths = []
+    for rule in all_rules():
+        for i, example in enumerate(rule.INVALID):
+            path = tmp_path / f"{rule.code}_{i}.py"
+            path.write_text(REWRITES[rewrite](example.code))
+            paths.append(str(path))
+    slow = findings(paths, prefilter=False, jobs=1)
+    assert len({path for path, *_ in slow}) > len(paths) // 3, "the rewrite must keep most examples reporting"
+    assert sorted(set(slow) - set(findings(paths, prefilter=True, jobs=1))) == []
 
 
 def test_extra_pairs_from_settings_reach_the_prefilter(tmp_path: Path) -> None:
