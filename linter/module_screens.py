@@ -1,6 +1,6 @@
 """``ast`` screens for the rules whose facts lie in different top-level definitions of a file
 (or in another file): KV105 (a helper and its caller), KV207 (a base class and its subclass),
-KV208 (a pool class and the function that builds it).
+KV208 (a pool class and the function that builds it), KV209 (a viewing helper and its caller).
 
 The text pre-filter cannot cut such a file into units, so before these screens every file
 their text conditions admitted went whole through libcst (on vllm: 105 files for KV208, 70
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from linter.ast_screens import _builds_linear, _dotted, _flat, _names_in, _self_attr, _tail, walk
 from linter.model.module_files import absolute_module_file, module_file, read_once
 from linter.model.twins import is_value_head_dim
-from linter.names import RESHAPE_CALLS, SEE_THROUGH, SHAPE_KEEPING, Role, is_kv_tensor_name, key_counterpart, kv_side, name_role, value_counterpart
+from linter.names import RESHAPE_CALLS, SAME_TENSOR_METHODS, SEE_THROUGH, SHAPE_KEEPING, Role, is_kv_tensor_name, key_counterpart, kv_side, name_role, value_counterpart
 from linter.settings import Settings
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -314,4 +314,99 @@ def _builds_with_a_head_dim(node: ast.AST) -> bool:
     )
 
 
-SCREENS = {"KV105": kv105, "KV207": kv207, "KV208": kv208}
+# KV209 -----------------------------------------------------------------------------------
+
+_VIEW_TAILS = frozenset({"view", "reshape", "unflatten", "rearrange"})
+
+
+def _has_view(fn: ast.AST) -> bool:
+    return any(isinstance(n, ast.Call) and _tail(n.func) in _VIEW_TAILS for n in walk(fn))
+
+
+def _first_root(node: ast.expr) -> str | None:
+    """``rules.kv209.first_root``: the root of a name chain passed first."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Attribute):
+            return node.attr if _dotted(node.value) is not None else None
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call):
+            func = node.func
+            node = func.value if isinstance(func, ast.Attribute) and func.attr in SAME_TENSOR_METHODS else func
+        else:
+            return None
+
+
+def _viewed_names(tree: ast.AST) -> set[str]:
+    """Every name spelled in the receiver of a view, reshape, unflatten or rearrange call, or
+    in the target it is assigned to: a superset of what KV202 reads a view as about."""
+    found: set[str] = set()
+    for node in walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            if any(isinstance(n, ast.Call) and _tail(n.func) in _VIEW_TAILS for n in walk(node.value)):
+                found |= _names_in(node.targets[0])
+        elif isinstance(node, ast.Call) and _tail(node.func) in _VIEW_TAILS:
+            if isinstance(node.func, ast.Attribute):
+                found |= _names_in(node.func.value)
+            if node.args:
+                found |= _names_in(node.args[0])
+    return found
+
+
+def kv209(tree: ast.AST, settings: Settings, path: str) -> bool:
+    """A call with a K (V) name chain first, of a function of the file that has a view call in
+    it (``name(...)``, ``self.name(...)``) or of one imported from a module of the tree that
+    has one; and the twin passed first to such a call with other arguments (the same helper
+    with the same arguments views both alike), or viewed inline."""
+    extra = settings.extra_pairs
+    viewing: dict[str, bool] = {}
+    for node in walk(tree):
+        if isinstance(node, _FUNCTIONS):
+            viewing[node.name] = viewing.get(node.name, False) or _has_view(node)
+    imported: dict[str, list[tuple[ast.ImportFrom, str]]] | None = None
+    passed: list[tuple[str, str, str]] = []  # (root, side, the call less its first argument)
+    for node in walk(tree):
+        if not isinstance(node, ast.Call) or not node.args or isinstance(node.args[0], ast.Starred):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name):
+            callee = func.id
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+            callee = func.attr
+        else:
+            continue
+        root = _first_root(node.args[0])
+        side = kv_side(root, extra) if root is not None else None
+        if side is None:
+            continue
+        helper = viewing.get(callee, False)
+        if not helper and isinstance(func, ast.Name):
+            if imported is None:
+                imported = _imports(tree)
+            helper = any(
+                _has_view(fn)
+                for statement, real in imported.get(callee, ())
+                for fn in _imported_functions(statement, path).get(real, ())
+            )
+        if helper:
+            rest = ast.dump(ast.Call(func, node.args[1:], node.keywords))
+            passed.append((root, side, rest))
+    if not passed:
+        return False
+    viewed: set[str] | None = None
+    for root, side, rest in passed:
+        twin = (value_counterpart if side == "k" else key_counterpart)(root, extra)
+        if twin is None:
+            continue
+        if any(other == twin and other_rest != rest for other, _, other_rest in passed):
+            return True
+        if viewed is None:
+            viewed = _viewed_names(tree)
+        if twin in viewed:
+            return True
+    return False
+
+
+SCREENS = {"KV105": kv105, "KV207": kv207, "KV208": kv208, "KV209": kv209}

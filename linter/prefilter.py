@@ -527,6 +527,61 @@ def _kv202(f: _File) -> bool:
     )
 
 
+def _kv209(f: _File) -> bool:
+    # A call whose first argument is a name chain ending in a K (or V) of a pair, of a
+    # function the file defines with a view word in its body, or of an imported name (read from
+    # its module); the twin passed first to such a call too, or viewed. Which helper returns a
+    # view is left to the module screen (``module_screens.kv209``).
+    keys = f.k_names
+    if not keys:
+        return False
+    extra = f.settings.extra_pairs
+    twins = {k: value_counterpart(k, extra) or k for k in keys}
+    first = _compiled(rf"\({_GAP}(?:\({_GAP})*(?:\w+{_GAP}\.{_GAP})*{word_first((*keys, *twins.values()))}(?!\w)")
+    text = f.text
+    passed: dict[str, set[str]] = {}  # K/V name -> the callees it is passed first to
+    for match in first.finditer(text):
+        callee = _CALLEE.search(text, max(0, match.start() - 80), match.start())
+        if callee is not None:
+            name = _IDENTIFIER.findall(match.group())[-1]
+            passed.setdefault(name, set()).add(callee.group(1))
+    if not passed:
+        return False
+    callees = set().union(*passed.values())
+    helpers = _viewing_defs(text, callees) | (callees & _from_imported(text) if "import" in text else set())
+    if not helpers:
+        return False
+    through = {name for name, called in passed.items() if not called.isdisjoint(helpers)}
+    return any(
+        (k in through and (twins[k] in through or f.viewed(twins[k])))
+        or (twins[k] in through and f.viewed(k))
+        for k in keys
+    )
+
+
+# The callee right before a call's ``(``: ``name(`` or ``self.name(``/``cls.name(``, no other receiver.
+_CALLEE = re.compile(rf"(?<![\w.])(?:(?:self|cls){_GAP}\.{_GAP})?(\w+){_GAP}\Z")
+_DEF_LINE = re.compile(r"^([ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
+
+
+def _viewing_defs(text: str, names: set[str]) -> set[str]:
+    """Those of ``names`` defined in ``text`` by a ``def`` whose body (to the next ``def`` or
+    ``class`` indented no deeper) has a view word in it."""
+    found = set()
+    headers = list(_DEF_LINE.finditer(text))
+    for i, header in enumerate(headers):
+        if header.group(2) not in names or header.group(2) in found:
+            continue
+        indent = len(header.group(1))
+        end = next((h.start() for h in headers[i + 1:] if len(h.group(1)) <= indent), len(text))
+        if _VIEW_WORD.search(text, header.end(), end):
+            found.add(header.group(2))
+    return found
+
+
+_VIEW_WORD = re.compile(word_first(_VIEW_CALLS))
+
+
 def _kv203(f: _File) -> bool:
     # A KV head count's name has "head" or "group" in it (``sizes.is_kv_head_count_name``).
     return ("head" in f.text or "group" in f.text) and f.has_any(_SPLIT_CALLS) and any(
@@ -605,7 +660,7 @@ _CONDITIONS: dict[str, Callable[[_File], bool]] = {
     "KV101": _kv101, "KV102": _kv102, "KV103": _kv103,
     "KV201": _kv201, "KV202": _kv202, "KV203": _kv203,
     "KV104": _kv104, "KV105": _kv105, "KV106": _kv106, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV207": _kv207, "KV208": _kv208,
-    "KV301": _kv301,
+    "KV209": _kv209, "KV301": _kv301,
 }
 
 
