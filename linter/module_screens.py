@@ -319,8 +319,19 @@ def _builds_with_a_head_dim(node: ast.AST) -> bool:
 _VIEW_TAILS = frozenset({"view", "reshape", "unflatten", "rearrange"})
 
 
-def _has_view(fn: ast.AST) -> bool:
-    return any(isinstance(n, ast.Call) and _tail(n.func) in _VIEW_TAILS for n in walk(fn))
+def _may_return_a_view(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Has ``fn`` a view call, and can each of its returns be one (``KV209._summarize``): a
+    view call or a name, after axis-keeping steps (``.transpose(1, 2).contiguous()``)?"""
+    returns = [n for n in _own_nodes(fn) if isinstance(n, ast.Return)]
+    if not returns or not any(isinstance(n, ast.Call) and _tail(n.func) in _VIEW_TAILS for n in _own_nodes(fn)):
+        return False
+    for statement in returns:
+        value = statement.value
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in SEE_THROUGH:
+            value = value.func.value
+        if not (isinstance(value, ast.Name) or (isinstance(value, ast.Call) and _tail(value.func) in _VIEW_TAILS)):
+            return False
+    return True
 
 
 def _first_root(node: ast.expr) -> str | None:
@@ -356,42 +367,49 @@ def _viewed_names(tree: ast.AST) -> set[str]:
 
 
 def kv209(tree: ast.AST, settings: Settings, path: str) -> bool:
-    """A call with a K (V) name chain first, of a function of the file that has a view call in
-    it (``name(...)``, ``self.name(...)``) or of one imported from a module of the tree that
-    has one; and the twin passed first to such a call with other arguments (the same helper
+    """A call with a K (V) name chain first, of a function of the file that may return a view
+    (``name(...)``, ``self.name(...)``) or of one imported from a module of the tree that
+    may; and the twin passed first to such a call with other arguments (the same helper
     with the same arguments views both alike), or viewed inline."""
     extra = settings.extra_pairs
-    viewing: dict[str, bool] = {}
+    functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    calls: list[tuple[str, bool, str, str, ast.Call]] = []  # (callee, plain name?, root, side, call)
+    imported: dict[str, list[tuple[ast.ImportFrom, str]]] = {}  # ``_imports``, in the same walk
     for node in walk(tree):
         if isinstance(node, _FUNCTIONS):
-            viewing[node.name] = viewing.get(node.name, False) or _has_view(node)
-    imported: dict[str, list[tuple[ast.ImportFrom, str]]] | None = None
+            functions.setdefault(node.name, []).append(node)
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                imported.setdefault(alias.asname or alias.name, []).append((node, alias.name))
+        elif isinstance(node, ast.Call) and node.args and not isinstance(node.args[0], ast.Starred):
+            func = node.func
+            if isinstance(func, ast.Name):
+                callee = func.id
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+                callee = func.attr
+            else:
+                continue
+            root = _first_root(node.args[0])
+            side = kv_side(root, extra) if root is not None else None
+            if side is not None:
+                calls.append((callee, isinstance(func, ast.Name), root, side, node))
+    if not calls:
+        return False
+    # Only the callees of such calls are read (a model file has hundreds of functions).
+    viewing: dict[str, bool] = {}
     passed: list[tuple[str, str, str]] = []  # (root, side, the call less its first argument)
-    for node in walk(tree):
-        if not isinstance(node, ast.Call) or not node.args or isinstance(node.args[0], ast.Starred):
-            continue
-        func = node.func
-        if isinstance(func, ast.Name):
-            callee = func.id
-        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
-            callee = func.attr
-        else:
-            continue
-        root = _first_root(node.args[0])
-        side = kv_side(root, extra) if root is not None else None
-        if side is None:
-            continue
-        helper = viewing.get(callee, False)
-        if not helper and isinstance(func, ast.Name):
-            if imported is None:
-                imported = _imports(tree)
+    for callee, plain, root, side, node in calls:
+        if callee not in viewing:
+            viewing[callee] = any(_may_return_a_view(fn) for fn in functions.get(callee, ()))
+        helper = viewing[callee]
+        if not helper and plain:
             helper = any(
-                _has_view(fn)
+                _may_return_a_view(fn)
                 for statement, real in imported.get(callee, ())
                 for fn in _imported_functions(statement, path).get(real, ())
             )
         if helper:
-            rest = ast.dump(ast.Call(func, node.args[1:], node.keywords))
+            rest = ast.dump(ast.Call(node.func, node.args[1:], node.keywords))
             passed.append((root, side, rest))
     if not passed:
         return False

@@ -537,18 +537,33 @@ def _kv209(f: _File) -> bool:
         return False
     extra = f.settings.extra_pairs
     twins = {k: value_counterpart(k, extra) or k for k in keys}
-    first = _compiled(rf"\({_GAP}(?:\({_GAP})*(?:\w+{_GAP}\.{_GAP})*{word_first((*keys, *twins.values()))}(?!\w)")
     text = f.text
     passed: dict[str, set[str]] = {}  # K/V name -> the callees it is passed first to
-    for match in first.finditer(text):
-        callee = _CALLEE.search(text, max(0, match.start() - 80), match.start())
-        if callee is not None:
-            name = _IDENTIFIER.findall(match.group())[-1]
-            passed.setdefault(name, set()).add(callee.group(1))
+    for name in {*keys, *twins.values()}:
+        # Per name (the same few recur across a tree: their patterns stay compiled), then what
+        # stands before each occurrence: a bracket, a dot, or the start of a line the call's
+        # bracket may have opened before.
+        for match in _compiled(rf"{word_first((name,))}(?!\w)").finditer(text):
+            start = i = match.start()
+            while i and text[i - 1] in " \t":
+                i -= 1
+            if not i or text[i - 1] not in "(.\n":
+                continue
+            if text[i - 1] == "\n":
+                # First on its line: only after a line that can leave a call's bracket open
+                # (one ending in ``(`` or a continuation, a comment, a blank line).
+                previous = text[text.rfind("\n", 0, i - 1) + 1:i - 1].rstrip()
+                if previous and previous[-1] not in "(\\" and "#" not in previous:
+                    continue
+            callee = _BEFORE_ARGUMENT.search(text, max(0, start - 200), start)
+            if callee is not None:
+                passed.setdefault(name, set()).add(callee.group(1))
     if not passed:
         return False
     callees = set().union(*passed.values())
-    helpers = _viewing_defs(text, callees) | (callees & _from_imported(text) if "import" in text else set())
+    helpers = _viewing_defs(text, callees)
+    if "import" in text and callees - helpers:
+        helpers |= callees & _from_imported(text)
     if not helpers:
         return False
     through = {name for name, called in passed.items() if not called.isdisjoint(helpers)}
@@ -559,24 +574,33 @@ def _kv209(f: _File) -> bool:
     )
 
 
-# The callee right before a call's ``(``: ``name(`` or ``self.name(``/``cls.name(``, no other receiver.
-_CALLEE = re.compile(rf"(?<![\w.])(?:(?:self|cls){_GAP}\.{_GAP})?(\w+){_GAP}\Z")
-_DEF_LINE = re.compile(r"^([ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
+# What stands before a call's first argument: ``name(`` or ``self.name(``/``cls.name(`` (no
+# other receiver), brackets, and a chain of names (``self.k_proj``); group 1 is the callee.
+_BEFORE_ARGUMENT = re.compile(
+    rf"(?<![\w.])(?:(?:self|cls){_GAP}\.{_GAP})?(\w+){_GAP}\({_GAP}(?:\({_GAP})*(?:\w+{_GAP}\.{_GAP})*\Z"
+)
 
 
 def _viewing_defs(text: str, names: set[str]) -> set[str]:
     """Those of ``names`` defined in ``text`` by a ``def`` whose body (to the next ``def`` or
-    ``class`` indented no deeper) has a view word in it."""
+    ``class`` line indented no deeper) has a view word in it."""
     found = set()
-    headers = list(_DEF_LINE.finditer(text))
-    for i, header in enumerate(headers):
-        if header.group(2) not in names or header.group(2) in found:
+    for header in _DEF_NAME.finditer(text):
+        name = header.group(1)
+        if name not in names or name in found:
             continue
-        indent = len(header.group(1))
-        end = next((h.start() for h in headers[i + 1:] if len(h.group(1)) <= indent), len(text))
-        if _VIEW_WORD.search(text, header.end(), end):
-            found.add(header.group(2))
+        line = text.rfind("\n", 0, header.start()) + 1
+        indent = text[line:header.start()]
+        if indent.strip() not in ("", "async"):
+            continue
+        indent = len(indent) - len(indent.lstrip(" \t"))
+        after = _compiled(rf"\n[ \t]{{0,{indent}}}(?:(?:async[ \t]+)?def|class)\b").search(text, header.end())
+        if _VIEW_WORD.search(text, header.end(), after.start() if after else len(text)):
+            found.add(name)
     return found
+
+
+_DEF_NAME = re.compile(r"def[ \t]+(\w+)")
 
 
 _VIEW_WORD = re.compile(word_first(_VIEW_CALLS))

@@ -138,10 +138,12 @@ class KVViewHeadsThroughHelper(KVViewHeadsMismatch):
         "heads (`view`, `reshape`, `unflatten`, `einops.rearrange`, or a view keeping the "
         "tensor's leading axes, `x.view(*x.shape[:-1], n, d)` / `x.size()[:-1] + (n, d)`; "
         "transposes and `contiguous()` after it kept) makes, at each call, a view of the "
-        "argument passed first, with the helper's parameters replaced by the call's arguments. "
-        "Helpers are the module's functions, functions nested in the caller, methods of the "
-        "caller's class called on `self`/`cls`, and functions imported from a module of the "
-        "linted tree. Reported when such a view of the key and a view of its value (made by a "
+        "argument passed first (a K or V name, or a chain of names ending in one: `k`, "
+        "`self.k_proj(x)`), with the helper's parameters replaced by the call's arguments and "
+        "its own locals read through their single binding. Helpers are the module's functions, "
+        "functions nested in the caller, methods of the caller's class called on `self`/`cls`, "
+        "and functions imported from a module of the linted tree (a relative import, or an "
+        "absolute one naming the file's own package). Reported when such a view of the key and a view of its value (made by a "
         "helper or inline) name different head counts at the same axis, as KV202 judges them: "
         "`num_kv_heads` against `num_heads`, MQA's `1` against `num_heads`, two integers. A "
         "helper that flattens its result back (a per-head norm), one that reads the head count "
@@ -419,7 +421,7 @@ def forward(self, k, v):
                 return summary.defaults[name]
             if name in summary.locals and depth < 3:
                 return summary.locals[name].visit(_Substitute(lambda n: replace(n, depth + 1)))
-            if name in summary.private:
+            if name in summary.private or name in summary.locals:
                 return self._private.setdefault((id(fn), name), cst.Name(f"_private{len(self._private)}"))
             return None
 

@@ -204,3 +204,31 @@ def test_every_invalid_example_is_new_to_the_other_rules():
     others = [code for code in rules_by_code() if code != "KV209"]
     for example in rules_by_code()["KV209"].INVALID:
         assert lint_source(example.code, codes=others) == [], example.code
+
+
+def _plan_admits(source: str) -> bool:
+    from linter.prefilter import parse_plan
+    from linter.settings import Settings
+
+    return "KV209" in parse_plan(textwrap.dedent(source), ("KV209",), Settings()).module_rules
+
+
+def test_the_text_condition_finds_the_argument_after_comments_and_continuations():
+    helper = "def heads(x, n):\n    return x.view(x.shape[0], n, -1)\n\n\n"
+    caller = "def f(self, k, v):\n    k = heads({arg}, 8)\n    v = heads(v, 32)\n    return attn(k, v)\n"
+    for arg in ("k", "(k)", "  k", "# the key\n        k", "\\\n        k", "self.k", "self.cache.k.float()"):
+        source = helper + caller.format(arg=arg)
+        assert _plan_admits(source), arg
+    # A method of the class through ``self``.
+    method = "class A:\n    def heads(self, x, n):\n        return x.view(x.shape[0], n, -1)\n\n" \
+             "    def f(self, k, v):\n        k = self.heads(k, 8)\n        v = self.heads(v, 32)\n"
+    assert _plan_admits(method) and len(findings(method)) == 1
+
+
+def test_the_text_condition_needs_a_helper_with_a_view_and_the_twin():
+    caller = "def f(self, k, v):\n    k = heads(k, 8)\n    v = heads(v, 32)\n    return attn(k, v)\n"
+    assert not _plan_admits("def heads(x, n):\n    return rotate(x, n)\n\n\n" + caller)
+    assert not _plan_admits(caller)  # neither defined nor imported
+    assert _plan_admits("from .ops import heads\n\n\n" + caller)
+    # Another receiver's method is no helper of the rule.
+    assert not _plan_admits("def heads(x, n):\n    return x.view(x.shape[0], n, -1)\n\n\n" + caller.replace("heads(", "ops.heads("))
