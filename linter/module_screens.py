@@ -322,16 +322,32 @@ _VIEW_TAILS = frozenset({"view", "reshape", "unflatten", "rearrange"})
 def _may_return_a_view(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Has ``fn`` a view call, and can each of its returns be one (``KV209._summarize``): a
     view call or a name, after axis-keeping steps (``.transpose(1, 2).contiguous()``)?"""
-    returns = [n for n in _own_nodes(fn) if isinstance(n, ast.Return)]
-    if not returns or not any(isinstance(n, ast.Call) and _tail(n.func) in _VIEW_TAILS for n in _own_nodes(fn)):
+    own = list(_own_nodes(fn))
+    returns = [n for n in own if isinstance(n, ast.Return)]
+    if not returns or not any(isinstance(n, ast.Call) and _tail(n.func) in _VIEW_TAILS for n in own):
         return False
+    # What each name is assigned: a returned name is read through its last binding before the
+    # return, which must be a view or another name (``t = t.view(s); t = t.permute(...)``).
+    bound: dict[str, list[ast.expr]] = {}
+    for node in own:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            for target in _flat(node.targets if isinstance(node, ast.Assign) else [node.target]):
+                if isinstance(target, ast.Name):
+                    bound.setdefault(target.id, []).append(node.value)
     for statement in returns:
-        value = statement.value
-        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in SEE_THROUGH:
-            value = value.func.value
-        if not (isinstance(value, ast.Name) or (isinstance(value, ast.Call) and _tail(value.func) in _VIEW_TAILS)):
+        value = _view_or_name(statement.value)
+        if value is None or (isinstance(value, ast.Name) and not any(_view_or_name(v) is not None for v in bound.get(value.id, ()))):
             return False
     return True
+
+
+def _view_or_name(value: ast.expr | None) -> ast.expr | None:
+    """``value`` after axis-keeping steps, when that is a name or a view call; else None."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in SEE_THROUGH:
+        value = value.func.value
+    if isinstance(value, ast.Name) or (isinstance(value, ast.Call) and _tail(value.func) in _VIEW_TAILS):
+        return value
+    return None
 
 
 def _first_root(node: ast.expr) -> str | None:
