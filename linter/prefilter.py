@@ -585,17 +585,17 @@ def _viewing_defs(text: str, names: set[str]) -> set[str]:
     """Those of ``names`` defined in ``text`` by a ``def`` whose body (to the next ``def`` or
     ``class`` line indented no deeper) has a view word in it."""
     found = set()
-    for header in _DEF_NAME.finditer(text):
-        name = header.group(1)
+    for definition in _DEF_NAME.finditer(text):
+        name = definition.group(1)
         if name not in names or name in found:
             continue
-        line = text.rfind("\n", 0, header.start()) + 1
-        indent = text[line:header.start()]
+        line = text.rfind("\n", 0, definition.start()) + 1
+        indent = text[line:definition.start()]
         if indent.strip() not in ("", "async"):
             continue
         indent = len(indent) - len(indent.lstrip(" \t"))
-        after = _compiled(rf"\n[ \t]{{0,{indent}}}(?:(?:async[ \t]+)?def|class)\b").search(text, header.end())
-        if _VIEW_WORD.search(text, header.end(), after.start() if after else len(text)):
+        after = _compiled(rf"\n[ \t]{{0,{indent}}}(?:(?:async[ \t]+)?def|class)\b").search(text, definition.end())
+        if _VIEW_WORD.search(text, definition.end(), after.start() if after else len(text)):
             found.add(name)
     return found
 

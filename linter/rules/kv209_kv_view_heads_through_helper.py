@@ -13,7 +13,11 @@ from linter.model.hierarchy import function_at, import_sources
 from linter.names import SAME_TENSOR_METHODS, SEE_THROUGH, kv_side, value_counterpart
 from linter.pairs import dotted_name, normalized, source_of
 from linter.rules.base import Example
-from linter.rules.kv202_kv_view_heads_mismatch import KVViewHeadsMismatch, _Scope, view_parts
+from linter.rules.kv202_kv_view_heads_mismatch import (
+    KVViewHeadsMismatch,
+    _Scope,
+    view_parts,
+)
 from linter.sizes import Aliases, HeadsMismatch, describe, heads_mismatch
 from linter.tensor_roots import tensor_root
 from linter.triggers import PAIRED, Trigger
@@ -414,6 +418,7 @@ def forward(self, k, v):
         for a in call.args:
             if a.keyword is not None:
                 arguments[a.keyword.value] = a.value
+
         def replace(name: str, depth: int = 0) -> cst.BaseExpression | None:
             if name in arguments:
                 return arguments[name]
@@ -609,7 +614,7 @@ def _returned_view(expr: cst.BaseExpression, model: FunctionModel, tensor: str, 
             continue
         if not isinstance(expr, cst.Call):
             return None
-        parts = view_parts(expr) or suffix_parts(expr, lambda name: _bound(model, name, order))
+        parts = view_parts(expr) or suffix_parts(expr, lambda name, before=order: _bound(model, name, before))
         if parts is None:
             return None
         form, sizes, receiver = parts
