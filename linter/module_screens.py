@@ -1,6 +1,6 @@
 """``ast`` screens for the rules whose facts lie in different top-level definitions of a file
 (or in another file): KV105 (a helper and its caller), KV207 (a base class and its subclass),
-KV208 (a pool class and the function that builds it).
+KV208 (a pool class and the function that builds it), KV209 (a viewing helper and its caller).
 
 The text pre-filter cannot cut such a file into units, so before these screens every file
 their text conditions admitted went whole through libcst (on vllm: 105 files for KV208, 70
@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from linter.ast_screens import _builds_linear, _dotted, _flat, _names_in, _self_attr, _tail, walk
 from linter.model.module_files import absolute_module_file, module_file, read_once
 from linter.model.twins import is_value_head_dim
+from linter.names import RESHAPE_CALLS, SAME_TENSOR_METHODS, SEE_THROUGH, SHAPE_KEEPING, Role, is_kv_tensor_name, key_counterpart, kv_side, name_role, value_counterpart
 from linter.prefilter import cut_returning_defs, identifier_set
-from linter.names import RESHAPE_CALLS, SEE_THROUGH, SHAPE_KEEPING, Role, is_kv_tensor_name, key_counterpart, kv_side, name_role, value_counterpart
 from linter.settings import Settings
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -97,6 +97,11 @@ def _cut_returning_names(text: str) -> frozenset[str]:
 def _imported_file(statement: ast.ImportFrom, path: str) -> str | None:
     parts = statement.module.split(".") if statement.module else []
     return module_file(path, statement.level, parts) if statement.level else absolute_module_file(path, parts)
+
+
+def _imported_functions(statement: ast.ImportFrom, path: str) -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """The top-level functions of the module ``statement`` imports from (``hierarchy.function_at``)."""
+    return _imported_tops(statement, path)[1]
 
 
 def _imported_tops(statement: ast.ImportFrom, path: str):
@@ -379,4 +384,133 @@ def _builds_with_a_head_dim(node: ast.AST) -> bool:
     )
 
 
-SCREENS = {"KV105": kv105, "KV207": kv207, "KV208": kv208}
+# KV209 -----------------------------------------------------------------------------------
+
+_VIEW_TAILS = frozenset({"view", "reshape", "unflatten", "rearrange"})
+
+
+def _may_return_a_view(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Has ``fn`` a view call, and can each of its returns be one (``KV209._summarize``): a
+    view call or a name, after axis-keeping steps (``.transpose(1, 2).contiguous()``)?"""
+    own = list(_own_nodes(fn))
+    returns = [n for n in own if isinstance(n, ast.Return)]
+    if not returns or not any(isinstance(n, ast.Call) and _tail(n.func) in _VIEW_TAILS for n in own):
+        return False
+    # What each name is assigned: a returned name is read through its last binding before the
+    # return, which must be a view or another name (``t = t.view(s); t = t.permute(...)``).
+    bound: dict[str, list[ast.expr]] = {}
+    for node in own:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            for target in _flat(node.targets if isinstance(node, ast.Assign) else [node.target]):
+                if isinstance(target, ast.Name):
+                    bound.setdefault(target.id, []).append(node.value)
+    for statement in returns:
+        value = _view_or_name(statement.value)
+        if value is None or (isinstance(value, ast.Name) and not any(_view_or_name(v) is not None for v in bound.get(value.id, ()))):
+            return False
+    return True
+
+
+def _view_or_name(value: ast.expr | None) -> ast.expr | None:
+    """``value`` after axis-keeping steps, when that is a name or a view call; else None."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in SEE_THROUGH:
+        value = value.func.value
+    if isinstance(value, ast.Name) or (isinstance(value, ast.Call) and _tail(value.func) in _VIEW_TAILS):
+        return value
+    return None
+
+
+def _first_root(node: ast.expr) -> str | None:
+    """``rules.kv209.first_root``: the root of a name chain passed first."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Attribute):
+            return node.attr if _dotted(node.value) is not None else None
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call):
+            func = node.func
+            node = func.value if isinstance(func, ast.Attribute) and func.attr in SAME_TENSOR_METHODS else func
+        else:
+            return None
+
+
+def _viewed_names(tree: ast.AST) -> set[str]:
+    """Every name spelled in the receiver of a view, reshape, unflatten or rearrange call, or
+    in the target it is assigned to: a superset of what KV202 reads a view as about."""
+    found: set[str] = set()
+    for node in walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            if any(isinstance(n, ast.Call) and _tail(n.func) in _VIEW_TAILS for n in walk(node.value)):
+                found |= _names_in(node.targets[0])
+        elif isinstance(node, ast.Call) and _tail(node.func) in _VIEW_TAILS:
+            if isinstance(node.func, ast.Attribute):
+                found |= _names_in(node.func.value)
+            if node.args:
+                found |= _names_in(node.args[0])
+    return found
+
+
+def kv209(tree: ast.AST, settings: Settings, path: str) -> bool:
+    """A call with a K (V) name chain first, of a function of the file that may return a view
+    (``name(...)``, ``self.name(...)``) or of one imported from a module of the tree that
+    may; and the twin passed first to such a call with other arguments (the same helper
+    with the same arguments views both alike), or viewed inline."""
+    extra = settings.extra_pairs
+    functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    calls: list[tuple[str, bool, str, str, ast.Call]] = []  # (callee, plain name?, root, side, call)
+    imported: dict[str, list[tuple[ast.ImportFrom, str]]] = {}  # ``_imports``, in the same walk
+    for node in walk(tree):
+        if isinstance(node, _FUNCTIONS):
+            functions.setdefault(node.name, []).append(node)
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                imported.setdefault(alias.asname or alias.name, []).append((node, alias.name))
+        elif isinstance(node, ast.Call) and node.args and not isinstance(node.args[0], ast.Starred):
+            func = node.func
+            if isinstance(func, ast.Name):
+                callee = func.id
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+                callee = func.attr
+            else:
+                continue
+            root = _first_root(node.args[0])
+            side = kv_side(root, extra) if root is not None else None
+            if side is not None:
+                calls.append((callee, isinstance(func, ast.Name), root, side, node))
+    if not calls:
+        return False
+    # Only the callees of such calls are read (a model file has hundreds of functions).
+    viewing: dict[str, bool] = {}
+    passed: list[tuple[str, str, str]] = []  # (root, side, the call less its first argument)
+    for callee, plain, root, side, node in calls:
+        if callee not in viewing:
+            viewing[callee] = any(_may_return_a_view(fn) for fn in functions.get(callee, ()))
+        helper = viewing[callee]
+        if not helper and plain:
+            helper = any(
+                _may_return_a_view(fn)
+                for statement, real in imported.get(callee, ())
+                for fn in _imported_functions(statement, path).get(real, ())
+            )
+        if helper:
+            rest = ast.dump(ast.Call(node.func, node.args[1:], node.keywords))
+            passed.append((root, side, rest))
+    if not passed:
+        return False
+    viewed: set[str] | None = None
+    for root, side, rest in passed:
+        twin = (value_counterpart if side == "k" else key_counterpart)(root, extra)
+        if twin is None:
+            continue
+        if any(other == twin and other_rest != rest for other, _, other_rest in passed):
+            return True
+        if viewed is None:
+            viewed = _viewed_names(tree)
+        if twin in viewed:
+            return True
+    return False
+
+
+SCREENS = {"KV105": kv105, "KV207": kv207, "KV208": kv208, "KV209": kv209}

@@ -46,10 +46,13 @@ The conditions, by rule:
   top-level class whose base a ``from x import`` names (the base read from that module);
 - KV208 needs a value head-dim name (any case) and a head-dim keyword argument (``(head_dim=`` or
   ``, head_dim=``);
+- KV209 needs a K (or V) name chain passed first to a function the file defines with a view
+  word in its body, or to an imported one, and its twin passed first to such a call too or
+  viewed;
 - KV301 needs a class and a ``self.`` attribute pair.
 
-KV105, KV207 and KV208 reason across top-level definitions (a helper and its caller, a base
-and its subclass, a pool and its builder) or files, so they have no own unit: a file their
+KV105, KV207, KV208 and KV209 reason across top-level definitions (a helper and its caller, a
+base and its subclass, a pool and its builder, a viewing helper and its caller) or files, so they have no own unit: a file their
 conditions admit is left to their ``module_screens`` on its whole ``ast`` tree, and goes whole
 to libcst only when one of those says yes; otherwise the other rules' units stand.
 """
@@ -627,6 +630,85 @@ def _kv202(f: _File) -> bool:
     )
 
 
+def _kv209(f: _File) -> bool:
+    # A call whose first argument is a name chain ending in a K (or V) of a pair, of a
+    # function the file defines with a view word in its body, or of an imported name (read from
+    # its module); the twin passed first to such a call too, or viewed. Which helper returns a
+    # view is left to the module screen (``module_screens.kv209``).
+    keys = f.k_names
+    if not keys:
+        return False
+    extra = f.settings.extra_pairs
+    twins = {k: value_counterpart(k, extra) or k for k in keys}
+    text = f.text
+    passed: dict[str, set[str]] = {}  # K/V name -> the callees it is passed first to
+    for name in {*keys, *twins.values()}:
+        # Per name (the same few recur across a tree: their patterns stay compiled), then what
+        # stands before each occurrence: a bracket, a dot, or the start of a line the call's
+        # bracket may have opened before.
+        for match in _compiled(rf"{word_first((name,))}(?!\w)").finditer(text):
+            start = i = match.start()
+            while i and text[i - 1] in " \t":
+                i -= 1
+            if not i or text[i - 1] not in "(.\n":
+                continue
+            if text[i - 1] == "\n":
+                # First on its line: only after a line that can leave a call's bracket open
+                # (one ending in ``(`` or a continuation, a comment, a blank line).
+                previous = text[text.rfind("\n", 0, i - 1) + 1:i - 1].rstrip()
+                if previous and previous[-1] not in "(\\" and "#" not in previous:
+                    continue
+            callee = _BEFORE_ARGUMENT.search(text, max(0, start - 200), start)
+            if callee is not None:
+                passed.setdefault(name, set()).add(callee.group(1))
+    if not passed:
+        return False
+    callees = set().union(*passed.values())
+    helpers = _viewing_defs(text, callees)
+    if "import" in text and callees - helpers:
+        helpers |= callees & _from_imported(text)
+    if not helpers:
+        return False
+    through = {name for name, called in passed.items() if not called.isdisjoint(helpers)}
+    return any(
+        (k in through and (twins[k] in through or f.viewed(twins[k])))
+        or (twins[k] in through and f.viewed(k))
+        for k in keys
+    )
+
+
+# What stands before a call's first argument: ``name(`` or ``self.name(``/``cls.name(`` (no
+# other receiver), brackets, and a chain of names (``self.k_proj``); group 1 is the callee.
+_BEFORE_ARGUMENT = re.compile(
+    rf"(?<![\w.])(?:(?:self|cls){_GAP}\.{_GAP})?(\w+){_GAP}\({_GAP}(?:\({_GAP})*(?:\w+{_GAP}\.{_GAP})*\Z"
+)
+
+
+def _viewing_defs(text: str, names: set[str]) -> set[str]:
+    """Those of ``names`` defined in ``text`` by a ``def`` whose body (to the next ``def`` or
+    ``class`` line indented no deeper) has a view word in it."""
+    found = set()
+    for definition in _DEF_NAME.finditer(text):
+        name = definition.group(1)
+        if name not in names or name in found:
+            continue
+        line = text.rfind("\n", 0, definition.start()) + 1
+        indent = text[line:definition.start()]
+        if indent.strip() not in ("", "async"):
+            continue
+        indent = len(indent) - len(indent.lstrip(" \t"))
+        after = _compiled(rf"\n[ \t]{{0,{indent}}}(?:(?:async[ \t]+)?def|class)\b").search(text, definition.end())
+        if _VIEW_WORD.search(text, definition.end(), after.start() if after else len(text)):
+            found.add(name)
+    return found
+
+
+_DEF_NAME = re.compile(r"def[ \t]+(\w+)")
+
+
+_VIEW_WORD = re.compile(word_first(_VIEW_CALLS))
+
+
 def _kv203(f: _File) -> bool:
     # A KV head count's name has "head" or "group" in it (``sizes.is_kv_head_count_name``).
     return ("head" in f.text or "group" in f.text) and f.has_any(_SPLIT_CALLS) and any(
@@ -709,7 +791,7 @@ _CONDITIONS: dict[str, Callable[[_File], bool]] = {
     "KV101": _kv101, "KV102": _kv102, "KV103": _kv103,
     "KV201": _kv201, "KV202": _kv202, "KV203": _kv203,
     "KV104": _kv104, "KV105": _kv105, "KV106": _kv106, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV207": _kv207, "KV208": _kv208,
-    "KV301": _kv301,
+    "KV209": _kv209, "KV301": _kv301,
 }
 
 
@@ -744,7 +826,7 @@ class ParsePlan:
     rules: frozenset[str | None] = frozenset()
     # Per range, the rules whose condition held in that definition alone.
     range_rules: tuple[frozenset[str | None], ...] = ()
-    # Live rules whose facts lie in different definitions (KV105, KV207, KV208): when any is
+    # Live rules whose facts lie in different definitions (KV105, KV207, KV208, KV209): when any is
     # left, the file goes whole unless their ``module_screens`` all say no; ``ranges`` then
     # stand for the other rules.
     module_rules: frozenset[str | None] = frozenset()

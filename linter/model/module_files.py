@@ -1,5 +1,5 @@
 """Where an imported module's file lies, from the importing file's path, and what is read from
-it: what KV105, KV207 and KV208 read a helper, a base class or a pool from, and what their
+it: what KV105, KV207, KV208 and KV209 read a helper, a base class or a pool from, and what their
 ``ast`` screens read it from too (so both see the same file). No libcst here: the screens run
 before anything is parsed with it."""
 

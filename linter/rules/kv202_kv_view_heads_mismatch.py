@@ -37,6 +37,49 @@ def _is_query(name: str | None) -> bool:
     return name is not None and bool(_QUERY_PARTS & set(name.lower().split("_")))
 
 
+def view_parts(call: cst.Call) -> tuple[tuple, dict[str, cst.BaseExpression], cst.BaseExpression] | None:
+    """(form, axis -> size, receiver) of a call read as a view: ``x.view(b, s, h, d)``,
+    ``x.reshape((...))``, ``torch.reshape(x, ...)``, ``x.unflatten(dim, (...))``,
+    ``einops.rearrange(x, pattern, h=...)``; None for anything else."""
+    func = call.func
+    args = list(call.args)
+    tail = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    full = dotted_name(func)
+    if tail is None:
+        return None
+    receiver: cst.BaseExpression
+    if full in _REARRANGE:
+        if len(args) < 2 or not isinstance(args[1].value, cst.SimpleString):
+            return None
+        receiver = args[0].value
+        sizes = {a.keyword.value: a.value for a in args[2:] if a.keyword is not None}
+        form: tuple = ("rearrange", normalized(args[1].value))
+        if not sizes:
+            return None
+        return form, sizes, receiver
+    if full in ("torch.reshape", "torch.unflatten"):
+        if not args:
+            return None
+        receiver, args = args[0].value, args[1:]
+    elif isinstance(func, cst.Attribute) and tail in (*_SHAPE_METHODS, "unflatten"):
+        receiver = func.value
+    else:
+        return None
+    if tail == "unflatten":
+        if len(args) != 2:
+            return None
+        shape = _sequence(args[1:])
+        form = ("unflatten", normalized(args[0].value), len(shape or ()))
+        minimum = 2
+    else:
+        shape = _sequence(args)
+        form = ("shape", len(shape or ()))
+        minimum = 3
+    if shape is None or len(shape) < minimum:
+        return None
+    return form, {str(i): size for i, size in enumerate(shape)}, receiver
+
+
 @dataclass
 class _View:
     call: cst.Call
@@ -197,43 +240,10 @@ def forward(self, k, v, b, s):
             self._scopes[-1].views.append(view)
 
     def _view(self, call: cst.Call) -> _View | None:
-        func = call.func
-        args = list(call.args)
-        tail = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-        full = dotted_name(func)
-        if tail is None:
+        parts = view_parts(call)
+        if parts is None:
             return None
-        receiver: cst.BaseExpression | None
-        if full in _REARRANGE:
-            if len(args) < 2 or not isinstance(args[1].value, cst.SimpleString):
-                return None
-            receiver = args[0].value
-            sizes = {a.keyword.value: a.value for a in args[2:] if a.keyword is not None}
-            form: tuple = ("rearrange", normalized(args[1].value))
-            if not sizes:
-                return None
-        else:
-            if full in ("torch.reshape", "torch.unflatten"):
-                if not args:
-                    return None
-                receiver, args = args[0].value, args[1:]
-            elif isinstance(func, cst.Attribute) and tail in (*_SHAPE_METHODS, "unflatten"):
-                receiver = func.value
-            else:
-                return None
-            if tail == "unflatten":
-                if len(args) != 2:
-                    return None
-                shape = _sequence(args[1:])
-                form = ("unflatten", normalized(args[0].value), len(shape or ()))
-                minimum = 2
-            else:
-                shape = _sequence(args)
-                form = ("shape", len(shape or ()))
-                minimum = 3
-            if shape is None or len(shape) < minimum:
-                return None
-            sizes = {str(i): size for i, size in enumerate(shape)}
+        form, sizes, receiver = parts
         ids = set()
         root = tensor_root(receiver)
         if root is not None and kv_side(root, self.extra_pairs):

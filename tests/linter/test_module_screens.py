@@ -1,4 +1,4 @@
-"""The module-wide screens (KV105, KV207, KV208) let a file through exactly when its rule could
+"""The module-wide screens (KV105, KV207, KV208, KV209) let a file through exactly when its rule could
 report, and a file they stop still gets its other rules' per-definition plan."""
 
 from __future__ import annotations
@@ -120,3 +120,17 @@ def test_kv105_reads_an_imported_helper_when_a_key_is_its_first_argument(tmp_pat
     assert not _screen("KV105", f"from .utils import rotate as trim\n\n\n{caller}", str(model))
     assert not _screen("KV105", "from .utils import trim\n\n\n" + caller.replace("trim(k, n)", "trim(n, k)"), str(model))
     assert not _screen("KV105", f"from vllm.utils import trim\n\n\n{caller}", str(model))
+
+
+def test_kv209_needs_a_viewing_helper_and_a_twin_viewed_otherwise() -> None:
+    helper = "def heads(x, n):\n    return x.view(x.shape[0], n, -1)\n\n\n"
+    caller = "def f(q, k, v):\n    k = heads(k, 8)\n    v = heads(v, 32)\n    return attn(q, k, v)\n"
+    assert _screen("KV209", helper + caller)
+    # The same helper with the same arguments views both alike.
+    assert not _screen("KV209", helper + caller.replace("heads(v, 32)", "heads(v, 8)"))
+    # A helper with no view in it (rotary, a norm) makes none.
+    assert not _screen("KV209", helper.replace("x.view(x.shape[0], n, -1)", "rotate(x, n)") + caller)
+    # The twin viewed inline.
+    assert _screen("KV209", helper + caller.replace("heads(v, 32)", "v.view(v.shape[0], 32, -1)"))
+    # Only the query through the helper.
+    assert not _screen("KV209", helper + caller.replace("heads(k, 8)", "k").replace("heads(v, 32)", "heads(q, 32)"))
