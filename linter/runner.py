@@ -300,7 +300,7 @@ def _screened_units(
                     kept.append((start, end))
                     parsed = False
                     continue
-            rules = reporting(tree, rules, job.settings)
+            rules = reporting(tree, rules, job.settings, (lines, offset))
             if not rules:
                 continue
             cls = tree.body[-1] if tree.body else None
