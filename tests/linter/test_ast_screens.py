@@ -236,3 +236,39 @@ class Attention(nn.Module):
         return out.transpose(1, 2).reshape(b, s, self.num_heads * self.head_dim)
 """
     _stopped_and_silent("KV205", text)
+
+
+def test_kv204_a_length_read_by_size_on_the_query_passes_its_screen() -> None:
+    text = """\
+class DecoderAttention(nn.Module):
+    def __init__(self, hidden, heads):
+        super().__init__()
+        self.head_dim = hidden // heads
+        self.v_proj = nn.Linear(hidden, hidden)
+
+    def forward(self, hidden_states, key_value_states=None):
+        bsz = hidden_states.size(0)
+        q_len = hidden_states.size(1)
+        value = self.v_proj(key_value_states)
+        return value.reshape(bsz, q_len, -1, self.head_dim)
+"""
+    _passes_and_reports("KV204", text)
+
+
+def test_kv204_a_shape_read_off_the_projected_states_themselves_is_stopped() -> None:
+    text = """\
+class CrossAttention(nn.Module):
+    def __init__(self, hidden, heads):
+        super().__init__()
+        self.head_dim = hidden // heads
+        self.query = nn.Linear(hidden, hidden)
+        self.key = nn.Linear(hidden, hidden)
+
+    def forward(self, hidden_states, encoder_hidden_states=None):
+        bsz, tgt_len = hidden_states.shape[:-1]
+        query = self.query(hidden_states).view(bsz, tgt_len, -1, self.head_dim)
+        kv_shape = (*encoder_hidden_states.shape[:-1], -1, self.head_dim)
+        key = self.key(encoder_hidden_states).view(kv_shape)
+        return query, key
+"""
+    _stopped_and_silent("KV204", text)
