@@ -333,10 +333,13 @@ def _kv102_scope(nodes: list[ast.AST], extra, text: Callable[[ast.AST, ast.AST],
         else:
             continue
         if base is not None and is_kv_tensor_name(base, extra):
-            written = "".join(text(after, node).split())
-            if written[-1:] != ("]" if kind == "slice" else ")") or written[:1] not in "[()":
-                written = f"<unread {id(node)}>"  # not the text expected: compare nothing
-            sites.setdefault((kind, base), set()).add(written)
+            sites.setdefault((kind, base), set()).add(_written(text, after, node))
+    return _some_pair_differs(sites, extra, keep_key=True)
+
+
+def _some_pair_differs(sites: dict[tuple[str, str], set[str]], extra, keep_key: bool) -> bool:
+    """Do a K tensor's sites and its V partner's (of one kind) differ in text, the K side's
+    names swapped to V as the rules compare them? Sites all alike give no mismatch."""
     for (kind, base), k_texts in sites.items():
         if kv_side(base.rsplit(".", 1)[-1], extra) != "k":
             continue
@@ -344,16 +347,27 @@ def _kv102_scope(nodes: list[ast.AST], extra, text: Callable[[ast.AST, ast.AST],
         v_texts = sites.get((kind, partner or ""))
         if v_texts is None:
             continue
-        keep = base.rsplit(".", 1)[-1]
-        # The rule's own comparison: K bounds all swapped, V bounds swapped but for the K
-        # tensor's own name (``cache_v[:cache_k.size(1)]`` sizes V by K).
+        keep = base.rsplit(".", 1)[-1] if keep_key else None
+        # KV102 swaps V bounds too, but for the K tensor's own name (``cache_v[:cache_k.size(1)]``
+        # sizes V by K); KV103 compares V indices as written.
         texts = {swap_kv_text(t, extra) for t in k_texts} | {
             _IDENTIFIER.sub(lambda m: m.group(0) if m.group(0) == keep else swap_kv_text(m.group(0), extra), t)
+            if keep_key else t
             for t in v_texts
         }
         if len(texts) > 1:
             return True
     return False
+
+
+def _written(text: Callable[[ast.AST, ast.AST], str], after: ast.AST, node: ast.AST) -> str:
+    """The text of ``node`` after ``after`` (a subscript's brackets, a call's arguments),
+    whitespace removed as ``pairs.normalized`` removes it; never equal to another site's when
+    it is not the text expected there."""
+    written = "".join(text(after, node).split())
+    if written[-1:] != ("]" if type(node) is ast.Subscript else ")"):
+        return f"<unread {id(node)}>"
+    return written
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -385,6 +399,8 @@ class Facts:
         ``k[:n]`` after ``k``); needs ``source``."""
         lines, offset = self.source
         first, last = offset + after.end_lineno - 1, offset + node.end_lineno - 1
+        if not 0 <= first <= last < len(lines):
+            return ""  # not the lines this tree was parsed from: no text compares equal
         # Column offsets count UTF-8 bytes.
         if first == last:
             return lines[first].encode()[after.end_col_offset:node.end_col_offset].decode(errors="replace")
@@ -1251,8 +1267,53 @@ def _chain_root(node: ast.expr) -> str | None:
 
 def _kv103(facts: Facts, settings: Settings) -> bool:
     """A K cache (a K-side tensor name with a cache word) and its V partner both subscripted
-    or handed to an indexed gather/scatter call."""
+    or handed to an indexed gather/scatter call in one scope, and (where the source text is
+    at hand) not all alike: the rule compares indices as text, K names swapped to V."""
     extra = settings.extra_pairs
+    if not _kv103_anywhere(facts, extra):
+        return False
+    if facts.source is None:
+        return True
+    return any(_kv103_scope(nodes, extra, facts.text) for nodes in facts.scopes())
+
+
+def _kv103_scope(nodes: list[ast.AST], extra, text: Callable[[ast.AST, ast.AST], str]) -> bool:
+    # (kind, base) -> texts: a subscript chain on a cache (``Access``) from the cache's name
+    # on, or an indexed call (``_indexed_calls``, by its name) from the cache's name on.
+    sites: dict[tuple[str, str], set[str]] = {}
+    inner: set[int] = set()
+    for node in nodes:
+        if type(node) is ast.Subscript:
+            if id(node) in inner:
+                continue  # part of a longer chain, compared as that chain
+            root = node.value
+            while type(root) is ast.Subscript:
+                inner.add(id(root))
+                root = root.value
+            base = _dotted(root)
+            if base is not None and _is_cache(base, extra):
+                sites.setdefault(("access", base), set()).add(_written(text, root, node))
+        elif type(node) is ast.Call and (tail := _tail(node.func)) in INDEXED_CALLS:
+            operands = [node.func.value] if type(node.func) is ast.Attribute else []
+            operands += [a for a in node.args if type(a) is not ast.Starred][:1]
+            for operand in operands:
+                root = operand
+                while type(root) is ast.Subscript:
+                    root = root.value
+                base = _dotted(root)
+                if base is not None and _is_cache(base, extra):
+                    # From the cache's name to the call's end: its index chain and the other
+                    # arguments (``[layer].index_copy_(0,slots,k)``).
+                    sites.setdefault((tail, base), set()).add(_written(text, root, node))
+    return _some_pair_differs(sites, extra, keep_key=False)
+
+
+def _is_cache(base: str, extra) -> bool:
+    tail = base.rsplit(".", 1)[-1]
+    return is_kv_tensor_name(base, extra) and any(part.lower() in CACHE_PARTS for part in tail.split("_"))
+
+
+def _kv103_anywhere(facts: Facts, extra) -> bool:
     bases = {_chain_root(s.value) for s in facts.subscripts}
     for call in facts.calls:
         if _tail(call.func) in INDEXED_CALLS:
@@ -1325,6 +1386,6 @@ def reporting(
 ) -> frozenset[str | None]:
     """The ``rules`` that may report on ``tree``: those without a screen, and those whose
     screen lets it through. With ``source``, the text ``tree`` was parsed from, a screen that
-    compares code as text (KV102) can say more."""
+    compares code as text (KV102, KV103) can say more."""
     facts = Facts(tree, source) if any(code in SCREENS for code in rules) else None
     return frozenset(code for code in rules if code not in SCREENS or SCREENS[code](facts, settings))

@@ -272,3 +272,71 @@ class CrossAttention(nn.Module):
         return query, key
 """
     _stopped_and_silent("KV204", text)
+
+
+# KV102 and KV103 compare their sites as text: with the unit's lines at hand, sites all alike
+# (K names swapped to V) are stopped.
+def _screen_with_text(code: str, text: str) -> bool:
+    return code in ast_screens.reporting(ast.parse(text), [code], Settings(), (text.split("\n"), 0))
+
+
+def _text_compared(code: str, reported: str, alike: str) -> None:
+    assert _reported(code, reported) == [code] and _screen_with_text(code, reported)
+    assert _reported(code, alike) == [] and not _screen_with_text(code, alike)
+    assert _screen(code, alike), "without the text the screen keeps its old, wider answer"
+
+
+def test_kv102_slices_compared_as_the_rule_compares_them() -> None:
+    reported = """\
+def prefill_attention(query, cache_k, cache_v, b, p, s):
+    keys = cache_k[:b, :p + s]
+    values = cache_v[:b, :p]
+    return F.scaled_dot_product_attention(query, keys, values)
+"""
+    alike = reported.replace("cache_v[:b, :p]", "cache_v[ :b,  :p + s ]")
+    _text_compared("KV102", reported, alike)
+
+
+def test_kv102_cuts_compared_as_the_rule_compares_them() -> None:
+    reported = """\
+def chunked_attention(query, key, value, n):
+    key_parts = torch.split(key, [n, n], dim=1)
+    value_parts = torch.split(value, [n, n - 1], dim=1)
+    return flash_attn_func(query, key_parts[0], value_parts[0])
+"""
+    alike = reported.replace("[n, n - 1]", "[n, n]")
+    _text_compared("KV102", reported, alike)
+
+
+def test_kv103_indices_compared_as_the_rule_compares_them() -> None:
+    reported = """\
+class PagedAttention:
+    def store(self, key, value, slots, slot_ids):
+        self.k_cache[self.layer][slots] = key
+        self.v_cache[self.layer][slot_ids] = value
+"""
+    alike = reported.replace("[slot_ids]", "[slots]")
+    _text_compared("KV103", reported, alike)
+
+
+def test_kv103_indexed_calls_compared_as_the_rule_compares_them() -> None:
+    reported = """\
+class KVPool:
+    def set_kv_buffer(self, layer_id, loc, cache_k, cache_v):
+        self.k_buffer[layer_id].index_copy_(0, loc, cache_k)
+        self.v_buffer[layer_id - 1].index_copy_(0, loc, cache_v)
+"""
+    alike = reported.replace("[layer_id - 1]", "[layer_id]")
+    _text_compared("KV103", reported, alike)
+
+
+def test_text_that_is_not_the_sites_own_is_never_alike() -> None:
+    # Lines that do not match the tree (a wrong offset) must not make two sites look alike.
+    text = "def f(q, k_cache, v_cache, a, b):\n    return attention(q, k_cache[a], v_cache[b])\n"
+    shifted = ["x"] + text.split("\n")
+    assert "KV103" in ast_screens.reporting(ast.parse(text), ["KV103"], Settings(), (shifted, 0))
+
+
+def test_lines_too_few_for_the_tree_are_no_error() -> None:
+    text = "def f(q, k_cache, v_cache, a):\n    return attention(q, k_cache[a], v_cache[a])\n"
+    assert "KV103" in ast_screens.reporting(ast.parse(text), ["KV103"], Settings(), (["def f(): pass"], 0))
