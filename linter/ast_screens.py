@@ -1373,11 +1373,12 @@ SCREENS: dict[str, Screen] = {
 METHOD_SCOPED: frozenset[str | None] = frozenset({"KV101", "KV102", "KV103", "KV106", "KV202"})
 
 
-def may_report(tree: ast.AST, rules: Collection[str | None], settings: Settings) -> bool:
-    """Can any of ``rules`` (codes; None: a rule without known conditions) report on ``tree``?"""
+def may_report(tree: ast.AST, rules: Collection[str | None], settings: Settings, source: Source | None = None) -> bool:
+    """Can any of ``rules`` (codes; None: a rule without known conditions) report on ``tree``
+    (parsed from ``source``, where given)?"""
     if any(code not in SCREENS for code in rules):
         return True  # no walk at all when some live rule has no screen
-    facts = Facts(tree)
+    facts = Facts(tree, source)
     return any(SCREENS[code](facts, settings) for code in rules)
 
 

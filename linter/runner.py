@@ -245,7 +245,7 @@ def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
         plan = parse_plan(text, job.rules, job.settings)
         if plan.whole:
             python = _python_tree(text, path)
-            if not _may_report(python, job, plan.rules, path):
+            if not _may_report(python, job, plan.rules, path, text):
                 return []
         # A module-wide rule's screen reads the whole file, which goes whole when one passes.
         elif not plan.module_rules or not _may_report(python := _python_tree(text, path), job, plan.module_rules, path):
@@ -255,7 +255,7 @@ def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
     return _not_ignored(unsuppressed(_parse_and_lint(text, path, job, python), text), path, job.settings)
 
 
-def _may_report(python: ast.Module | SyntaxError, job: Job, rules: frozenset[str | None], path: str) -> bool:
+def _may_report(python: ast.Module | SyntaxError, job: Job, rules: frozenset[str | None], path: str, text: str | None = None) -> bool:
     """Does the ``ast`` screen of the live rules let the text through to libcst?"""
     if isinstance(python, SyntaxError):
         return True  # CPython cannot read it; libcst gives the verdict
@@ -265,7 +265,7 @@ def _may_report(python: ast.Module | SyntaxError, job: Job, rules: frozenset[str
     module = rules & SCREENS.keys()
     if any(SCREENS[code](python, job.settings, path) for code in module):
         return True
-    return may_report(python, rules - module, job.settings)
+    return may_report(python, rules - module, job.settings, None if text is None else (text.split("\n"), 0))
 
 
 def _screened_units(
