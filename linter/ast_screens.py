@@ -10,9 +10,16 @@ pass that reports and fixes.
 A screen must over-approximate its rule exactly as the pre-filter conditions do: it may say yes
 for code without findings, never no for code with one. A rule without a screen always passes.
 Screens read ``Facts``, one walk of the tree whose scope is the whole unit (a fact of any
-method counts for all), and drop each rule's "the twin exists and is unused" evidence, which
-needs the rule's own model. ``tests/linter/test_fast_path_equivalence.py`` and the benchmark
-compare the fast path (text pre-filter, screens, libcst) with parsing and visiting every file.
+method counts for all), and follow their rule's own model as far as it is cheap: KV101,
+KV102 and KV103 look at one function's scope at a time (``Facts.scopes``), as the rules do;
+KV101 needs its cut K and whole V in one call; KV201 compares the projections' output sizes,
+KV204 the lengths its views carry, KV205 its view's shape elements. KV102 and KV103 compare
+their sites as text, K names swapped to V, as the rules do, when the runner hands over the
+lines the tree was parsed from (``source``); without them they keep the wider answer.
+``tests/linter/test_ast_screens.py`` holds each sharpened screen to shapes its rule reports
+and look-alikes it does not; ``tests/linter/test_fast_path_equivalence.py`` and the
+benchmark compare the fast path (text pre-filter, screens, libcst) with parsing and visiting
+every file.
 """
 
 from __future__ import annotations
@@ -301,8 +308,9 @@ def _cut_bases(tree: ast.Module):
         elif isinstance(node, ast.Call) and _tail(node.func) in _SPLIT_CALLS:
             if isinstance(node.func, ast.Attribute):
                 yield node.func.value
-            if node.args:
-                yield node.args[0]
+            positional = [a for a in node.args if type(a) is not ast.Starred]
+            if positional:
+                yield positional[0]  # as ``reshapes._call_reshape`` reads it: ``*x`` is skipped
 
 
 def _kv102(facts: Facts, settings: Settings) -> bool:
@@ -971,8 +979,9 @@ def _kv101_anywhere(facts: Facts, extra) -> bool:
         if _tail(func) in RESHAPE_CALLS:
             if isinstance(func, ast.Attribute):
                 bases.append(func.value)
-            if call.args:
-                bases.append(call.args[0])  # torch.narrow(k, ...)
+            positional = [a for a in call.args if type(a) is not ast.Starred]
+            if positional:
+                bases.append(positional[0])  # torch.narrow(k, ...)
     for base in bases:
         tail = _tail(_seen_through(base))
         if tail is None or kv_side(tail, extra) != "k" or not is_kv_tensor_name(tail, extra):
