@@ -139,21 +139,43 @@ def _kv203_split(call: ast.Call, three_targets: bool) -> bool:
 
 
 def _kv203(tree: ast.Module, settings: Settings) -> bool:
-    """A split into equal thirds, and a KV head count named anywhere but as a keyword."""
+    """A split into equal thirds of what reads as a fused QKV output (``_is_qkv``), and a KV
+    head count named anywhere but as a keyword."""
     three: set[int] = set()
+    unpacked: dict[int, list[str | None]] = {}  # call -> the names its assignment unpacks into
     split = heads = False
     for node in walk(tree):
         if isinstance(node, ast.Assign):
             target = node.targets[0] if len(node.targets) == 1 else None
-            if isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 3:
-                three.update(id(n) for n in walk(node.value) if isinstance(n, ast.Call))
+            if isinstance(target, (ast.Tuple, ast.List)):
+                names = [_tail(e) for e in target.elts]
+                calls = [id(n) for n in walk(node.value) if isinstance(n, ast.Call)]
+                unpacked.update((call, names) for call in calls)
+                if len(target.elts) == 3:
+                    three.update(calls)
         elif isinstance(node, ast.Call):
-            split = split or _kv203_split(node, id(node) in three)
+            split = split or (_kv203_split(node, id(node) in three) and _kv203_qkv(node, unpacked.get(id(node))))
         if not heads:
             heads = any(is_kv_head_count_name(name) for name in _identifiers(node))
         if split and heads:
             return True
     return False
+
+
+def _kv203_qkv(call: ast.Call, names: list[str | None] | None) -> bool:
+    """``_is_qkv``: the receiver's root names a fused QKV (``qkv``, ``query_key_value``), or
+    the parts are unpacked into three names whose second is K-side and third V-side."""
+    func = call.func
+    receiver = func.value
+    if isinstance(receiver, ast.Name) and receiver.id == "torch" and call.args:
+        receiver = call.args[0].value if type(call.args[0]) is ast.Starred else call.args[0]
+    root = _tensor_root(receiver)
+    if root is not None and ("qkv" in root.lower() or "query_key_value" in root.lower()):
+        return True
+    return (
+        names is not None and len(names) == 3 and None not in names
+        and kv_side(names[1]) == "k" and kv_side(names[2]) == "v"
+    )
 
 
 def _identifiers(node: ast.AST) -> list[str]:

@@ -340,3 +340,28 @@ def test_text_that_is_not_the_sites_own_is_never_alike() -> None:
 def test_lines_too_few_for_the_tree_are_no_error() -> None:
     text = "def f(q, k_cache, v_cache, a):\n    return attention(q, k_cache[a], v_cache[a])\n"
     assert "KV103" in ast_screens.reporting(ast.parse(text), ["KV103"], Settings(), (["def f(): pass"], 0))
+
+
+# KV203: an equal-thirds split of what reads as a fused QKV output.
+KV203_FUSED = """\
+class Attention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.num_key_value_heads = config.num_key_value_heads
+        self.W_pack = nn.Linear(config.hidden_size, 3 * config.hidden_size)
+
+    def forward(self, hidden_states):
+        query_states, key_states, value_states = self.W_pack(hidden_states).chunk(3, dim=-1)
+        return query_states, key_states, value_states
+"""
+
+
+def test_kv203_parts_unpacked_into_q_k_v_names_pass_its_screen() -> None:
+    _passes_and_reports("KV203", KV203_FUSED)
+
+
+def test_kv203_thirds_of_something_else_are_stopped() -> None:
+    # A gated MLP's three branches, in a class that also names a KV head count.
+    text = KV203_FUSED.replace("query_states, key_states, value_states", "gate, up, skip")
+    _stopped_and_silent("KV203", text)
