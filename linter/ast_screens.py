@@ -10,23 +10,34 @@ pass that reports and fixes.
 A screen must over-approximate its rule exactly as the pre-filter conditions do: it may say yes
 for code without findings, never no for code with one. A rule without a screen always passes.
 Screens read ``Facts``, one walk of the tree whose scope is the whole unit (a fact of any
-method counts for all), and drop each rule's "the twin exists and is unused" evidence, which
-needs the rule's own model. ``tests/linter/test_fast_path_equivalence.py`` and the benchmark
-compare the fast path (text pre-filter, screens, libcst) with parsing and visiting every file.
+method counts for all), and follow their rule's own model as far as it is cheap: KV101,
+KV102 and KV103 look at one function's scope at a time (``Facts.scopes``), as the rules do;
+KV101 needs its cut K and whole V in one call; KV201 compares the projections' output sizes,
+KV204 the lengths its views carry, KV205 its view's shape elements. KV102 and KV103 compare
+their sites as text, K names swapped to V, as the rules do, when the runner hands over the
+lines the tree was parsed from (``source``); without them they keep the wider answer.
+``tests/linter/test_ast_screens.py`` holds each sharpened screen to shapes its rule reports
+and look-alikes it does not; ``tests/linter/test_fast_path_equivalence.py`` and the
+benchmark compare the fast path (text pre-filter, screens, libcst) with parsing and visiting
+every file.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Collection, Iterator
 
 from linter.model.twins import key_head_dim_twin
 from linter.names import (
+    AXISLESS_RESHAPES,
     CACHE_PARTS,
     INDEXED_CALLS,
     RESHAPE_CALLS,
+    RESHAPE_DIM_ARGS,
     SAME_TENSOR_METHODS,
     SEE_THROUGH,
+    SHAPE_KEEPING,
     Role,
     counterpart_of_dotted,
     is_kv_head_count_name,
@@ -35,11 +46,15 @@ from linter.names import (
     key_counterpart,
     kv_side,
     name_role,
+    swap_kv_text,
     value_counterpart,
 )
 from linter.settings import Settings
 
 Screen = Callable[["Facts", Settings], bool]
+# The lines a tree was parsed from, and how many come before its first: line ``n`` of the tree
+# is ``lines[offset + n - 1]``.
+Source = tuple[list[str], int]
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
@@ -124,21 +139,43 @@ def _kv203_split(call: ast.Call, three_targets: bool) -> bool:
 
 
 def _kv203(tree: ast.Module, settings: Settings) -> bool:
-    """A split into equal thirds, and a KV head count named anywhere but as a keyword."""
+    """A split into equal thirds of what reads as a fused QKV output (``_is_qkv``), and a KV
+    head count named anywhere but as a keyword."""
     three: set[int] = set()
+    unpacked: dict[int, list[str | None]] = {}  # call -> the names its assignment unpacks into
     split = heads = False
     for node in walk(tree):
         if isinstance(node, ast.Assign):
             target = node.targets[0] if len(node.targets) == 1 else None
-            if isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 3:
-                three.update(id(n) for n in walk(node.value) if isinstance(n, ast.Call))
+            if isinstance(target, (ast.Tuple, ast.List)):
+                names = [_tail(e) for e in target.elts]
+                calls = [id(n) for n in walk(node.value) if isinstance(n, ast.Call)]
+                unpacked.update((call, names) for call in calls)
+                if len(target.elts) == 3:
+                    three.update(calls)
         elif isinstance(node, ast.Call):
-            split = split or _kv203_split(node, id(node) in three)
+            split = split or (_kv203_split(node, id(node) in three) and _kv203_qkv(node, unpacked.get(id(node))))
         if not heads:
             heads = any(is_kv_head_count_name(name) for name in _identifiers(node))
         if split and heads:
             return True
     return False
+
+
+def _kv203_qkv(call: ast.Call, names: list[str | None] | None) -> bool:
+    """``_is_qkv``: the receiver's root names a fused QKV (``qkv``, ``query_key_value``), or
+    the parts are unpacked into three names whose second is K-side and third V-side."""
+    func = call.func
+    receiver = func.value
+    if isinstance(receiver, ast.Name) and receiver.id == "torch" and call.args:
+        receiver = call.args[0].value if type(call.args[0]) is ast.Starred else call.args[0]
+    root = _tensor_root(receiver)
+    if root is not None and ("qkv" in root.lower() or "query_key_value" in root.lower()):
+        return True
+    return (
+        names is not None and len(names) == 3 and None not in names
+        and kv_side(names[1]) == "k" and kv_side(names[2]) == "v"
+    )
 
 
 def _identifiers(node: ast.AST) -> list[str]:
@@ -293,13 +330,81 @@ def _cut_bases(tree: ast.Module):
         elif isinstance(node, ast.Call) and _tail(node.func) in _SPLIT_CALLS:
             if isinstance(node.func, ast.Attribute):
                 yield node.func.value
-            if node.args:
-                yield node.args[0]
+            positional = [a for a in node.args if type(a) is not ast.Starred]
+            if positional:
+                yield positional[0]  # as ``reshapes._call_reshape`` reads it: ``*x`` is skipped
 
 
-def _kv102(tree: ast.Module, settings: Settings) -> bool:
-    """A K tensor and its V counterpart both cut (sliced, split, chunked or narrowed)."""
+def _kv102(facts: Facts, settings: Settings) -> bool:
+    """A K tensor and its V counterpart both cut (sliced, split, chunked or narrowed) in one
+    scope, and (where the source text is at hand) not all alike: the rule compares each K
+    site's bounds with the V sites' as text, K names swapped to V, and reports only a pair
+    that differs."""
     extra = settings.extra_pairs
+    if not _kv102_anywhere(facts.tree, extra):
+        return False
+    if facts.source is None:
+        return True
+    return any(_kv102_scope(nodes, extra, facts.text) for nodes in facts.scopes())
+
+
+def _kv102_scope(nodes: list[ast.AST], extra, text: Callable[[ast.AST, ast.AST], str]) -> bool:
+    # (kind, base) -> the sites' texts: ``[...]`` of a slice-only subscript (``Access``), or
+    # the arguments of a split/chunk/tensor_split/narrow (``_check_cuts``), whitespace removed.
+    sites: dict[tuple[str, str], set[str]] = {}
+    for node in nodes:
+        if type(node) is ast.Subscript:
+            if type(node.value) is ast.Subscript or not _only_slices(node):
+                continue  # a chain: no access KV102 compares
+            base, kind, after = _dotted(_seen_through(node.value)), "slice", node.value
+        elif type(node) is ast.Call and _tail(node.func) in _SPLIT_CALLS:
+            found = _call_base(node)
+            base, kind, after = found and found[0], _tail(node.func), node.func
+        else:
+            continue
+        if base is not None and is_kv_tensor_name(base, extra):
+            sites.setdefault((kind, base), set()).add(_written(text, after, node))
+    return _some_pair_differs(sites, extra, keep_key=True)
+
+
+def _some_pair_differs(sites: dict[tuple[str, str], set[str]], extra, keep_key: bool) -> bool:
+    """Do a K tensor's sites and its V partner's (of one kind) differ in text, the K side's
+    names swapped to V as the rules compare them? Sites all alike give no mismatch."""
+    for (kind, base), k_texts in sites.items():
+        if kv_side(base.rsplit(".", 1)[-1], extra) != "k":
+            continue
+        partner = counterpart_of_dotted(base, extra)
+        v_texts = sites.get((kind, partner or ""))
+        if v_texts is None:
+            continue
+        keep = base.rsplit(".", 1)[-1] if keep_key else None
+        # KV102 swaps V bounds too, but for the K tensor's own name (``cache_v[:cache_k.size(1)]``
+        # sizes V by K); KV103 compares V indices as written.
+        texts = {swap_kv_text(t, extra) for t in k_texts} | {
+            _IDENTIFIER.sub(lambda m: m.group(0) if m.group(0) == keep else swap_kv_text(m.group(0), extra), t)
+            if keep_key else t
+            for t in v_texts
+        }
+        if len(texts) > 1:
+            return True
+    return False
+
+
+def _written(text: Callable[[ast.AST, ast.AST], str], after: ast.AST, node: ast.AST) -> str:
+    """The text of ``node`` after ``after`` (a subscript's brackets, a call's arguments),
+    whitespace removed as ``pairs.normalized`` removes it; never equal to another site's when
+    it is not the text expected there."""
+    written = "".join(text(after, node).split())
+    if written[-1:] != ("]" if type(node) is ast.Subscript else ")"):
+        return f"<unread {id(node)}>"
+    return written
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _kv102_anywhere(tree: ast.AST, extra) -> bool:
+    """A K tensor and its V counterpart both cut (sliced, split, chunked or narrowed)."""
     sliced = {
         base for node in _cut_bases(tree)
         if (base := _dotted(_seen_through(node))) is not None and is_kv_tensor_name(base, extra)
@@ -315,8 +420,25 @@ class Facts:
     definition, or a whole file) is the scope, which over-approximates every rule's own (a
     class, a method): a fact of any method counts for all."""
 
-    def __init__(self, tree: ast.AST) -> None:
+    def __init__(self, tree: ast.AST, source: Source | None = None) -> None:
         self.tree = tree
+        self.source = source
+
+    def text(self, after: ast.AST, node: ast.AST) -> str:
+        """The source text from the end of ``after`` to the end of ``node`` (``[:n]`` of
+        ``k[:n]`` after ``k``); needs ``source``."""
+        lines, offset = self.source
+        first, last = offset + after.end_lineno - 1, offset + node.end_lineno - 1
+        if not 0 <= first <= last < len(lines):
+            return ""  # not the lines this tree was parsed from: no text compares equal
+        # Column offsets count UTF-8 bytes.
+        if first == last:
+            return lines[first].encode()[after.end_col_offset:node.end_col_offset].decode(errors="replace")
+        middle = "\n".join(lines[first + 1:last])
+        return "\n".join((
+            lines[first].encode()[after.end_col_offset:].decode(errors="replace"), middle,
+            lines[last].encode()[:node.end_col_offset].decode(errors="replace"),
+        ))
 
     def __getattr__(self, name: str):
         # The walk runs on the first question: KV102, KV202 and KV203 walk the tree themselves.
@@ -324,6 +446,15 @@ class Facts:
             raise AttributeError(name)
         self._walk()
         return object.__getattribute__(self, name)
+
+    def scopes(self) -> list[list[ast.AST]]:
+        """The nodes of each scope ``scopes.ScopeTracking`` checks on its own, parents first:
+        every function's body (its lambdas and comprehensions included, nested definitions
+        not), and the module's statements outside definitions. A class body is no scope."""
+        found = self.__dict__.get("_scopes")
+        if found is None:
+            found = self.__dict__["_scopes"] = _scopes(self.tree)
+        return found
 
     def _walk(self) -> None:
         tree = self.tree
@@ -363,6 +494,38 @@ class Facts:
                 self.params.update(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a)
                 if any(type(d) is ast.Constant and d.value is None for d in (*args.defaults, *args.kw_defaults)):
                     self.none_default = True
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _scopes(tree: ast.AST) -> list[list[ast.AST]]:
+    found = []
+    todo = [tree]
+    fields = _FIELDS
+    while todo:
+        root = todo.pop()
+        nodes: list[ast.AST] = []
+        stack = list(reversed(root.body))
+        while stack:
+            current = stack.pop()
+            if isinstance(current, _DEFINITIONS):
+                todo.append(current)  # its own scope (a class: its methods are)
+                continue
+            nodes.append(current)
+            kind = current.__class__
+            names = fields.get(kind)
+            if names is None:
+                names = fields[kind] = tuple(f for f in kind._fields if f != "ctx")
+            for name in names:
+                value = getattr(current, name, None)
+                if value.__class__ is list:
+                    stack.extend(item for item in value if isinstance(item, ast.AST))
+                elif isinstance(value, ast.AST):
+                    stack.append(value)
+        if not isinstance(root, ast.ClassDef):
+            found.append(nodes)
+    return found
 
 
 def _flat(targets: list[ast.expr]) -> list[ast.expr]:
@@ -517,11 +680,155 @@ def _kv_projections(facts: Facts, extra, self_only: bool = True) -> set[str]:
 
 def _kv204(facts: Facts, settings: Settings) -> bool:
     """A K/V ``*Linear`` projection, a parameter defaulting to None (the optional cross-attention
-    input), a shape read and a view or reshape."""
+    input), a shape read and a view or reshape; and a function projecting states that may be
+    that input (``_may_differ``: the optional parameter itself, or a name chosen between it
+    and another by ``a if c else b``) through a K/V projection (``flows.projected``)."""
+    extra = settings.extra_pairs
     return (
         facts.none_default and not facts.attrs.isdisjoint(_SHAPE_METHODS)
-        and not facts.attrs.isdisjoint(("shape", "size")) and bool(_kv_projections(facts, settings.extra_pairs))
+        and not facts.attrs.isdisjoint(("shape", "size")) and bool(_kv_projections(facts, extra))
+        and any(_kv204_function(fn, extra) for fn in facts.functions)
     )
+
+
+def _kv204_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, extra) -> bool:
+    """A view of a K/V projection of states that may be the optional input, with a shape name
+    carrying the length of another tensor (not a K/V-side one): ``_shaped``, ``_may_differ``."""
+    optional = _none_defaults(fn.args)
+    if not optional:
+        return False
+    bound: dict[str, list[tuple[ast.expr, int | None, int | None]]] = {}
+    chosen: set[str] = set()  # names bound to ``a if c else b`` with an optional branch
+    views: list[ast.Call] = []
+    for node in walk(fn):
+        kind = type(node)
+        if kind is ast.Call:
+            if type(node.func) is ast.Attribute and node.func.attr in _SHAPE_METHODS:
+                views.append(node)
+        elif (kind is ast.Assign or kind is ast.AnnAssign) and node.value is not None:
+            value = node.value
+            targets = node.targets if kind is ast.Assign else [node.target]
+            for target in targets:
+                _kv204_bind(target, value, bound)
+            # ``current = enc if enc is not None else hidden``, alone or an element of a tuple.
+            if any(
+                type(v) is ast.IfExp and any(type(b) is ast.Name and b.id in optional for b in (v.body, v.orelse))
+                for v in (value, *(value.elts if isinstance(value, (ast.Tuple, ast.List)) else ()))
+            ):
+                chosen.update(n.id for t in targets for n in walk(t) if type(n) is ast.Name)
+    if not views:
+        return False
+    lengths: dict[str, set[str]] = {}
+    for _ in range(8):  # names carrying lengths through names: a few hops
+        grew = False
+        for name, bindings in bound.items():
+            found = set().union(*(_kv204_lengths(v, p, w, lengths) for v, p, w in bindings))
+            if not found <= lengths.get(name, set()):
+                lengths.setdefault(name, set()).update(found)
+                grew = True
+        if not grew:
+            break
+    for call in views:
+        states = _kv204_states(call.func.value, bound, extra, 0) & (optional | chosen)
+        if not states:
+            continue
+        carried = {t for a in (*call.args, *(kw.value for kw in call.keywords)) for n in walk(a) if type(n) is ast.Name for t in lengths.get(n.id, ())}
+        if any(t not in states or len(states) > 1 for t in carried if kv_side(t, extra) is None):
+            return True
+    return False
+
+
+def _kv204_bind(target: ast.expr, value: ast.expr, bound: dict) -> None:
+    """Record ``model.functions``' assignments: (value, position, width) of each plain name;
+    ``b, s, h = x.shape`` gives each its position among three."""
+    if type(target) is ast.Name:
+        bound.setdefault(target.id, []).append((value, None, None))
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        elements = target.elts
+        if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(elements) and not any(
+            type(e) is ast.Starred for e in (*value.elts, *elements)
+        ):
+            for element, item in zip(elements, value.elts):
+                _kv204_bind(element, item, bound)
+        elif all(type(e) is ast.Name for e in elements):
+            for i, element in enumerate(elements):
+                bound.setdefault(element.id, []).append((value, i, len(elements)))
+        else:
+            # Nested or starred unpacking: read as if each name took the whole value.
+            for n in walk(target):
+                if type(n) is ast.Name:
+                    bound.setdefault(n.id, []).append((value, None, None))
+
+
+def _kv204_lengths(value: ast.AST, position: int | None, width: int | None, lengths: dict[str, set[str]]) -> set[str]:
+    """``_length_sources``: the tensors whose token length ``value`` carries."""
+    read = _kv204_shape_read(value)
+    if read is not None:
+        tensor, index = read
+        if not index:
+            keeps = position is None or (position == 1 and width == 3)
+        elif position is not None or len(index) != 1:
+            keeps = False
+        else:
+            element = index[0]
+            keeps = type(element) is ast.Slice or _int_value(element) == 1 or type(element) is ast.Tuple
+        return {tensor} if keeps else set()
+    if type(value) is ast.Subscript and type(value.value) is ast.Name and value.value.id in lengths:
+        # ``input_shape[0]`` is the batch; the index itself may read a length too (where the
+        # rule has not yet seen the name carry one and reads the children).
+        own = set() if _int_value(value.slice) == 0 else lengths[value.value.id]
+        return own | _kv204_lengths(value.slice, None, None, lengths)
+    if type(value) is ast.Name:
+        return lengths.get(value.id, set())
+    found: set[str] = set()
+    for child in ast.iter_child_nodes(value):
+        found |= _kv204_lengths(child, None, None, lengths)
+    return found
+
+
+def _kv204_shape_read(node: ast.AST) -> tuple[str, list[ast.AST]] | None:
+    """``_shape_read``: (``x``, index) for ``x.shape``, ``x.shape[...]``, ``x.size(...)``,
+    ``x.size()[...]``."""
+    if type(node) is ast.Subscript:
+        inner = _kv204_shape_read(node.value)
+        if inner is None or inner[1]:
+            return None
+        index = node.slice
+        return inner[0], list(index.elts) if type(index) is ast.Tuple and len(index.elts) != 1 else [index]
+    if type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "size":
+        tensor, index = node.func.value, [*node.args, *(kw.value for kw in node.keywords)]
+    elif type(node) is ast.Attribute and node.attr == "shape":
+        tensor, index = node.value, []
+    else:
+        return None
+    return (tensor.id, index) if type(tensor) is ast.Name else None
+
+
+def _kv204_states(receiver: ast.expr, bound: dict, extra, depth: int) -> set[str]:
+    """The states a view's receiver may be a K/V projection of (``flows.projected``):
+    ``self.k_proj(x)`` itself, or a name bound to one."""
+    if type(receiver) is ast.Name:
+        if depth > 6:
+            return set()
+        return set().union(*(_kv204_states(v, bound, extra, depth + 1) for v, _, _ in bound.get(receiver.id, ())))
+    if type(receiver) is not ast.Call:
+        return set()
+    attr = _self_attr(receiver.func)
+    # libcst counts ``*x`` and ``**x`` as arguments whose value is ``x``.
+    args = [a.value if type(a) is ast.Starred else a for a in receiver.args] + [kw.value for kw in receiver.keywords]
+    if (
+        attr is None or kv_side(attr, extra) is None or len(args) != 1 or type(args[0]) is not ast.Name
+        or (value_counterpart(attr, extra) and key_counterpart(attr, extra))
+    ):
+        return set()
+    return {args[0].id}
+
+
+def _none_defaults(args: ast.arguments) -> set[str]:
+    """The parameters defaulting to None (``model.functions``' ``optional``)."""
+    positional = [*args.posonlyargs, *args.args]
+    pairs = [*zip(positional[len(positional) - len(args.defaults):], args.defaults), *zip(args.kwonlyargs, args.kw_defaults)]
+    return {a.arg for a, d in pairs if type(d) is ast.Constant and d.value is None}
 
 
 _KV_ROLES = (Role.KV_HEADS, Role.KV_WIDTH)
@@ -531,17 +838,40 @@ def _kv205(facts: Facts, settings: Settings) -> bool:
     """A view or reshape naming a query head count, and a K/V ``*Linear`` projection whose
     assignment names a KV head count or width."""
     extra = settings.extra_pairs
-    if not any(
-        isinstance(call.func, ast.Attribute) and call.func.attr in _SHAPE_METHODS
-        and any(name_role(n) is Role.Q_HEADS for a in (*call.args, *call.keywords) for n in _names_in(a))
-        for call in facts.calls
-    ):
+    if not any(_kv205_view(call, extra) for call in facts.calls):
         return False
     return any(
         any((attr := _self_attr(t)) is not None and kv_side(attr, extra) is not None for t in targets)
         and _builds_linear(value) and any(name_role(n) in _KV_ROLES for n in _names_in(value))
         for targets, value in facts.assignments
     )
+
+
+def _kv205_view(call: ast.Call, extra) -> bool:
+    """A view or reshape of what may be a K/V projection's output (a name, or
+    ``self.k_proj(x)`` itself: ``flows.projected``) with an element of its shape that is one
+    query head count alone (``sizes.factors`` of it is that one name)."""
+    func = call.func
+    if type(func) is not ast.Attribute or func.attr not in _SHAPE_METHODS:
+        return False
+    receiver = func.value
+    if type(receiver) is ast.Call:
+        attr = _self_attr(receiver.func)
+        if attr is None or kv_side(attr, extra) is None or len(receiver.args) + len(receiver.keywords) != 1:
+            return False
+    elif type(receiver) is not ast.Name:
+        return False
+    # ``_shape_elements``: libcst's arguments less ``*x`` and ``**x``.
+    values = [a for a in call.args if type(a) is not ast.Starred] + [kw.value for kw in call.keywords if kw.arg is not None]
+    if len(values) == 1 and isinstance(values[0], (ast.Tuple, ast.List)):
+        values = [e for e in values[0].elts if type(e) is not ast.Starred]
+    for e in values:
+        if type(e) is ast.Call and type(e.func) is ast.Name and e.func.id == "getattr":
+            return True  # ``getattr(config, "num_attention_heads")`` names what it reads
+        tail = _tail(e)
+        if tail is not None and name_role(tail) is Role.Q_HEADS:
+            return True
+    return False
 
 
 _KV206_VIEWS = frozenset({"view", "reshape", "unflatten"})
@@ -597,16 +927,73 @@ def _kv301(facts: Facts, settings: Settings) -> bool:
 
 
 def _kv201(facts: Facts, settings: Settings) -> bool:
-    """A K ``*Linear`` projection and its V twin declared (on any object)."""
+    """A K ``*Linear`` projection and its V twin declared (on any object) with output sizes
+    written differently: ``sizes.heads_mismatch`` finds no mismatch between sizes of equal
+    text, nor between sizes that differ only in brackets, comments or spelling of one
+    constant (equal ``ast`` trees), which classify factor by factor alike."""
     extra = settings.extra_pairs
-    declared = _kv_projections(facts, extra, self_only=False)
-    return any(value_counterpart(a, extra) in declared for a in declared)
+    declared: dict[str, set[str]] = {}
+    for targets, value in facts.assignments:
+        if len(targets) != 1 or type(targets[0]) is not ast.Attribute or kv_side(targets[0].attr, extra) is None:
+            continue
+        size = _kv201_size(value)
+        if size is not None:
+            declared.setdefault(targets[0].attr, set()).add(size)
+    for attr, sizes in declared.items():
+        twin = value_counterpart(attr, extra)
+        if twin in declared and (len(sizes) > 1 or sizes != declared[twin] or _UNREAD in sizes):
+            return True
+    return False
+
+
+# KV201's reading of a ``*Linear`` call's output size (``model.classes.output_size``).
+_OUTPUT_KEYWORDS = frozenset({"out_features", "output_size", "out_dim", "output_dim", "out_size"})
+_OUTPUT_INDEX = {"LazyLinear": 0}
+_UNREAD = "<a size behind * or **>"
+
+
+def _kv201_size(value: ast.expr) -> str | None:
+    """The output size (its tree, dumped) of the layer ``model.classes.linear_layer`` finds in
+    ``value``, or ``_UNREAD`` where an unpacked argument hides which argument it is."""
+    if type(value) is ast.IfExp:
+        layers = [b for b in (value.body, value.orelse) if type(b) is ast.Call]
+        if len(layers) != 1:
+            return None
+        value = layers[0]
+    if type(value) is not ast.Call:
+        return None
+    tail = _tail(value.func)
+    if tail is None or not tail.endswith("Linear"):
+        first = value.args[0] if value.args else None
+        first = first.value if type(first) is ast.Starred else first
+        # libcst's first argument is the first written: a keyword before it hides it.
+        if type(first) is not ast.Call or not (_tail(first.func) or "").endswith("Linear") or (
+            value.keywords and _before(value.keywords[0], first)
+        ):
+            return None
+        value, tail = first, _tail(first.func)
+    if any(type(a) is ast.Starred for a in value.args) or any(kw.arg is None for kw in value.keywords):
+        return _UNREAD
+    for kw in value.keywords:
+        if kw.arg in _OUTPUT_KEYWORDS:
+            return ast.dump(kw.value)
+    index = _OUTPUT_INDEX.get(tail, 1)
+    return ast.dump(value.args[index]) if index < len(value.args) else None
+
+
+def _before(a: ast.AST, b: ast.AST) -> bool:
+    return (a.lineno, a.col_offset) < (b.lineno, b.col_offset)
 
 
 def _kv101(facts: Facts, settings: Settings) -> bool:
-    """A K tensor cut along some axis (a subscript that is more than ``:``, integers and
-    ``None``/``...``, or a reshaping call on it), and its V partner's name present."""
+    """A K tensor cut along some axis whose V partner, in the same function, is read whole
+    and never rebound to a resized tensor (what ``_value_source`` needs to name it)."""
     extra = settings.extra_pairs
+    return _kv101_anywhere(facts, extra) and any(_kv101_scope(nodes, extra) for nodes in facts.scopes())
+
+
+def _kv101_anywhere(facts: Facts, extra) -> bool:
+    """The unit-wide check, cheap and run first: a K tensor cut, and its V partner's name."""
     tails = facts.names | facts.attrs
     bases: list[ast.expr] = [s.value for s in facts.subscripts if _cuts(s)]
     for call in facts.calls:
@@ -614,14 +1001,278 @@ def _kv101(facts: Facts, settings: Settings) -> bool:
         if _tail(func) in RESHAPE_CALLS:
             if isinstance(func, ast.Attribute):
                 bases.append(func.value)
-            if call.args:
-                bases.append(call.args[0])  # torch.narrow(k, ...)
+            positional = [a for a in call.args if type(a) is not ast.Starred]
+            if positional:
+                bases.append(positional[0])  # torch.narrow(k, ...)
     for base in bases:
         tail = _tail(_seen_through(base))
         if tail is None or kv_side(tail, extra) != "k" or not is_kv_tensor_name(tail, extra):
             continue
         if value_counterpart(tail, extra) in tails:
             return True
+    return False
+
+
+def _kv101_scope(nodes: list[ast.AST], extra) -> bool:
+    """KV101 in one scope: a K cut that may be on a token/head axis (``reshapes``' roles),
+    whose bounds do not name the V side, whose partner is read whole (under shape-keeping
+    steps only: ``v``, ``v.view(...)``, not ``v[:n]`` or ``v.shape``) and never resized in the
+    scope (``_value_source`` needs both to name it), and one call (or hand-written attention's
+    products) given both: the cut K, or a name bound from it, and the whole V, or its alias."""
+    cuts: dict[int, str] = {}
+    for node in nodes:
+        if type(node) is ast.Subscript:
+            found = _kv101_subscript_cut(node, extra)
+        elif type(node) is ast.Call:
+            found = _kv101_call_cut(node, extra)
+        else:
+            continue
+        if found is not None:
+            cuts[id(node)] = found
+    if not cuts:
+        return False
+    live = (set(cuts.values()) & _read_whole(nodes)) - _resized_names(nodes)
+    if not live:
+        return False
+    keys, values = _kv101_derived(nodes, set(cuts), live)
+
+    def is_key(arg: ast.expr) -> bool:
+        return any(id(n) in cuts or (type(n) is ast.Name and n.id in keys) for n in walk(arg))
+
+    def is_value(arg: ast.expr) -> bool:
+        name = _dotted(_strip_shape_keeping(arg))
+        return name is not None and (name in live or name in values)
+
+    products: list[ast.expr] = []
+    softmax = False
+    for node in nodes:
+        if type(node) is ast.Call:
+            args = [a for a in node.args if not isinstance(a, ast.Starred)] + [kw.value for kw in node.keywords]
+            at_key = [i for i, a in enumerate(args) if is_key(a)]
+            if at_key and any(is_value(a) and (i not in at_key or len(at_key) > 1) for i, a in enumerate(args)):
+                return True
+            tail = _tail(node.func)
+            if tail == "softmax":
+                softmax = True
+            elif tail in ("matmul", "bmm", "einsum"):
+                for a in args:
+                    products.extend(a.elts if isinstance(a, (ast.List, ast.Tuple)) else (a,))
+        elif type(node) is ast.BinOp and type(node.op) is ast.MatMult:
+            products += (node.left, node.right)
+    # Hand-written attention: scores with the cut K, a softmax, a product with the whole V.
+    return softmax and any(is_key(p) for p in products) and any(is_value(p) for p in products)
+
+
+def _strip_shape_keeping(node: ast.expr) -> ast.expr:
+    """``reshapes.strip_shape_keeping``: ``v`` of ``v.contiguous().view(...)``."""
+    while type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr in SHAPE_KEEPING:
+        node = node.func.value
+    return node
+
+
+def _kv101_derived(nodes: list[ast.AST], cuts: set[int], partners: set[str]) -> tuple[set[str], set[str]]:
+    """(names bound from a K cut, names bound to a whole V partner), each through up to
+    ``_MAX_HOPS`` assignments or loops, as ``_origin`` and ``_value_source`` follow them.
+    Any name a target binds counts on the K side (pieces, unpacking); only plain names
+    bound to the partner itself (under shape-keeping steps), or looping over it, on the V side."""
+    bindings: list[tuple[list[ast.expr], ast.expr, bool]] = []  # (targets, value, loop)
+    for node in nodes:
+        kind = type(node)
+        if kind is ast.Assign:
+            bindings.append((node.targets, node.value, False))
+        elif kind is ast.AnnAssign and node.value is not None:
+            bindings.append(([node.target], node.value, False))
+        elif kind is ast.For or kind is ast.AsyncFor or kind is ast.comprehension:
+            bindings.append(([node.target], node.iter, True))
+    keys: set[str] = set()
+    values: set[str] = set()
+    known = partners | values
+    for _ in range(_MAX_HOPS + 1):
+        grew = False
+        for targets, value, loop in bindings:
+            if any(id(n) in cuts or (type(n) is ast.Name and n.id in keys) for n in walk(value)):
+                names = {n.id for t in targets for n in walk(t) if type(n) is ast.Name}
+                if not keys.issuperset(names):
+                    keys |= names
+                    grew = True
+            if loop:
+                # ``for v_i in [v] * n``: every pass the same V (``_repeated_item``).
+                if any(_dotted(n) in known for n in walk(value) if isinstance(n, (ast.Name, ast.Attribute))):
+                    aliases = {n.id for t in targets for n in walk(t) if type(n) is ast.Name}
+                else:
+                    aliases = set()
+            else:
+                aliases = {t.id for t, v in _assigned_pairs(targets, value) if _dotted(_strip_shape_keeping(v)) in known}
+            if not values.issuperset(aliases):
+                values |= aliases
+                known = partners | values
+                grew = True
+        if not grew:
+            break
+    return keys, values
+
+
+def _assigned_pairs(targets: list[ast.expr], value: ast.expr) -> list[tuple[ast.Name, ast.expr]]:
+    """(name, value) of each plain name an assignment binds to a value of its own, as
+    ``scopes._Walker.assign`` binds them: ``a = b = x`` binds both to ``x``, ``a, b = x, y``
+    each to its element; other unpacking binds no value."""
+    if (
+        len(targets) == 1 and isinstance(targets[0], (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List))
+        and len(targets[0].elts) == len(value.elts)
+        and not any(isinstance(e, ast.Starred) for e in (*targets[0].elts, *value.elts))
+    ):
+        return [(t, v) for t, v in zip(targets[0].elts, value.elts) if type(t) is ast.Name]
+    return [(t, value) for t in targets if type(t) is ast.Name]
+
+
+# How many bindings ``kv101_key_only_reshape`` follows back from an argument (``_MAX_HOPS``).
+_MAX_HOPS = 4
+
+
+def _kv101_partner(base: str | None, bounds: ast.AST, extra) -> str | None:
+    """The V partner of a K tensor cut at ``base`` with ``bounds``, unless the bounds name a
+    V-side identifier (``k[:, :v.shape[1]]`` trims K to V: the rule lets it be)."""
+    if base is None or not is_kv_tensor_name(base, extra) or kv_side(base.rsplit(".", 1)[-1], extra) != "k":
+        return None
+    if not any(isinstance(n, _KEYWORD_SPELLED) for n in walk(bounds)) and any(
+        kv_side(n, extra) == "v" for n in _names_in(bounds)
+    ):
+        return None
+    return counterpart_of_dotted(base, extra)
+
+
+# Expressions spelled with a keyword (``a if c else b``, ``x in xs``, ``not x``): the rule
+# reads identifiers in the bounds' text with whitespace removed, where a name next to such a
+# keyword runs into it (``v_len if c`` -> ``v_lenifc``), so a V-side name there may go unseen.
+_KEYWORD_SPELLED = (
+    ast.IfExp, ast.BoolOp, ast.Compare, ast.Not, ast.Lambda, ast.comprehension, ast.Await, ast.Yield, ast.YieldFrom,
+)
+
+
+def _kv101_subscript_cut(node: ast.Subscript, extra) -> str | None:
+    """The partner of a subscript ``reshapes._subscript_reshape`` reads as a cut with an axis
+    other than the last (-1, after ``...``): the only axis that is a head dim at every rank."""
+    base = _dotted(node.value)
+    if base is None:
+        base = _dotted(_seen_through(node.value)) if _seen_through(node.value) is not node.value else None
+    if base is None:
+        return None
+    index = node.slice
+    # ``k[a, b]`` has one element per axis; ``k[(a, b)]`` (the tuple written in parentheses,
+    # so it starts before its first element) is one index, as libcst reads it.
+    if isinstance(index, ast.Tuple) and index.elts and (index.col_offset, index.lineno) == (index.elts[0].col_offset, index.elts[0].lineno):
+        elements = index.elts
+    else:
+        elements = [index]
+    ellipsis_at = next((i for i, e in enumerate(elements) if isinstance(e, ast.Constant) and e.value is Ellipsis), None)
+    consuming = [i for i, e in enumerate(elements) if i != ellipsis_at and not (isinstance(e, ast.Constant) and e.value is None)]
+    for position, i in enumerate(consuming):
+        e = elements[i]
+        if isinstance(e, ast.Slice):
+            if e.lower is None and e.upper is None and e.step is None:
+                continue
+        elif _int_value(e) is not None or "layer" in (_dotted(e) or "").lower():
+            continue  # ``kv[0]`` unpacks a stacked cache, ``cache[layer]`` picks a layer
+        if ellipsis_at is not None and i > ellipsis_at and position == len(consuming) - 1:
+            continue  # axis -1
+        return _kv101_partner(base, index, extra)
+    return None
+
+
+def _kv101_call_cut(call: ast.Call, extra) -> str | None:
+    """The partner of a call ``reshapes._call_reshape`` reads as a cut whose axis is a
+    literal other than -1 (an unplaceable axis is ambiguous, and the rule stays silent)."""
+    func = call.func
+    tail = _tail(func)
+    if tail not in RESHAPE_CALLS:
+        return None
+    found = _call_base(call)
+    if found is None:
+        return None
+    base, shift = found
+    positional = [a for a in call.args if not isinstance(a, ast.Starred)]
+    if tail not in AXISLESS_RESHAPES:
+        position, default = RESHAPE_DIM_ARGS[tail]
+        dim = next((kw.value for kw in call.keywords if kw.arg == "dim"), None)
+        if dim is None and len(positional) > position + shift:
+            dim = positional[position + shift]
+        axis = default if dim is None else _int_value(dim)
+        if axis is None or axis == -1:
+            return None
+    return _kv101_partner(base, call, extra)
+
+
+def _call_base(call: ast.Call) -> tuple[str, int] | None:
+    """(the tensor, where its arguments start) that ``reshapes._call_reshape`` reads a
+    reshaping call as acting on: a method's receiver (``k.narrow(...)``, 0), else the first
+    argument (``torch.narrow(k, ...)``, 1)."""
+    func = call.func
+    method_base = _dotted(func.value) if isinstance(func, ast.Attribute) else None
+    if method_base is not None and method_base not in ("torch", "torch.Tensor", "Tensor"):
+        return method_base, 0
+    positional = [a for a in call.args if not isinstance(a, ast.Starred)]
+    base = _dotted(positional[0]) if positional else None
+    return None if base is None else (base, 1)
+
+
+# ``kv101_key_only_reshape._RESIZING_CALLS``: a V bound to one of these may already match.
+_RESIZING_CALLS = RESHAPE_CALLS | {"cat", "concat", "concatenate", "stack", "pad", "gather", "roll", "repeat_kv"}
+
+
+def _read_whole(nodes: list[ast.AST]) -> set[str]:
+    """The dotted names the scope reads as whole tensors: not subscripted, not an attribute's
+    owner (``v.shape``), except under shape-keeping calls (``v.view(...)`` is still ``v``
+    to ``strip_shape_keeping``). ``nodes`` come parents first."""
+    covered: set[int] = set()
+    transparent: set[int] = set()
+    whole: set[str] = set()
+    for node in nodes:
+        kind = type(node)
+        if kind is ast.Subscript:
+            covered.add(id(node.value))
+        elif kind is ast.Call:
+            func = node.func
+            if type(func) is ast.Attribute and func.attr in SHAPE_KEEPING:
+                (covered if id(node) in covered else transparent).add(id(func.value))
+        elif kind is ast.Attribute:
+            if id(node.value) not in transparent:
+                covered.add(id(node.value))
+            if id(node) not in covered and type(node.ctx) is ast.Load and (name := _dotted(node)) is not None:
+                whole.add(name)
+        elif kind is ast.Name:
+            if id(node) not in covered and type(node.ctx) is ast.Load:
+                whole.add(node.id)
+    return whole
+
+
+def _resized_names(nodes: list[ast.AST]) -> set[str]:
+    """Names the scope binds (``name = value``, or one element of ``a, b = x, y``) to a value
+    holding a subscript of a named tensor or a resizing call: ``_resized_anywhere``."""
+    bound: list[tuple[ast.Name, ast.expr]] = []
+    for node in nodes:
+        if type(node) is ast.Assign:
+            bound += _assigned_pairs(node.targets, node.value)
+        elif type(node) is ast.AnnAssign and node.value is not None:
+            bound += _assigned_pairs([node.target], node.value)
+    return {name.id for name, value in bound if _resizes(value)}
+
+
+def _resizes(value: ast.expr) -> bool:
+    todo = [value]
+    while todo:
+        node = todo.pop()
+        if type(node) is ast.Lambda:
+            todo.append(node.body)  # the scope walker reads a lambda's body, not its defaults
+            continue
+        if type(node) is ast.Call and _tail(node.func) in _RESIZING_CALLS:
+            return True
+        if type(node) is ast.Subscript:
+            inner = node.value
+            while type(inner) is ast.Subscript:
+                inner = inner.value
+            if _dotted(_seen_through(inner)) is not None:
+                return True
+        todo.extend(ast.iter_child_nodes(node))
     return False
 
 
@@ -647,8 +1298,53 @@ def _chain_root(node: ast.expr) -> str | None:
 
 def _kv103(facts: Facts, settings: Settings) -> bool:
     """A K cache (a K-side tensor name with a cache word) and its V partner both subscripted
-    or handed to an indexed gather/scatter call."""
+    or handed to an indexed gather/scatter call in one scope, and (where the source text is
+    at hand) not all alike: the rule compares indices as text, K names swapped to V."""
     extra = settings.extra_pairs
+    if not _kv103_anywhere(facts, extra):
+        return False
+    if facts.source is None:
+        return True
+    return any(_kv103_scope(nodes, extra, facts.text) for nodes in facts.scopes())
+
+
+def _kv103_scope(nodes: list[ast.AST], extra, text: Callable[[ast.AST, ast.AST], str]) -> bool:
+    # (kind, base) -> texts: a subscript chain on a cache (``Access``) from the cache's name
+    # on, or an indexed call (``_indexed_calls``, by its name) from the cache's name on.
+    sites: dict[tuple[str, str], set[str]] = {}
+    inner: set[int] = set()
+    for node in nodes:
+        if type(node) is ast.Subscript:
+            if id(node) in inner:
+                continue  # part of a longer chain, compared as that chain
+            root = node.value
+            while type(root) is ast.Subscript:
+                inner.add(id(root))
+                root = root.value
+            base = _dotted(root)
+            if base is not None and _is_cache(base, extra):
+                sites.setdefault(("access", base), set()).add(_written(text, root, node))
+        elif type(node) is ast.Call and (tail := _tail(node.func)) in INDEXED_CALLS:
+            operands = [node.func.value] if type(node.func) is ast.Attribute else []
+            operands += [a for a in node.args if type(a) is not ast.Starred][:1]
+            for operand in operands:
+                root = operand
+                while type(root) is ast.Subscript:
+                    root = root.value
+                base = _dotted(root)
+                if base is not None and _is_cache(base, extra):
+                    # From the cache's name to the call's end: its index chain and the other
+                    # arguments (``[layer].index_copy_(0,slots,k)``).
+                    sites.setdefault((tail, base), set()).add(_written(text, root, node))
+    return _some_pair_differs(sites, extra, keep_key=False)
+
+
+def _is_cache(base: str, extra) -> bool:
+    tail = base.rsplit(".", 1)[-1]
+    return is_kv_tensor_name(base, extra) and any(part.lower() in CACHE_PARTS for part in tail.split("_"))
+
+
+def _kv103_anywhere(facts: Facts, extra) -> bool:
     bases = {_chain_root(s.value) for s in facts.subscripts}
     for call in facts.calls:
         if _tail(call.func) in INDEXED_CALLS:
@@ -693,7 +1389,7 @@ def _kv106(facts: Facts, settings: Settings) -> bool:
 
 
 SCREENS: dict[str, Screen] = {
-    "KV102": lambda facts, settings: _kv102(facts.tree, settings),
+    "KV102": _kv102,
     "KV202": lambda facts, settings: _kv202(facts.tree, settings),
     "KV203": lambda facts, settings: _kv203(facts.tree, settings),
     "KV101": _kv101, "KV103": _kv103, "KV106": _kv106, "KV104": _kv104, "KV201": _kv201, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV301": _kv301,
@@ -708,16 +1404,20 @@ SCREENS: dict[str, Screen] = {
 METHOD_SCOPED: frozenset[str | None] = frozenset({"KV101", "KV102", "KV103", "KV106", "KV202"})
 
 
-def may_report(tree: ast.AST, rules: Collection[str | None], settings: Settings) -> bool:
-    """Can any of ``rules`` (codes; None: a rule without known conditions) report on ``tree``?"""
+def may_report(tree: ast.AST, rules: Collection[str | None], settings: Settings, source: Source | None = None) -> bool:
+    """Can any of ``rules`` (codes; None: a rule without known conditions) report on ``tree``
+    (parsed from ``source``, where given)?"""
     if any(code not in SCREENS for code in rules):
         return True  # no walk at all when some live rule has no screen
-    facts = Facts(tree)
+    facts = Facts(tree, source)
     return any(SCREENS[code](facts, settings) for code in rules)
 
 
-def reporting(tree: ast.AST, rules: Collection[str | None], settings: Settings) -> frozenset[str | None]:
+def reporting(
+    tree: ast.AST, rules: Collection[str | None], settings: Settings, source: Source | None = None
+) -> frozenset[str | None]:
     """The ``rules`` that may report on ``tree``: those without a screen, and those whose
-    screen lets it through."""
-    facts = Facts(tree) if any(code in SCREENS for code in rules) else None
+    screen lets it through. With ``source``, the text ``tree`` was parsed from, a screen that
+    compares code as text (KV102, KV103) can say more."""
+    facts = Facts(tree, source) if any(code in SCREENS for code in rules) else None
     return frozenset(code for code in rules if code not in SCREENS or SCREENS[code](facts, settings))

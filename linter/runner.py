@@ -246,10 +246,10 @@ def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
         plan = parse_plan(text, job.rules, job.settings)
         if plan.whole:
             python = _python_tree(text, path)
-            live = _reporting(python, job, plan.rules, path)
+            live = _reporting(python, job, plan.rules, path, text)
         # A module-wide rule's screen reads the whole file, which goes whole when one passes.
-        elif plan.module_rules and (live := _reporting(python := _python_tree(text, path), job, plan.module_rules, path)):
-            live |= _reporting(python, job, plan.rules - plan.module_rules, path)
+        elif plan.module_rules and (live := _reporting(python := _python_tree(text, path), job, plan.module_rules, path, text)):
+            live |= _reporting(python, job, plan.rules - plan.module_rules, path, text)
         else:
             units, parsed, live = _screened_units(text, plan, job, python)
             if not units or _excerpt_is_clean(excerpt(text, units), path, job, parsed, live):
@@ -259,8 +259,10 @@ def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
     return _not_ignored(unsuppressed(_parse_and_lint(text, path, job, python, live), text), path, job.settings)
 
 
-def _reporting(python: ast.Module | SyntaxError, job: Job, rules: frozenset[str | None], path: str) -> frozenset[str | None]:
-    """The ``rules`` whose ``ast`` screens let the text through to libcst (all of them where
+def _reporting(
+    python: ast.Module | SyntaxError, job: Job, rules: frozenset[str | None], path: str, text: str
+) -> frozenset[str | None]:
+    """The ``rules`` whose ``ast`` screens let ``text`` through to libcst (all of them where
     CPython cannot read it)."""
     if isinstance(python, SyntaxError):
         return rules  # CPython cannot read it; libcst gives the verdict
@@ -269,7 +271,7 @@ def _reporting(python: ast.Module | SyntaxError, job: Job, rules: frozenset[str 
 
     module = rules & SCREENS.keys()
     passing = frozenset(code for code in module if SCREENS[code](python, job.settings, path))
-    return passing | reporting(python, rules - module, job.settings)
+    return passing | reporting(python, rules - module, job.settings, (text.split("\n"), 0))
 
 
 def _screened_units(
@@ -307,35 +309,37 @@ def _screened_units(
                     live.update(rules)
                     parsed = False
                     continue
-            rules = reporting(tree, rules, job.settings)
+            rules = reporting(tree, rules, job.settings, (lines, offset))
             if not rules:
                 continue
             live.update(rules)
             cls = tree.body[-1] if tree.body else None
             if isinstance(cls, ast.ClassDef) and len(tree.body) == 1 and rules <= METHOD_SCOPED:
-                kept.extend(_screened_methods(cls, start, end, offset, rules, job))
+                kept.extend(_screened_methods(cls, start, end, (lines, offset), rules, job))
             else:
                 kept.append((start, end))
     return kept, parsed, frozenset(live)
 
 
 def _screened_methods(
-    cls: ast.ClassDef, start: int, end: int, offset: int, rules: frozenset[str | None], job: Job
+    cls: ast.ClassDef, start: int, end: int, source: tuple[list[str], int], rules: frozenset[str | None], job: Job
 ) -> list[tuple[int, int]]:
-    """``cls`` (lines ``start``-``end``, its line numbers counted from ``offset + 1``): its
-    header and the methods (or nested classes) of its body that a screen of ``rules`` lets
-    through, as absolute line ranges; the whole class where it cannot be cut."""
+    """``cls`` (lines ``start``-``end``; ``source``: the file's lines, and the offset its line
+    numbers count from, plus one): its header and the methods (or nested classes) of its body
+    that a screen of ``rules`` lets through, as absolute line ranges; the whole class where it
+    cannot be cut."""
     from linter.ast_screens import may_report
 
+    offset = source[1]
     first = _first_line(cls.body[0])
     if first <= cls.lineno:
         return [(start, end)]  # ``class A: ...`` on one line
     definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    kept = [s for s in cls.body if isinstance(s, definitions) and may_report(s, rules, job.settings)]
+    kept = [s for s in cls.body if isinstance(s, definitions) and may_report(s, rules, job.settings, source)]
     # The rest of the body (attributes, ``if``/``try`` blocks that may hold methods) is kept
     # when the screens pass it as one: findings there can pair statements with each other.
     rest = [s for s in cls.body if not isinstance(s, definitions)]
-    if rest and may_report(ast.Module(body=rest, type_ignores=[]), rules, job.settings):
+    if rest and may_report(ast.Module(body=rest, type_ignores=[]), rules, job.settings, source):
         kept.extend(rest)
     if not kept:
         return []

@@ -1,0 +1,367 @@
+"""The sharpened ``ast`` screens: code in the shapes their rules report still passes them, and
+look-alikes the rules stay silent on (the slow path says so) are stopped before libcst."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+import pytest
+
+from linter import ast_screens
+from linter.ast_screens import may_report
+from linter.runner import _lint_text, job_for
+from linter.settings import Settings
+
+
+def _screen(code: str, text: str) -> bool:
+    return may_report(ast.parse(text), [code], Settings())
+
+
+def _reported(code: str, text: str) -> list[str]:
+    """The codes the slow path (every line parsed and visited) reports for ``code`` alone."""
+    job = replace(job_for(Settings(select=frozenset({code}))), prefilter=False)
+    return [f.code for f in _lint_text(text, "<test>", job)]
+
+
+def _passes_and_reports(code: str, text: str) -> None:
+    assert _reported(code, text) == [code], "the shape must be one the rule reports"
+    assert _screen(code, text)
+
+
+def _stopped_and_silent(code: str, text: str) -> None:
+    assert _reported(code, text) == [], "a look-alike the rule reports would be a wrong stop"
+    assert not _screen(code, text)
+
+
+# KV101: the key cut, the whole value beside it in one call.
+KV101_REPORTED = {
+    "inline cut beside the whole value, any call of an attention class": """\
+class PagedAttentionImpl:
+    def forward(self, query, key, value, num_tokens):
+        return self.kernel(query, key[:num_tokens], value)
+""",
+    "cut bound to a name, value passed through an alias": """\
+def decode_attention(query, key, value, start, end):
+    key_window = key[start:end]
+    value_in = value
+    return flash_attn_func(query, key_window, value_in)
+""",
+    "a piece of an unpacked split, the value as a keyword": """\
+def prefix_attention(query, key, value, done, todo):
+    key_done, key_todo = key.split([done, todo], dim=0)
+    return flash_attn_func(query, k=key_todo, v=value)
+""",
+    "a cut after axis moves, then hand-written attention": """\
+def reference_attention(q, k, v, keep):
+    k = k.transpose(1, 2)[:, :keep]
+    weights = torch.softmax(q @ k.transpose(-2, -1), dim=-1)
+    return weights @ v.transpose(1, 2)
+""",
+}
+
+KV101_SILENT = {
+    "both sides cut where paired, the whole value only beside the whole key": """\
+class FlashAttentionImpl:
+    def forward(self, layer, query, key, value, kv_cache, num_actual_tokens):
+        self.update_cache(layer, key, value, kv_cache)
+        return self.kernel(query[:num_actual_tokens], key[:num_actual_tokens], value[:num_actual_tokens])
+""",
+    "the value rebound to a cut of itself": """\
+def chunk_attention(query, key, value, n):
+    value = value[:n]
+    return flash_attn_func(query, key[:n], value)
+""",
+    "a head-dim cut (the last axis, after ...)": """\
+def rope_attention(query, key, value, rope_dim):
+    key_rot = key[..., :rope_dim]
+    return flash_attn_func(query, key_rot, value)
+""",
+    "a bound naming the value (trimming the key to it)": """\
+def trimmed_attention(query, key, value):
+    return flash_attn_func(query, key[:, : value.shape[1]], value)
+""",
+    "an axis held in a variable (unplaceable)": """\
+def narrowed_attention(query, key, value, axis, n):
+    return flash_attn_func(query, key.narrow(axis, 0, n), value)
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(KV101_REPORTED))
+def test_kv101_shapes_it_reports_pass_its_screen(name: str) -> None:
+    _passes_and_reports("KV101", KV101_REPORTED[name])
+
+
+@pytest.mark.parametrize("name", sorted(KV101_SILENT))
+def test_kv101_look_alikes_are_stopped(name: str) -> None:
+    _stopped_and_silent("KV101", KV101_SILENT[name])
+
+
+def test_kv101_scopes_are_functions_not_the_unit() -> None:
+    # The cut in one method and the whole value in another never meet in one scope.
+    text = """\
+class RingAttention:
+    def first(self, query, key, value, n):
+        return self.kernel(query, key[:n], value[:n])
+
+    def second(self, query, key, value):
+        return self.kernel(query, key, value)
+"""
+    _stopped_and_silent("KV101", text)
+
+
+def test_kv101_keeps_a_bound_whose_text_runs_into_a_keyword() -> None:
+    # The rule reads the bound's text without whitespace (``v_lenifc``), so a V name next to
+    # a keyword may be no V name to it: the screen does not drop such a cut.
+    text = "def f(q, k, v, v_len, n, c):\n    return flash_attn_func(q, k[: v_len if c else n], v)\n"
+    assert _screen("KV101", text)
+
+
+def test_kv101_resizing_calls_are_the_rules() -> None:
+    from linter.rules import kv101_key_only_reshape
+
+    assert ast_screens._RESIZING_CALLS == kv101_key_only_reshape._RESIZING_CALLS
+
+
+# KV201: sizes the rule compares, written differently or alike.
+KV201_REPORTED = """\
+class CrossAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.head_dim = config.head_dim
+        self.k_proj = None if config.shared_kv else nn.Linear(config.hidden_size, config.num_key_value_heads * self.head_dim)
+        self.v_proj = weight_norm(nn.Linear(config.hidden_size, out_features=config.num_attention_heads * self.head_dim))
+"""
+
+
+def test_kv201_a_wrapped_or_optional_layer_passes_its_screen() -> None:
+    _passes_and_reports("KV201", KV201_REPORTED)
+
+
+def test_kv201_equal_sizes_written_with_other_brackets_are_stopped() -> None:
+    text = """\
+class Attention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.k_proj = nn.Linear(config.hidden_size, (config.num_key_value_heads * self.head_dim), bias=False)
+        self.v_proj = nn.Linear(config.hidden_size, config.num_key_value_heads  *  self.head_dim)
+"""
+    _stopped_and_silent("KV201", text)
+
+
+def test_kv201_a_size_behind_unpacked_arguments_passes() -> None:
+    text = """\
+class Attention(nn.Module):
+    def __init__(self, dims, config):
+        self.k_proj = nn.Linear(*dims)
+        self.v_proj = nn.Linear(*dims)
+"""
+    assert _screen("KV201", text)
+
+
+def test_kv201_output_keywords_are_the_models() -> None:
+    from linter.model import classes
+
+    assert ast_screens._OUTPUT_KEYWORDS == classes._OUTPUT_KEYWORDS
+    assert ast_screens._OUTPUT_INDEX == classes._OUTPUT_INDEX
+
+
+# KV204: the states a K/V projection reads must be the optional (cross-attention) input.
+KV204_CHOSEN_IN_A_TUPLE = """\
+class CrossAttention(nn.Module):
+    def __init__(self, hidden, heads):
+        super().__init__()
+        self.head_dim = hidden // heads
+        self.query = nn.Linear(hidden, hidden)
+        self.key = nn.Linear(hidden, hidden)
+
+    def forward(self, hidden_states, encoder_hidden_states=None, attention_mask=None):
+        bsz, tgt_len, _ = hidden_states.size()
+        states, mask = (encoder_hidden_states if encoder_hidden_states is not None else hidden_states), attention_mask
+        key = self.key(states).view(bsz, tgt_len, -1, self.head_dim)
+        return key, mask
+"""
+
+
+def test_kv204_states_chosen_in_a_tuple_pass_its_screen() -> None:
+    _passes_and_reports("KV204", KV204_CHOSEN_IN_A_TUPLE)
+
+
+def test_kv204_self_attention_on_a_required_input_is_stopped() -> None:
+    text = """\
+class SelfAttention(nn.Module):
+    def __init__(self, hidden, heads):
+        super().__init__()
+        self.head_dim = hidden // heads
+        self.k_proj = nn.Linear(hidden, hidden)
+        self.v_proj = nn.Linear(hidden, hidden)
+
+    def forward(self, hidden_states, attention_mask=None):
+        hidden_shape = (*hidden_states.shape[:-1], -1, self.head_dim)
+        key = self.k_proj(hidden_states).view(hidden_shape)
+        value = self.v_proj(hidden_states).view(hidden_shape)
+        return key, value, attention_mask
+"""
+    _stopped_and_silent("KV204", text)
+
+
+# KV205: a view of the K/V projection's output with the query head count as one element.
+def test_kv205_a_shape_passed_as_one_tuple_passes_its_screen() -> None:
+    text = """\
+class Attention(nn.Module):
+    def __init__(self, hidden, num_heads, num_kv_heads, head_dim):
+        super().__init__()
+        self.num_heads, self.head_dim = num_heads, head_dim
+        self.k_proj = nn.Linear(hidden, num_kv_heads * head_dim)
+
+    def forward(self, x, b, s):
+        return self.k_proj(x).view((b, s, self.num_heads, self.head_dim))
+"""
+    _passes_and_reports("KV205", text)
+
+
+def test_kv205_query_and_output_views_are_stopped() -> None:
+    text = """\
+class Attention(nn.Module):
+    def __init__(self, hidden, num_heads, num_kv_heads, head_dim):
+        super().__init__()
+        self.num_heads, self.head_dim = num_heads, head_dim
+        self.q_proj = nn.Linear(hidden, num_heads * head_dim)
+        self.k_proj = nn.Linear(hidden, num_kv_heads * head_dim)
+
+    def forward(self, x, b, s):
+        q = self.q_proj(x).view(b, s, self.num_heads, self.head_dim)
+        out = attend(q, self.k_proj(x))
+        return out.transpose(1, 2).reshape(b, s, self.num_heads * self.head_dim)
+"""
+    _stopped_and_silent("KV205", text)
+
+
+def test_kv204_a_length_read_by_size_on_the_query_passes_its_screen() -> None:
+    text = """\
+class DecoderAttention(nn.Module):
+    def __init__(self, hidden, heads):
+        super().__init__()
+        self.head_dim = hidden // heads
+        self.v_proj = nn.Linear(hidden, hidden)
+
+    def forward(self, hidden_states, key_value_states=None):
+        bsz = hidden_states.size(0)
+        q_len = hidden_states.size(1)
+        value = self.v_proj(key_value_states)
+        return value.reshape(bsz, q_len, -1, self.head_dim)
+"""
+    _passes_and_reports("KV204", text)
+
+
+def test_kv204_a_shape_read_off_the_projected_states_themselves_is_stopped() -> None:
+    text = """\
+class CrossAttention(nn.Module):
+    def __init__(self, hidden, heads):
+        super().__init__()
+        self.head_dim = hidden // heads
+        self.query = nn.Linear(hidden, hidden)
+        self.key = nn.Linear(hidden, hidden)
+
+    def forward(self, hidden_states, encoder_hidden_states=None):
+        bsz, tgt_len = hidden_states.shape[:-1]
+        query = self.query(hidden_states).view(bsz, tgt_len, -1, self.head_dim)
+        kv_shape = (*encoder_hidden_states.shape[:-1], -1, self.head_dim)
+        key = self.key(encoder_hidden_states).view(kv_shape)
+        return query, key
+"""
+    _stopped_and_silent("KV204", text)
+
+
+# KV102 and KV103 compare their sites as text: with the unit's lines at hand, sites all alike
+# (K names swapped to V) are stopped.
+def _screen_with_text(code: str, text: str) -> bool:
+    return code in ast_screens.reporting(ast.parse(text), [code], Settings(), (text.split("\n"), 0))
+
+
+def _text_compared(code: str, reported: str, alike: str) -> None:
+    assert _reported(code, reported) == [code] and _screen_with_text(code, reported)
+    assert _reported(code, alike) == [] and not _screen_with_text(code, alike)
+    assert _screen(code, alike), "without the text the screen keeps its old, wider answer"
+
+
+def test_kv102_slices_compared_as_the_rule_compares_them() -> None:
+    reported = """\
+def prefill_attention(query, cache_k, cache_v, b, p, s):
+    keys = cache_k[:b, :p + s]
+    values = cache_v[:b, :p]
+    return F.scaled_dot_product_attention(query, keys, values)
+"""
+    alike = reported.replace("cache_v[:b, :p]", "cache_v[ :b,  :p + s ]")
+    _text_compared("KV102", reported, alike)
+
+
+def test_kv102_cuts_compared_as_the_rule_compares_them() -> None:
+    reported = """\
+def chunked_attention(query, key, value, n):
+    key_parts = torch.split(key, [n, n], dim=1)
+    value_parts = torch.split(value, [n, n - 1], dim=1)
+    return flash_attn_func(query, key_parts[0], value_parts[0])
+"""
+    alike = reported.replace("[n, n - 1]", "[n, n]")
+    _text_compared("KV102", reported, alike)
+
+
+def test_kv103_indices_compared_as_the_rule_compares_them() -> None:
+    reported = """\
+class PagedAttention:
+    def store(self, key, value, slots, slot_ids):
+        self.k_cache[self.layer][slots] = key
+        self.v_cache[self.layer][slot_ids] = value
+"""
+    alike = reported.replace("[slot_ids]", "[slots]")
+    _text_compared("KV103", reported, alike)
+
+
+def test_kv103_indexed_calls_compared_as_the_rule_compares_them() -> None:
+    reported = """\
+class KVPool:
+    def set_kv_buffer(self, layer_id, loc, cache_k, cache_v):
+        self.k_buffer[layer_id].index_copy_(0, loc, cache_k)
+        self.v_buffer[layer_id - 1].index_copy_(0, loc, cache_v)
+"""
+    alike = reported.replace("[layer_id - 1]", "[layer_id]")
+    _text_compared("KV103", reported, alike)
+
+
+def test_text_that_is_not_the_sites_own_is_never_alike() -> None:
+    # Lines that do not match the tree (a wrong offset) must not make two sites look alike.
+    text = "def f(q, k_cache, v_cache, a, b):\n    return attention(q, k_cache[a], v_cache[b])\n"
+    shifted = ["x"] + text.split("\n")
+    assert "KV103" in ast_screens.reporting(ast.parse(text), ["KV103"], Settings(), (shifted, 0))
+
+
+def test_lines_too_few_for_the_tree_are_no_error() -> None:
+    text = "def f(q, k_cache, v_cache, a):\n    return attention(q, k_cache[a], v_cache[a])\n"
+    assert "KV103" in ast_screens.reporting(ast.parse(text), ["KV103"], Settings(), (["def f(): pass"], 0))
+
+
+# KV203: an equal-thirds split of what reads as a fused QKV output.
+KV203_FUSED = """\
+class Attention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.num_key_value_heads = config.num_key_value_heads
+        self.W_pack = nn.Linear(config.hidden_size, 3 * config.hidden_size)
+
+    def forward(self, hidden_states):
+        query_states, key_states, value_states = self.W_pack(hidden_states).chunk(3, dim=-1)
+        return query_states, key_states, value_states
+"""
+
+
+def test_kv203_parts_unpacked_into_q_k_v_names_pass_its_screen() -> None:
+    _passes_and_reports("KV203", KV203_FUSED)
+
+
+def test_kv203_thirds_of_something_else_are_stopped() -> None:
+    # A gated MLP's three branches, in a class that also names a KV head count.
+    text = KV203_FUSED.replace("query_states, key_states, value_states", "gate, up, skip")
+    _stopped_and_silent("KV203", text)
