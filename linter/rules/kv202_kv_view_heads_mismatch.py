@@ -80,8 +80,23 @@ def view_parts(call: cst.Call) -> tuple[tuple, dict[str, cst.BaseExpression], cs
     return form, {str(i): size for i, size in enumerate(shape)}, receiver
 
 
+def first_size_mismatch(
+    k_sizes: dict[str, cst.BaseExpression], v_sizes: dict[str, cst.BaseExpression], aliases: Aliases
+) -> tuple[str, HeadsMismatch] | None:
+    """The first axis where a K and a V view name different head counts (an inferred ``-1``
+    compares with nothing), and how they differ."""
+    for axis, k_size in k_sizes.items():
+        v_size = v_sizes.get(axis)
+        if v_size is None or normalized(k_size) == "-1" or normalized(v_size) == "-1":
+            continue
+        found = heads_mismatch(k_size, v_size, resolve=aliases.resolve)
+        if found is not None:
+            return axis, found
+    return None
+
+
 @dataclass
-class _View:
+class View:
     call: cst.Call
     ids: frozenset[str]
     # Views are comparable only with the same form: ("shape", rank), ("unflatten", dim, rank),
@@ -92,7 +107,7 @@ class _View:
 
 @dataclass
 class _Scope:
-    views: list[_View] = field(default_factory=list)
+    views: list[View] = field(default_factory=list)
     aliases: Aliases = field(default_factory=Aliases)
 
 
@@ -239,7 +254,7 @@ def forward(self, k, v, b, s):
         if view is not None:
             self._scopes[-1].views.append(view)
 
-    def _view(self, call: cst.Call) -> _View | None:
+    def _view(self, call: cst.Call) -> View | None:
         parts = view_parts(call)
         if parts is None:
             return None
@@ -253,7 +268,7 @@ def forward(self, k, v, b, s):
             ids.add(target)
         if not ids:
             return None
-        return _View(call, frozenset(ids), form, sizes)
+        return View(call, frozenset(ids), form, sizes)
 
     def _check(self, scope: _Scope) -> None:
         views = scope.views
@@ -274,17 +289,10 @@ def forward(self, k, v, b, s):
                 self._report(k, v, axis, mismatch)
 
     @staticmethod
-    def _first_mismatch(k: _View, v: _View, aliases: Aliases) -> tuple[str, HeadsMismatch] | None:
-        for axis, k_size in k.sizes.items():
-            v_size = v.sizes.get(axis)
-            if v_size is None or normalized(k_size) == "-1" or normalized(v_size) == "-1":
-                continue
-            found = heads_mismatch(k_size, v_size, resolve=aliases.resolve)
-            if found is not None:
-                return axis, found
-        return None
+    def _first_mismatch(k: View, v: View, aliases: Aliases) -> tuple[str, HeadsMismatch] | None:
+        return first_size_mismatch(k.sizes, v.sizes, aliases)
 
-    def _report(self, k: _View, v: _View, axis: str, mismatch: HeadsMismatch) -> None:
+    def _report(self, k: View, v: View, axis: str, mismatch: HeadsMismatch) -> None:
         k_size, v_size = source_of(k.sizes[axis]), source_of(v.sizes[axis])
         where = f"`{axis}=`" if k.form[0] == "rearrange" else f"axis {axis}"
         linear = mismatch.linear

@@ -11,14 +11,16 @@ import libcst as cst
 from linter.model.functions import FunctionModel, function_model
 from linter.model.hierarchy import function_at, import_sources
 from linter.names import SAME_TENSOR_METHODS, SEE_THROUGH, kv_side, value_counterpart
-from linter.pairs import dotted_name, normalized, source_of
+from linter.pairs import dotted_name, source_of
 from linter.rules.base import Example
 from linter.rules.kv202_kv_view_heads_mismatch import (
     KVViewHeadsMismatch,
+    View,
     _Scope,
+    first_size_mismatch,
     view_parts,
 )
-from linter.sizes import Aliases, HeadsMismatch, describe, heads_mismatch
+from linter.sizes import Aliases, HeadsMismatch, describe
 from linter.tensor_roots import tensor_root
 from linter.triggers import PAIRED, Trigger
 
@@ -41,11 +43,7 @@ class _Summary:
 
 
 @dataclass
-class _View:
-    call: cst.Call
-    ids: frozenset[str]
-    form: tuple
-    sizes: dict[str, cst.BaseExpression]
+class _View(View):
     helper: str | None = None  # the callee's text, for a view made by a helper
 
 
@@ -513,14 +511,11 @@ def _first_mismatch(k: _View, v: _View, aliases: Aliases) -> tuple[str, HeadsMis
         k_sizes, v_sizes = k.sizes, v.sizes
     else:
         k_sizes, v_sizes = _tail_sizes(k.form, k.sizes) or {}, _tail_sizes(v.form, v.sizes) or {}
-    for axis, k_size in k_sizes.items():
-        v_size = v_sizes.get(axis)
-        if v_size is None or normalized(k_size) == "-1" or normalized(v_size) == "-1":
-            continue
-        found = heads_mismatch(k_size, v_size, resolve=aliases.resolve)
-        if found is not None:
-            return axis, found, source_of(k_size), source_of(v_size)
-    return None
+    found = first_size_mismatch(k_sizes, v_sizes, aliases)
+    if found is None:
+        return None
+    axis, mismatch = found
+    return axis, mismatch, source_of(k_sizes[axis]), source_of(v_sizes[axis])
 
 
 def _defs(body) -> dict[str, cst.FunctionDef]:
