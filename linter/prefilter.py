@@ -30,7 +30,7 @@ The conditions, by rule:
 - KV202 needs a view/reshape/unflatten/rearrange call and paired names;
 - KV203 needs a chunk/split call and a KV-head-count name;
 - KV105 needs attention context, a paired K tensor name and either a top-level function
-  whose returns can be a cut, called in the file with a K tensor name among its arguments, or
+  whose every return can be a cut, called in the file with a K tensor name among its arguments, or
   a name from a ``from x import`` statement called with a K tensor name first and its result
   assigned or passed on (the helper read from its module);
 - KV106 needs a K-side scale name (``k_scale``, ``key_descale``, any case) with its V twin;
@@ -516,10 +516,10 @@ _BRACKET = re.compile(r"[()\[\]{}]")
 
 
 # A ``return`` line that can give a cut parameter: a subscript or a cutting call in it, a plain
-# name (bound to a cut before), or an expression continued on the next lines; a comment may
+# name, perhaps in parentheses (bound to a cut before), or an expression continued on the next lines; a comment may
 # end the line.
 _CUT_RETURN = re.compile(
-    rf"^[ \t]+return\b(?:[^\n]*(?:\[|{word_first(tuple(RESHAPE_CALLS))})|(?:[ \t]+\w+|[^\n]*[(\\])[ \t]*(?:#[^\n]*)?$)",
+    rf"^[ \t]+return\b(?:[^\n]*(?:\[|{word_first(tuple(RESHAPE_CALLS))})|(?:[ \t(]+\w+[ \t)]*|[^\n]*[(\\])[ \t]*(?:#[^\n]*)?$)",
     re.MULTILINE,
 )
 
@@ -536,17 +536,77 @@ _TOP_LEVEL_START = re.compile(r"^(?:(?:async[ \t]+)?def[ \t]+(\w+)|class\b|@)", 
 
 
 def cut_returning_defs(text: str) -> list[str]:
-    """The top-level functions that can be KV105 helpers (a return that can be a cut
-    parameter), in one pass: rotary and other helpers whose returns build new tensors
-    (``torch.cat(...)``, ``q_embed, k_embed``) cannot. A body runs to the next top-level definition (a comment in
-    column 0 does not end it)."""
+    """The top-level functions that can be KV105 helpers, whose every ``return`` can give a
+    cut of a parameter (``module_screens._may_cut_a_parameter``): rotary and other helpers
+    that build new tensors (``torch.cat(...)``, ``q_embed, k_embed``), allocate
+    (``return torch.empty(...)``) or return nothing cannot. A body runs to the next top-level
+    definition (a comment in column 0 does not end it)."""
     starts = list(_TOP_LEVEL_START.finditer(text))
     found = []
     for here, after in zip(starts, [*starts[1:], None]):
         name = here.group(1)
-        if name and _CUT_RETURN.search(text, here.end(), after.start() if after else len(text)):
+        end = after.start() if after else len(text)
+        # The one-pattern test first: most functions have no return that looks like a cut.
+        if name and _CUT_RETURN.search(text, here.end(), end) and _every_return_may_cut(code_only(text[here.end():end])):
             found.append(name)
     return found
+
+
+def _every_return_may_cut(body: str) -> bool:
+    """Can every ``return`` in ``body`` (code only, from the function's name on) be a cut?
+
+    A cut (``_cut_base``) is a subscript or a reshape call, so its statement has a ``[`` or a
+    reshape word; a returned name must be assigned by such a statement. Returns of a nested
+    function are that function's, not this one's: with one in the body, any return may be.
+    """
+    if _NESTED_DEFINITION.search(body):
+        return True
+    returns = list(_RETURN_WORD.finditer(body))
+    if not returns:
+        return False
+    for match in returns:
+        value = body[match.end():_statement_end(body, match.end())]
+        name = _PLAIN_NAME.fullmatch(value)
+        if name is None:
+            if "[" not in value and _CUT_WORD.search(value) is None:
+                return False
+        elif name.group(1) in ("None", "True", "False") or not _assigned_a_cut(body, name.group(1)):
+            return False
+    return True
+
+
+def _assigned_a_cut(body: str, name: str) -> bool:
+    """Is ``name`` a target of an assignment whose value has a ``[`` or a reshape word?"""
+    for match in _compiled(rf"(?<![\w.]){re.escape(name)}(?!\w)[^\n=]*=(?!=)").finditer(body):
+        value = body[match.end():_statement_end(body, match.end())]
+        if "[" in value or _CUT_WORD.search(value):
+            return True
+    return False
+
+
+def _statement_end(code: str, start: int) -> int:
+    """Where the logical line going on at ``start`` of code-only text ends: at a newline
+    outside brackets and not continued by a backslash, or at a ``;``."""
+    depth, at = 0, start
+    while True:
+        newline = code.find("\n", at)
+        line = code[at:] if newline < 0 else code[at:newline]
+        if ";" in line and depth == 0:
+            return at + line.index(";")
+        depth += line.count("(") + line.count("[") + line.count("{")
+        depth -= line.count(")") + line.count("]") + line.count("}")
+        if newline < 0:
+            return len(code)
+        if depth <= 0 and not line.rstrip().endswith("\\"):
+            return newline
+        at = newline + 1
+
+
+_NESTED_DEFINITION = re.compile(r"(?<![\w.])(?:def|class)(?!\w)")
+_RETURN_WORD = re.compile(r"(?<![\w.])return(?!\w)")
+# A name, perhaps in parentheses (``return (out)``), across lines.
+_PLAIN_NAME = re.compile(r"[\s\\(]*([^\W\d]\w*)[\s\\)]*")
+_CUT_WORD = re.compile(rf"{word_first(tuple(RESHAPE_CALLS))}(?!\w)")
 
 
 _TOP_LEVEL_CLASS = re.compile(r"^class[ \t]+(\w+)", re.MULTILINE)

@@ -133,6 +133,30 @@ def test_kv105_an_imported_helper_needs_a_key_first_and_its_result_used() -> Non
         assert not parse_plan(head + unused + ATTENTION_CALL, KV105, Settings()).needed, unused
 
 
+def test_kv105_a_helper_needs_every_return_to_be_a_cut() -> None:
+    call = "\n\ndef attention(q, k, v, n):\n    k = trim(k, n)\n" + ATTENTION_CALL
+    may_cut = (
+        "def trim(x, n):\n    return x[:, :n]\n",
+        "def trim(x, n):\n    if n is None:\n        return x.narrow(1, 0, 4)\n    return x[:n]\n",
+        "def trim(x, n):\n    out = (x\n           [:n])\n    return (out)\n",
+        "def trim(x, n):\n    return torch.narrow(\n        x, 1, 0, n)\n",
+        # A nested function's returns are its own: with one, any return may be the helper's.
+        "def trim(x, n):\n    def inner():\n        return None\n    return x[:n] if inner() else x\n",
+    )
+    for helper in may_cut:
+        assert parse_plan(helper + call, KV105, Settings()).module_rules == {"KV105"}, helper
+    cannot = (
+        "def trim(x, n):\n    return torch.empty(\n        n)\n",  # allocates
+        "def trim(x, n):\n    out = torch.empty(n)\n    return out\n",
+        "def trim(x, n):\n    if n:\n        return x[:n]\n    return None\n",
+        "def trim(x, n):\n    x[:n] = 0\n    return\n",
+        "def trim(x, n):\n    return x  # x[:n] was too slow\n",
+        "def trim(x, n):\n    \"\"\"Like x[:n].\"\"\"\n    return torch.cat((x, x))\n",
+    )
+    for helper in cannot:
+        assert not parse_plan(helper + call, KV105, Settings()).needed, helper
+
+
 def test_a_name_inside_another_names_attribute_is_still_read() -> None:
     # ``self.k.k[0]``: the second ``k`` is subscripted although the first one's attribute is it.
     text = "def attention(q, v, n):\n    k = self.k.k[:n]\n    return flash_attn_func(q, k, v)\n"
