@@ -44,8 +44,9 @@ The conditions, by rule:
 - KV207 needs a class, ``__init__``, a K/V-side ``self.`` attribute assigned where a
   ``Linear`` follows, and either a K/V pair of names with a top-level class named again, or a
   top-level class whose base a ``from x import`` names (the base read from that module);
-- KV208 needs a value head-dim name (any case) and a head-dim keyword argument (``(head_dim=`` or
-  ``, head_dim=``);
+- KV208 needs a head-dim keyword argument (``(head_dim=`` or ``, head_dim=``) of a call of a
+  top-level class or of a name a ``from x import`` binds, and a value head-dim name (any case)
+  in the same top-level definition, its decorators included;
 - KV209 needs a K (or V) name chain passed first to a function the file defines with a view
   word in its body, or to an imported one, and its twin passed first to such a call too or
   viewed;
@@ -60,6 +61,7 @@ to libcst only when one of those says yes; otherwise the other rules' units stan
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from functools import cache, lru_cache
@@ -657,18 +659,79 @@ def _kv106(f: _File) -> bool:
 
 
 def _kv208(f: _File) -> bool:
-    # A value head-dim name (it has "dim" or "size" in it, any case) and a head-dim keyword
-    # argument (the call's ``head_dim=``). The pool's class may be in another top-level
-    # definition or file: no own unit.
-    if "=" not in f.text or not any(
-        is_value_head_dim(n) for n in f.names_containing("dim", True) | f.names_containing("size", True)
-    ):
+    # A head-dim keyword argument of a call of a plain name (``Pool(..., head_dim=...)``, not
+    # a ``def``'s parameter default) and a value head-dim name (it has "dim" or "size" in it,
+    # any case) in one top-level definition: the call and the read lie in one function (the
+    # screen's ``kv208``). The pool's class may be in another top-level definition or file:
+    # no own unit.
+    text = f.text
+    if "=" not in text:
         return False
-    return any(
-        name_role(n) is Role.HEAD_DIM
-        and re.search(rf"[(,]{_GAP}{re.escape(n)}{_GAP}=(?!=)", f.text) is not None
-        for n in f.identifiers
-    )
+    values = [n for n in f.names_containing("dim", True) | f.names_containing("size", True) if is_value_head_dim(n)]
+    if not values:
+        return False
+    named = set().union(*(f.names_containing(part, True) for part in (*_HEAD_DIM_PARTS, "d_v", "dv")))
+    keywords = sorted(n for n in named if name_role(n) is Role.HEAD_DIM)
+    value_word = _compiled(rf"{word_first(sorted(values))}(?!\w)")
+    starts: list[int] | None = None
+    # The classes the screen can read: the module's own top-level ones, and imported names.
+    known: set[str] | None = None
+    for name in keywords:
+        for keyword in _compiled(rf"[(,]{_GAP}{re.escape(name)}{_GAP}=(?!=)").finditer(text):
+            callee = _plain_callee(text, keyword.start())
+            if callee is None:
+                continue
+            if callee:
+                if known is None:
+                    known = set(_TOP_LEVEL_CLASS.findall(text)) | (_from_imported(text) if "import" in text else set())
+                if callee not in known:
+                    continue
+            if starts is None:
+                starts = [m.start() for m in _TOP_LEVEL_START.finditer(text)]
+            if value_word.search(text, *_top_level_region(text, starts, keyword.start())):
+                return True
+    return False
+
+
+def _plain_callee(text: str, at: int) -> str | None:
+    """The plain name called with the argument list whose ``(`` or ``,`` is at ``at``; None
+    for a ``def``'s parameters and a call of anything else (``x.Pool(``); ``""`` where it
+    cannot be told (a string or comment may hide the bracket)."""
+    depth = 0
+    for bracket in reversed(list(_BRACKET.finditer(text, max(0, at - _CALL_REACH), at + 1))):
+        if bracket.group() in ")]}":
+            depth += 1
+        elif depth:
+            depth -= 1
+        else:
+            opener = bracket.start()
+            line = text.rfind("\n", 0, opener) + 1
+            if any(c in text[line:at] for c in "#'\""):
+                return ""
+            if bracket.group() != "(":
+                return None  # a lambda's parameters in a list or dict display
+            before = _CALLEE.search(text, line, opener)
+            if before is None:
+                return None if text[line:opener].strip() else ""  # the callee may be on the line before
+            return None if before.group(1) else before.group(2)
+    return ""
+
+
+# The name called by the bracket this ends at (group 2); group 1 when it is a ``def``,
+# ``class`` or an attribute rather than a plain name.
+_CALLEE = re.compile(r"(?:(def[ \t]+|class[ \t]+|\.[ \t]*)|(?<![\w.]))([^\W\d]\w*)[ \t]*\Z")
+_CALL_REACH = 4000
+
+
+def _top_level_region(text: str, starts: list[int], at: int) -> tuple[int, int]:
+    """The span of the top-level definition around offset ``at`` (from its decorators to the
+    next top-level line of ``_TOP_LEVEL_START``; the module's head before the first)."""
+    index = bisect_right(starts, at)
+    end = starts[index] if index < len(starts) else len(text)
+    index -= 1
+    while index > 0 and text[starts[index - 1]] == "@":
+        index -= 1
+    return (starts[index] if index >= 0 else 0), end
 
 
 def _kv201(f: _File) -> bool:
@@ -817,11 +880,12 @@ def _kv206(f: _File) -> bool:
     # and a view or an allocation to use it in.
     if not f.has_any(_HEAD_DIM_USES):
         return False
-    # Every head-dim name (``names.name_role``) has one of these in it, in any case.
     names = set().union(*(f.names_containing(part, True) for part in _HEAD_DIM_PARTS))
     return any((twin := key_head_dim_twin(n)) is not None and f.has_any((twin,)) for n in names)
 
 
+# Every key head-dim name (``names.name_role``) has one of these in it, in any case; a value
+# head dim's may have ``d_v`` or ``dv`` instead.
 _HEAD_DIM_PARTS = ("head", "channels", "rope", "nope", "rotary", "d_k", "dk")
 
 

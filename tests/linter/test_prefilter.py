@@ -103,11 +103,31 @@ def test_kv105_needs_a_helper_called_with_a_key_and_then_leaves_the_file_to_its_
 
 def test_kv208_needs_a_head_dim_keyword_not_an_assignment() -> None:
     kv208 = [rules_by_code()["KV208"]]
-    keyword = "def build(cfg):\n    print(cfg.v_head_dim)\n    return Pool(8, head_dim=cfg.head_dim)\n"
+    keyword = "from .pool import Pool\n\n\ndef build(cfg):\n    print(cfg.v_head_dim)\n    return Pool(8, head_dim=cfg.head_dim)\n"
     assert parse_plan(keyword, kv208, Settings()).module_rules == {"KV208"}
     assigned = "def build(cfg):\n    head_dim = cfg.head_dim\n    return cfg.v_head_dim, head_dim\n"
     assert not parse_plan(assigned, kv208, Settings()).needed
 
+
+
+def test_kv208_needs_the_keyword_and_the_value_head_dim_in_one_top_level_definition() -> None:
+    kv208 = [rules_by_code()["KV208"]]
+    pool = "class Pool:\n    def __init__(self, n, head_dim, v_head_dim=None):\n        pass\n\n\n"
+    together = pool + "class Runner:\n    def build(self):\n        log(self.cfg.v_head_dim)\n        return Pool(8, head_dim=4)\n"
+    assert parse_plan(together, kv208, Settings()).module_rules == {"KV208"}
+    decorated = pool + "@cache(v_head_dim=2)\n@other\ndef build(cfg):\n    return Pool(8, head_dim=4)\n"
+    assert parse_plan(decorated, kv208, Settings()).module_rules == {"KV208"}
+    # The value head dim read only in another top-level definition than the call.
+    apart = ("from .pool import Pool\n\n\ndef sizes(cfg):\n    return cfg.v_head_dim\n\n\n"
+             "def build(cfg):\n    return Pool(8, head_dim=cfg.head_dim)\n")
+    assert not parse_plan(apart, kv208, Settings()).needed
+    # A parameter default, a method's call, a function the module defines: no class to read.
+    for call in ("def build(cfg, head_dim=4, v_head_dim=None):\n    return cfg\n",
+                 "def build(cfg):\n    return self.pools.Pool(cfg.v_head_dim, head_dim=4)\n",
+                 "def make(**kw):\n    return kw\n\n\ndef build(cfg):\n    return make(cfg.v_head_dim, head_dim=4)\n"):
+        assert not parse_plan(call, kv208, Settings()).needed, call
+    imported = "from .pool import Pool\n\n\ndef build(cfg):\n    return Pool(cfg.v_head_dim, head_dim=4)\n"
+    assert parse_plan(imported, kv208, Settings()).module_rules == {"KV208"}
 
 KV105 = [rules_by_code()["KV105"]]
 ATTENTION_CALL = "    return flash_attn_func(q, k, v)\n"
