@@ -208,3 +208,12 @@ def test_scale_and_head_words_are_read_in_any_case() -> None:
         for example in rule.INVALID:
             loud = re.sub(rf"\w*{word}\w*", lambda m: m.group().upper(), example.code)
             assert word not in loud and parse_plan(loud, [rule], Settings()).needed, (code, loud)
+
+
+def test_definition_lines_are_the_lines_the_definition_pattern_finds() -> None:
+    from linter.prefilter import _DEFINITION, definition_lines
+
+    text = ("import x\ndef f():\n    pass\n  async  def g(): ...\nclass A:\n    @property\n    def default(self):\n"
+            "        undef = 1  # def\n        x = a @ b\n@dec\nclassy = 2\nasync def\tz(): pass\ndef")
+    assert definition_lines(text) == [m.end() for m in _DEFINITION.finditer(text)]
+    assert len(definition_lines(text)) == 8
