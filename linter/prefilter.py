@@ -236,7 +236,7 @@ class _File:
 
     def pairs_near(self, words: frozenset[str]) -> list[str]:
         """K-side names whose K and V sides both share a statement with one of ``words``."""
-        return self.pairs_among(frozenset(_IDENTIFIER.findall("\n".join(self._chunks_with(words)))))
+        return self.pairs_among(identifier_set("\n".join(self._chunks_with(words))))
 
     def attention_context(self) -> bool:
         if self._attention is None:
@@ -566,7 +566,33 @@ _FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]*(\([^)]*\)|
 
 def _from_imported(text: str) -> set[str]:
     """Every identifier a ``from x import ...`` statement names (aliases included)."""
-    return {name for match in _FROM_IMPORT.finditer(text) for name in _IDENTIFIER.findall(match.group(1))}
+    found = set()
+    for line in _lines_starting(text, "from"):
+        match = _FROM_IMPORT.match(text, line)
+        if match is not None:
+            found.update(_IDENTIFIER.findall(match.group(1)))
+    return found
+
+
+def _lines_starting(text: str, word: str, start: int = 0, end: int | None = None) -> Iterator[int]:
+    """The offsets of the lines whose first word (past blanks) is ``word``, found by
+    substring search (a ``^`` pattern in multiline mode is tried at every offset)."""
+    at = text.find(word, start, end)
+    while at >= 0:
+        line = text.rfind("\n", 0, at) + 1
+        if not text[line:at].strip(" \t") and (at + len(word) == len(text) or not _is_word_char(text[at + len(word)])):
+            yield line
+        at = text.find(word, at + len(word), end)
+
+
+def top_level_starts(text: str) -> list[re.Match[str]]:
+    """``_TOP_LEVEL_START`` at each line in column 0 that starts a definition (group 1: a
+    function's name), from ``definition_lines``."""
+    found = []
+    for line in (0, *definition_lines(text)):
+        if line < len(text) and text[line] not in " \t" and (match := _TOP_LEVEL_START.match(text, line)):
+            found.append(match)
+    return found
 
 
 _TOP_LEVEL_START = re.compile(r"^(?:(?:async[ \t]+)?def[ \t]+(\w+)|class\b|@)", re.MULTILINE)
@@ -578,13 +604,14 @@ def cut_returning_defs(text: str) -> list[str]:
     that build new tensors (``torch.cat(...)``, ``q_embed, k_embed``), allocate
     (``return torch.empty(...)``) or return nothing cannot. A body runs to the next top-level
     definition (a comment in column 0 does not end it)."""
-    starts = list(_TOP_LEVEL_START.finditer(text))
+    starts = top_level_starts(text)
     found = []
     for here, after in zip(starts, [*starts[1:], None]):
         name = here.group(1)
         end = after.start() if after else len(text)
         # The one-pattern test first: most functions have no return that looks like a cut.
-        if name and _CUT_RETURN.search(text, here.end(), end) and _every_return_may_cut(code_only(text[here.end():end])):
+        if name and any(_CUT_RETURN.match(text, line) for line in _lines_starting(text, "return", here.end(), end)) \
+                and _every_return_may_cut(code_only(text[here.end():end])):
             found.append(name)
     return found
 
@@ -722,7 +749,7 @@ def _kv208(f: _File) -> bool:
                 if callee not in known:
                     continue
             if starts is None:
-                starts = [m.start() for m in _TOP_LEVEL_START.finditer(text)]
+                starts = [m.start() for m in top_level_starts(text)]
             if value_word.search(text, *_top_level_region(text, starts, keyword.start())):
                 return True
     return False
