@@ -357,6 +357,10 @@ class _File:
             self._views = "\n".join(self._chunks_with(_VIEW_CALLS))
         return self._views
 
+    def has_class(self) -> bool:
+        """Is ``class`` a word of the text (not only a part of ``dataclass``)?"""
+        return self.has_any(("class",))
+
     def has_any(self, words: Collection[str]) -> bool:
         present = [word for word in words if word in self.text]
         if not present:
@@ -798,7 +802,7 @@ def _top_level_region(text: str, starts: list[int], at: int) -> tuple[int, int]:
 
 def _kv201(f: _File) -> bool:
     # Both projections are declared by a statement that calls a ``*Linear`` class.
-    if "class" not in f.text or "Linear" not in f.text:
+    if "class" not in f.text or "Linear" not in f.text or not f.has_class():
         return False
     linears = frozenset(w for w in f.names_containing("Linear") if w.endswith("Linear"))
     return bool(linears) and bool(f.pairs_near(linears))
@@ -927,14 +931,17 @@ def _kv204(f: _File) -> bool:
     # A class's ``*Linear`` K/V projection, viewed or reshaped with a shape read off a tensor.
     return (
         "class" in f.text and "Linear" in f.text and ("shape" in f.text or "size" in f.text)
-        and f.has_any(("view", "reshape")) and bool(f.k_names)
+        and f.has_any(("view", "reshape")) and f.has_class() and bool(f.k_names)
     )
 
 
 def _kv205(f: _File) -> bool:
     # A class's ``*Linear`` projection viewed with a query head count (its name has "head", in
     # any case).
-    return "class" in f.text and "Linear" in f.text and "head" in f.lower and f.has_any(("view", "reshape"))
+    return (
+        "class" in f.text and "Linear" in f.text and "head" in f.lower and f.has_any(("view", "reshape"))
+        and f.has_class()
+    )
 
 
 def _kv206(f: _File) -> bool:
@@ -959,7 +966,7 @@ _HEAD_DIM_USES = (
 
 def _kv301(f: _File) -> bool:
     # A class attribute pair ``self.k_cache`` / ``self.v_cache``.
-    if "class" not in f.text or "self" not in f.text:
+    if "class" not in f.text or "self" not in f.text or not f.has_class():
         return False
     extra = f.settings.extra_pairs
     return any(
@@ -1067,7 +1074,7 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
         own = _OWN_UNIT[condition]
         if own not in rests:
             # What lies outside the units, plus the names the units bind there.
-            rest = "\n".join(header(s) if own(s) else s.text for s in segments)
+            rest = "\n".join(_binding(s) if own(s) else s.text for s in segments)
             rests[own] = _File(rest, settings, reduced=True)
         if condition(rests[own]):
             return ParsePlan(True, rules=codes, module_rules=module_rules)
@@ -1084,6 +1091,15 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
 
 
 _CODES = {condition: code for code, condition in _CONDITIONS.items()}
+
+
+def _binding(segment: Segment) -> str:
+    """What a unit leaves in the module's scope: its header line (the name it binds, a
+    function's defaults, a class's bases), less a class's ``class`` keyword: every condition
+    that asks for a class wants one whose body is in the text, and a top-level class's body
+    is in its own unit."""
+    line = header(segment)
+    return line.replace("class", "     ", 1) if segment.kind == "class" else line
 
 
 @dataclass(frozen=True)

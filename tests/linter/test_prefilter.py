@@ -217,3 +217,17 @@ def test_definition_lines_are_the_lines_the_definition_pattern_finds() -> None:
             "        undef = 1  # def\n        x = a @ b\n@dec\nclassy = 2\nasync def\tz(): pass\ndef")
     assert definition_lines(text) == [m.end() for m in _DEFINITION.finditer(text)]
     assert len(definition_lines(text)) == 8
+
+
+def test_a_top_level_class_header_or_a_dataclass_import_does_not_send_the_file_whole() -> None:
+    # KV205 asks for a class; the rest of this module (imports, a helper that reshapes, the
+    # classes' header lines) has the words but no class body: the class goes alone.
+    text = ("from dataclasses import dataclass\n\n\ndef repeat_heads(x, n_head):\n    return x.reshape(n_head, -1)\n\n\n"
+            "class FusedLinear(nn.Module):\n    def __init__(self, config):\n        self.k_proj = nn.Linear(8, config.num_key_value_heads * 4)\n\n"
+            "    def forward(self, x):\n        return self.k_proj(x).view(2, self.num_heads, 4)\n")
+    plan = parse_plan(text, [rules_by_code()["KV205"]], Settings())
+    assert not plan.whole and plan.ranges == ((7, 14),)
+    # A class nested in a module-level statement is in the rest: that one goes whole.
+    nested = text.replace("def repeat_heads(x, n_head):\n    return x.reshape(n_head, -1)\n",
+                          "if USE_FUSED:\n    class Local(nn.Module):\n        def f(self):\n            self.k_proj = nn.Linear(8, 8 * self.head_dim)\n            return self.k_proj(x).view(2, self.num_heads, 4)\n")
+    assert parse_plan(nested, [rules_by_code()["KV205"]], Settings()).whole
