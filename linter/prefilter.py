@@ -192,6 +192,7 @@ class _File:
         self._followers: dict[str, frozenset[str]] = {}
         self._returned: frozenset[str] | None = None
         self._joined: str | None = None
+        self._joined_lower: str | None = None
         self._containing: dict[tuple[str, bool], frozenset[str]] = {}
 
     @property
@@ -362,16 +363,17 @@ class _File:
         return self.has_any(("class",))
 
     def has_any(self, words: Collection[str]) -> bool:
+        """Is one of ``words`` (identifiers) a whole word of the text?"""
+        if self._identifiers is not None:
+            return not self._identifiers.isdisjoint(words)  # no scan of the text per word
         present = [word for word in words if word in self.text]
         if not present:
             return False
-        if self._identifiers is not None:
-            return not self._identifiers.isdisjoint(present)
         return _compiled(rf"{word_first(present)}(?!\w)").search(self.text) is not None
 
     def names_containing(self, part: str, ignore_case: bool = False) -> set[str]:
         """Every identifier with ``part`` in it (any case: ``part`` is lower case)."""
-        if part not in (self.lower if ignore_case else self.text):
+        if self._identifiers is None and part not in (self.lower if ignore_case else self.text):
             return set()
         key = (part, ignore_case)
         found = self._containing.get(key)
@@ -387,7 +389,12 @@ class _File:
         joined = self._joined
         if ignore_case and not joined.isascii():
             return (n for n in self.identifiers if part in n.lower())
-        haystack = joined.lower() if ignore_case else joined
+        if ignore_case:
+            if self._joined_lower is None:
+                self._joined_lower = joined.lower()
+            haystack = self._joined_lower
+        else:
+            haystack = joined
         names, at = [], haystack.find(part)
         while at >= 0:
             start = haystack.rfind("\n", 0, at) + 1
