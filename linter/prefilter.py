@@ -114,9 +114,22 @@ def word_first(words: Iterable[str]) -> str:
     return "(?:" + "|".join(f"{re.escape(w)}(?<!\\w{re.escape(w)})" for w in sorted(words)) + ")"
 
 
-# Identifiers with a K-side part (``k``, ``cache_k``, ``key_states``): candidates for kv_side.
-# Matched against the file's distinct identifiers, one per line.
-_K_CANDIDATE = re.compile(rf"^(?:\w*_)?(?:{'|'.join(sorted(K_SIDE_TOKENS))})(?:_\w*)?$", re.MULTILINE)
+def _k_candidates(ids: Iterable[str]) -> set[str]:
+    """The identifiers with a K-side part (``k``, ``cache_k``, ``key_states``): candidates for
+    ``kv_side``. Each identifier is wrapped in ``_`` and put on a line of its own, so a part is
+    ``_k_`` found by substring search."""
+    wrapped = "_" + "_\n_".join(ids) + "_"
+    found = set()
+    for token in K_SIDE_TOKENS:
+        needle = f"_{token}_"
+        at = wrapped.find(needle)
+        while at >= 0:
+            start = wrapped.rfind("\n", 0, at) + 1
+            end = wrapped.find("\n", at)
+            end = len(wrapped) if end < 0 else end
+            found.add(wrapped[start + 1:end - 1])
+            at = wrapped.find(needle, end)
+    return found
 _LONE_CR = re.compile(r"\r(?!\n)")
 # Anything the tokenizer lets stand between two tokens inside brackets.
 # Each alternative matches in only one way (a comment runs to its newline), so no backtracking
@@ -160,7 +173,7 @@ def identifier_set(text: str) -> frozenset[str]:
 
     For ASCII text, translating and splitting in C is about 3x faster than the regular
     expression: each maximal run of word characters, less its leading digits, is what the
-    expression matches.
+    expression matches (non-ASCII text, where translating is slower, goes to the expression).
     """
     if not text.isascii():
         return frozenset(_IDENTIFIER.findall(text))
@@ -228,7 +241,7 @@ class _File:
     def pairs_among(self, ids: frozenset[str]) -> list[str]:
         """The K-side names in ``ids`` whose V counterpart is in ``ids`` too."""
         extra = self.settings.extra_pairs
-        candidates = set(_K_CANDIDATE.findall("\n".join(ids)))
+        candidates = _k_candidates(ids)
         candidates.update(k for k, _ in extra if k in ids)
         return [
             name for name in candidates

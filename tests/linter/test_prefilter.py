@@ -231,3 +231,18 @@ def test_a_top_level_class_header_or_a_dataclass_import_does_not_send_the_file_w
     nested = text.replace("def repeat_heads(x, n_head):\n    return x.reshape(n_head, -1)\n",
                           "if USE_FUSED:\n    class Local(nn.Module):\n        def f(self):\n            self.k_proj = nn.Linear(8, 8 * self.head_dim)\n            return self.k_proj(x).view(2, self.num_heads, 4)\n")
     assert parse_plan(nested, [rules_by_code()["KV205"]], Settings()).whole
+
+
+def test_identifier_set_reads_non_ascii_text_as_the_identifier_pattern_does() -> None:
+    from linter.prefilter import _IDENTIFIER, identifier_set
+
+    text = "x×y = 3·k_cache  # 形状 2d→3d, 4ª café_crème\nv\u00a0w ½z 7seg\n"
+    assert identifier_set(text) == frozenset(_IDENTIFIER.findall(text))
+    assert {"x", "y", "k_cache", "形状", "d", "café_crème", "v", "w", "seg"} <= identifier_set(text)
+
+
+def test_k_candidates_are_the_identifiers_with_a_k_side_part() -> None:
+    from linter.prefilter import _k_candidates
+
+    ids = ["k", "__k", "k__x", "xk", "k_k", "q_k_v", "kk", "key_states", "my_keys", "Keys", "KEY", "a_K", "bk", "keyed"]
+    assert _k_candidates(ids) == {"k", "__k", "k__x", "xk", "k_k", "q_k_v", "key_states", "my_keys", "Keys", "KEY", "a_K"}
