@@ -30,7 +30,9 @@ from linter.config import enabled_codes
 from linter.diagnostics import FileProblem
 from linter.finding import Finding
 from linter.fixes import apply_fixes, has_applicable_fix
+from linter.code_only import code_only
 from linter.prefilter import ParsePlan, excerpt, parse_plan
+from linter.segments import top_level_segments
 from linter.rules import rules_by_code
 from linter.settings import Settings
 from linter.suppress import invalid_directives, unsuppressed
@@ -254,9 +256,35 @@ def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
             units, parsed, live = _screened_units(text, plan, job, python)
             if not units or _excerpt_is_clean(excerpt(text, units), path, job, parsed, live):
                 return []
+            # A finding: reported from the definitions in place, once CPython has read the
+            # whole file (a syntax error anywhere in it is reported instead, by libcst's verdict
+            # on the whole file, as before).
+            if not isinstance(python := _python_tree(text, path), SyntaxError):
+                try:
+                    findings = _parse_and_lint(_in_place(text, units), path, job, _PARSED, live)
+                except _Unlintable:
+                    pass  # the cut was wrong: the whole file gives the verdict
+                else:
+                    return _not_ignored(unsuppressed(findings, text), path, job.settings)
         if not live:
             return []
     return _not_ignored(unsuppressed(_parse_and_lint(text, path, job, python, live), text), path, job.settings)
+
+
+def _in_place(text: str, units: list[tuple[int, int]]) -> str:
+    """``text`` with only the lines of ``units`` and of the module's own statements (imports,
+    assignments, ``if``/``try`` blocks) kept, every other line left empty: the rules see each
+    kept definition where it stands, with the module's names around it, so their findings'
+    positions and fixes are the file's own without parsing the definitions no rule can report
+    in."""
+    lines = text.split("\n")
+    kept = bytearray(len(lines))
+    for start, end in units:
+        kept[start:end] = b"\1" * (end - start)
+    for segment in top_level_segments(code_only(text)):
+        if not segment.definition:
+            kept[segment.start:segment.end] = b"\1" * (segment.end - segment.start)
+    return "\n".join(line if keep else "" for line, keep in zip(lines, kept))
 
 
 def _reporting(
@@ -357,9 +385,9 @@ def _excerpt_is_clean(
 ) -> bool:
     """Do the rules report nothing on the planned definitions alone?
 
-    Anything else (a finding, or an excerpt that does not parse because the cut was wrong)
-    sends the whole file through, so findings, their positions and fixes always come from the
-    file itself.
+    A finding sends the definitions again, in place among the module's statements
+    (``_in_place``), so findings, their positions and fixes come from the file's own lines;
+    an excerpt that does not parse (the cut was wrong) sends the whole file.
     """
     try:
         # Top-level statements CPython parsed one by one are safe for libcst together.

@@ -105,3 +105,28 @@ def test_libcst_runs_only_the_rules_the_screens_left_live(monkeypatch) -> None:
     slow = check_stdin(CLASS.encode(), "attention.py", replace(job, prefilter=False)).findings
     assert len(ran[-1]) == len(job.rules) > 1
     assert [(f.code, f.span.row) for f in fast] == [(f.code, f.span.row) for f in slow] != []
+
+
+def test_a_finding_in_a_kept_definition_is_reported_from_it_in_place_not_from_the_whole_file(monkeypatch) -> None:
+    import linter.runner as runner
+
+    module = (
+        "import torch.nn.functional as F\n\nWINDOW = 128\n\n\n"
+        "def unrelated(a, b):\n    return a[0] + b[1]\n\n\n" + CLASS + "\n\ndef tail(x):\n    return x\n"
+    )
+    seen: list[str] = []
+    real = runner._parse_and_lint
+
+    def recording(text, *args, **kwargs):
+        seen.append(text)
+        return real(text, *args, **kwargs)
+
+    slow = check_stdin(module.encode(), "m.py", replace(JOB, prefilter=False)).findings
+    monkeypatch.setattr(runner, "_parse_and_lint", recording)
+    fast = check_stdin(module.encode(), "m.py", JOB).findings
+    assert fast == slow and [f.code for f in fast] == ["KV102"]
+    in_place = seen[-1]
+    # Same lines where kept (the module's import and constant, the cut class), empty elsewhere.
+    assert module not in seen and in_place.count("\n") == module.count("\n")
+    assert "WINDOW = 128" in in_place and "import torch" in in_place and "keys = cache_k[:b, :p + s]" in in_place
+    assert "def unrelated" not in in_place and "def reset" not in in_place and "def tail" not in in_place
