@@ -82,6 +82,7 @@ from linter.names import (
     is_kv_projection,
     is_kv_tensor_name,
     is_scale_name,
+    key_counterpart,
     kv_side,
     name_role,
     value_counterpart,
@@ -550,7 +551,10 @@ def cut_returning_defs(text: str) -> list[str]:
 
 
 _TOP_LEVEL_CLASS = re.compile(r"^class[ \t]+(\w+)", re.MULTILINE)
-_SELF_ASSIGNED = re.compile(rf"self(?<![A-Za-z0-9_]self){_GAP}\.{_GAP}(\w+){_GAP}(?::[^=\n]*)?=(?!=)")
+# ``self.X`` as an assignment target, alone or in a target list (``self.k, self.v = ...``,
+# ``self.v: T = ...``); anything else (``self.v(``, ``self.v.w``, ``self.v[``) is no target
+# ``module_screens`` reads.
+_SELF_TARGET = re.compile(rf"self(?<![A-Za-z0-9_]self){_GAP}\.{_GAP}(\w+){_GAP}(?:=(?!=)|[:,)\]])")
 _CLASS_BASES = re.compile(r"^class[ \t]+\w+[ \t]*\(([^:]*)", re.MULTILINE)
 
 
@@ -565,30 +569,287 @@ def _kv207(f: _File) -> bool:
     # ``self.v_proj`` or BERT's ``self.value``), a parent ``__init__`` call, and either the
     # pair named with a top-level class whose name occurs again (as a subclass's base), or a
     # base imported by ``from x import`` (read from that module). The base and the subclass
-    # are apart: no own unit.
+    # are apart: no own unit. Then, per top-level class (``_redeclaring_class``): all of that in
+    # one class with a base of the module or an imported one, and the twin of the redeclared
+    # side not surely defined directly by the class itself (``module_screens.kv207``).
     text = f.text
     if "class" not in text or "Linear" not in text or "__init__" not in text:
         return False
-    if not _assigns_a_linear(text, f.settings.extra_pairs):
+    extra = f.settings.extra_pairs
+    if not _assigns_a_linear(text, extra):
         return False
-    if f.k_names and any(
+    if not (f.k_names and any(
         len(re.findall(rf"(?<!\w){re.escape(name)}(?!\w)", text)) >= 2
         for name in set(_TOP_LEVEL_CLASS.findall(text))
-    ):
-        return True
-    return _imports_a_base(text)
+    )) and not _imports_a_base(text):
+        return False
+    return _redeclaring_class(f.code, extra)
 
 
 def _assigns_a_linear(text: str, extra) -> bool:
-    """Is a K/V-side ``self.`` attribute assigned where a ``Linear`` follows before the next
+    """Is a K/V-side ``self.`` attribute written as a target (``self.v_proj =``, or in a
+    target list: ``self.k_proj, self.v_proj =``) where a ``Linear`` follows before the next
     definition line (a statement never crosses one)?"""
-    for match in _SELF_ASSIGNED.finditer(text):
+    for match in _SELF_TARGET.finditer(text):
         if kv_side(match.group(1), extra) is None:
             continue
         after = _DEFINITION.search(text, match.end())
-        if "Linear" in text[match.end():after.start() if after else len(text)]:
+        if text.find("Linear", match.end(), after.start() if after else len(text)) >= 0:
             return True
     return False
+
+
+# In the text reduced to code (``code_only``): a column-0 ``class`` line, and the column-0
+# ``def``/``class`` line that ends a top-level class's text (``@`` lines are not cut at: a
+# matrix product may continue a line with one).
+_CLASS_LINE = re.compile(r"\nclass\b")
+_TOP_DEFINITION = re.compile(r"\n(?=(?:async[ \t]+)?def\b|class\b)")
+# A line that starts a ``def`` or ``class`` at any indentation: no statement crosses one.
+_DEFINITION_LINE = re.compile(r"\n(?=[ \t]*(?:(?:async[ \t]+)?def|class)\b)")
+# Written literal first (``re`` jumps from one ``from`` to the next), the boundary behind.
+_FROM_IMPORTED = re.compile(r"from(?<![\w.]from)[ \t]+[\w.]+[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)")
+_CLASS_NAME = re.compile(r"\nclass[ \t]+(\w+)")
+_CLASS_HEAD = re.compile(r"class[ \t]+\w+[ \t]*")
+# A method's statement that surely assigns ``self.X`` (group 1), alone or annotated with a
+# plain (subscripted) name: ``self.v_proj = ...``, ``self.v_proj: nn.Linear = ...``. Nothing
+# inside brackets can start so, so a line starting so starts a statement.
+_SELF_DIRECT = re.compile(r"self[ \t]*\.[ \t]*(\w+)[ \t]*(?::[ \t]*[\w.]+(?:\[[\w., \t]*\])?[ \t]*)?=(?!=)")
+_DEF_HEAD = re.compile(r"(?:async[ \t]+)?def[ \t]+(\w+)")
+_STRING_LEFT = re.compile(r'"[^"\n]*"')
+
+
+@lru_cache(maxsize=4096)
+def _twin(attr: str, extra: tuple[tuple[str, str], ...]) -> str | None:
+    """The other side of K/V-side ``attr`` (``v_proj`` for ``k_proj`` and back), or None."""
+    side = kv_side(attr, extra)
+    if side is None:
+        return None
+    return (value_counterpart if side == "k" else key_counterpart)(attr, extra)
+
+
+def _redeclaring_class(code: str, extra) -> bool:
+    """Can a top-level class of ``code`` (the text reduced by ``code_only``) pass
+    ``module_screens.kv207``: bases naming a top-level class or a ``from x import``-ed name, a
+    parent ``__init__`` call, and a K/V-side ``self.`` attribute assigned where a ``Linear``
+    follows whose twin the class does not surely define directly (``_surely_defined``)?
+
+    A class's text runs from its column-0 ``class`` line to the next column-0 ``def`` or
+    ``class`` line; what follows the class there (other top-level statements) only adds to
+    what is searched."""
+    starts = [m.start() + 1 for m in _CLASS_LINE.finditer(code)]
+    if code.startswith("class"):
+        starts.insert(0, 0)
+    known: set[str] | None = None  # the names a base may have; None until needed
+    any_name = False  # a ``from x import a, \`` line: its names are not all read
+    for start in starts:
+        after = _TOP_DEFINITION.search(code, start + 5)
+        end = after.start() + 1 if after else len(code)
+        if code.find("Linear", start, end) < 0 or not _calls_an_init(code, start, end):
+            continue
+        twins = _lonely_candidates(code, start, end, extra)
+        if not twins:
+            continue
+        bases = _bases(code, start, end)
+        if bases is None:
+            continue
+        if known is None:
+            known = set(_CLASS_NAME.findall(code))
+            if code.startswith("class"):
+                known.update(_CLASS_NAME.findall("\n" + code[:code.find("\n")]))
+            for match in _FROM_IMPORTED.finditer(code):
+                names = match.group(1)
+                any_name = any_name or names.rstrip().endswith("\\")
+                known.update(_IDENTIFIER.findall(names))
+        if not any_name and bases is not True and known.isdisjoint(_plain_bases(bases)):
+            continue
+        if not twins <= _surely_defined(code[start:end]):
+            return True
+    return False
+
+
+def _lonely_candidates(code: str, start: int, end: int, extra) -> set[str]:
+    """The twins of the K/V-side ``self.`` targets between ``start`` and ``end`` that a
+    ``Linear`` follows in their statement (before the next definition line)."""
+    twins = set()
+    for match in _SELF_TARGET.finditer(code, start, end):
+        twin = _twin(match.group(1), extra)
+        if twin is None or twin in twins:
+            continue
+        start = match.start()
+        line = code.rfind("\n", 0, start) + 1
+        if (line == start or code[line:start].isspace()) and _SELF_DIRECT.match(code, start):
+            # ``self.X = ...`` starts its line, so a statement: its value ends where its
+            # brackets close.
+            stop = _statement_end(code, start, end)
+        else:
+            stop = None
+        if stop is None:
+            after = _DEFINITION_LINE.search(code, match.end(), end)
+            stop = after.start() if after else end
+        if code.find("Linear", match.end(), stop) >= 0:
+            twins.add(twin)
+    return twins
+
+
+def _statement_end(code: str, start: int, end: int) -> int | None:
+    """Where the statement of reduced text that starts at ``start`` ends: the end of the first
+    line after which its brackets are closed and no backslash continues it (a multi-line
+    string's rest, indented by ``code_only`` on a later line, continues it too); None when the
+    brackets do not add up."""
+    depth = 0
+    at = start
+    while True:
+        newline = code.find("\n", at, end)
+        stop = end if newline < 0 else newline
+        line = code[at:stop]
+        counted = _STRING_LEFT.sub("", line) if '"' in line else line
+        depth += (
+            counted.count("(") + counted.count("[") + counted.count("{")
+            - counted.count(")") - counted.count("]") - counted.count("}")
+        )
+        if newline < 0:
+            return end
+        if depth < 0:
+            return None
+        at = newline + 1
+        if depth or line.rstrip().endswith("\\"):
+            continue
+        # Past blank lines, a line starting ' "' is the rest of a multi-line string.
+        following = at
+        while following < end and code[following] in " \t\r\n" and not code.startswith(' "', following):
+            following += 1
+        if not code.startswith(' "', following) or code.rfind("\n", 0, following) + 1 != following:
+            return newline
+        at = following
+
+
+def _calls_an_init(code: str, start: int, end: int) -> bool:
+    """Is some ``__init__`` between ``start`` and ``end`` an attribute (``super().__init__``,
+    ``Base.__init__``), a dot before it past blanks and line continuations?"""
+    at = code.find("__init__", start, end)
+    while at >= 0:
+        i = at
+        while i > start and code[i - 1] in " \t\\\r\n":
+            i -= 1
+        if i > start and code[i - 1] == ".":
+            return True
+        at = code.find("__init__", at + 8, end)
+    return False
+
+
+def _bases(code: str, start: int, end: int) -> str | bool | None:
+    """The text between the brackets of the header of the class at ``start``; None when it has
+    no bases (``class A:``); True when the header is not read (``class A \\``)."""
+    head = _CLASS_HEAD.match(code, start)
+    at = head.end()
+    if at >= end or code[at] == ":":
+        return None
+    if code[at] != "(":
+        return True
+    depth = 0
+    for i in range(at, end):
+        char = code[i]
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth == 0:
+                return code[at + 1:i]
+    return True
+
+
+def _plain_bases(bases: str) -> list[str]:
+    """The bases (text between a class header's brackets) that are one plain name: the only
+    ones ``module_screens.kv207`` looks up (not ``nn.Module``, ``Generic[T]``, keywords)."""
+    if "(" in bases or "[" in bases or "{" in bases:
+        items, depth, begin = [], 0, 0
+        for i, char in enumerate(bases):
+            if char in "([{":
+                depth += 1
+            elif char in ")]}":
+                depth -= 1
+            elif char == "," and depth == 0:
+                items.append(bases[begin:i])
+                begin = i + 1
+        items.append(bases[begin:])
+    else:
+        items = bases.split(",")
+    plain = []
+    for item in items:
+        item = item.replace("\\", " ").strip()
+        if item.isidentifier():
+            plain.append(item)
+    return plain
+
+
+def _surely_defined(text: str) -> set[str]:
+    """Names that the class whose reduced text is ``text`` surely defines directly, as
+    ``module_screens._direct_self_attrs`` reads them: its methods, and ``self.X`` assigned by
+    a statement directly in a method's body (``self.X = ...`` starting a line indented as
+    the method's first statement). Class-level names are left out: a keyword argument on a
+    line of its own looks like one.
+
+    Read line by line with brackets counted (strings are emptied in the reduced text) and
+    line continuations followed; a line that starts with a string (a docstring, or the code
+    after a multi-line string) is skipped. When indentation is unclear (tabs, a form feed,
+    a dedent to no open level, a one-line class body) fewer names come back, never more."""
+    found: set[str] = set()
+    depth = 0
+    continued = False
+    header = True  # in the class's header (its first logical line)
+    in_def = False  # in the header of a method
+    body = 0  # the class body's indentation, once seen
+    method = -1  # the current method's body indentation; 0 before its first line, -1 outside
+    for line in text.split("\n"):
+        rest = line.lstrip(" ")
+        if not rest or rest.isspace():
+            continued = False
+            continue
+        if not (header or in_def or depth or continued) and rest[0] != '"':
+            if rest[0] in "\t\f":
+                return set()
+            indent = len(line) - len(rest)
+            if indent == 0:
+                break  # the class is over: a top-level statement
+            if not body:
+                body = indent
+            if indent < body:
+                return set()
+            if indent == body:
+                method = -1
+                head = _DEF_HEAD.match(rest)
+                if head is not None:
+                    found.add(head.group(1))
+                    in_def = True
+            elif method >= 0:
+                if method == 0:
+                    method = indent
+                if indent == method:
+                    target = _SELF_DIRECT.match(rest)
+                    if target is not None:
+                        found.add(target.group(1))
+                elif indent < method:
+                    method = -1
+        counted = _STRING_LEFT.sub("", line) if '"' in line else line
+        depth += (
+            counted.count("(") + counted.count("[") + counted.count("{")
+            - counted.count(")") - counted.count("]") - counted.count("}")
+        )
+        if depth < 0:
+            return set()
+        tail = line.rstrip()
+        continued = tail.endswith("\\")
+        if depth or continued:
+            continue
+        # A logical line ends here.
+        if header:
+            if not tail.endswith(":"):
+                return set()  # a one-line body: no methods to read
+            header = False
+        elif in_def:
+            in_def = False
+            method = 0 if tail.endswith(":") else -1
+    return found
 
 
 def _kv106(f: _File) -> bool:
