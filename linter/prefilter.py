@@ -41,9 +41,15 @@ The conditions, by rule:
 - KV205 needs a class, a ``*Linear`` constructor, a view/reshape call and a head-count name
   (any case);
 - KV206 needs a key head-dim name with its value twin, and a view or allocation call;
-- KV207 needs a class, ``__init__``, a K/V-side ``self.`` attribute assigned where a
-  ``Linear`` follows, and either a K/V pair of names with a top-level class named again, or a
-  top-level class whose base a ``from x import`` names (the base read from that module);
+- KV207 needs one top-level class (its code-only text, from its column-0 ``class`` line to the
+  next column-0 ``def`` or ``class`` line) with a base that is a plain name of a top-level
+  class of the file (with a K/V pair of names in it) or named by a ``from x import`` (the
+  base read from that module), a parent ``__init__`` call, a K/V-side ``self.`` target whose
+  statement holds a ``Linear``, and that target's twin not surely defined by the class
+  itself. Surely defined (read line by line, brackets and continuations followed): a method
+  of that name, or ``self.twin = ...`` starting a line at the indentation of a method body's
+  first statement. A twin assigned only under ``if``/``for``/``with``/``try``, in an inner
+  function or in a string, and any class indented with tabs, count as not defined;
 - KV208 needs a value head-dim name (any case) and a head-dim keyword argument (``(head_dim=`` or
   ``, head_dim=``);
 - KV209 needs a K (or V) name chain passed first to a function the file defines with a view
@@ -550,50 +556,36 @@ def cut_returning_defs(text: str) -> list[str]:
     return found
 
 
-_TOP_LEVEL_CLASS = re.compile(r"^class[ \t]+(\w+)", re.MULTILINE)
 # ``self.X`` as an assignment target, alone or in a target list (``self.k, self.v = ...``,
 # ``self.v: T = ...``); anything else (``self.v(``, ``self.v.w``, ``self.v[``) is no target
 # ``module_screens`` reads.
 _SELF_TARGET = re.compile(rf"self(?<![A-Za-z0-9_]self){_GAP}\.{_GAP}(\w+){_GAP}(?:=(?!=)|[:,)\]])")
-_CLASS_BASES = re.compile(r"^class[ \t]+\w+[ \t]*\(([^:]*)", re.MULTILINE)
-
-
-def _imports_a_base(text: str) -> bool:
-    """Does a ``from x import`` statement name a word of some top-level class's bases?"""
-    bases = {name for match in _CLASS_BASES.finditer(text) for name in _IDENTIFIER.findall(match.group(1))}
-    return bool(bases) and not bases.isdisjoint(_from_imported(text))
 
 
 def _kv207(f: _File) -> bool:
     # A ``*Linear`` assigned to a K/V-side ``self.`` attribute (the subclass's redeclaration,
-    # ``self.v_proj`` or BERT's ``self.value``), a parent ``__init__`` call, and either the
-    # pair named with a top-level class whose name occurs again (as a subclass's base), or a
-    # base imported by ``from x import`` (read from that module). The base and the subclass
-    # are apart: no own unit. Then, per top-level class (``_redeclaring_class``): all of that in
-    # one class with a base of the module or an imported one, and the twin of the redeclared
-    # side not surely defined directly by the class itself (``module_screens.kv207``).
+    # ``self.v_proj`` or BERT's ``self.value``), then per top-level class
+    # (``_redeclaring_class``): such an assignment with a parent ``__init__`` call, a base
+    # that is a top-level class of the module (with a K/V pair named in the file) or imported
+    # by ``from x import`` (read from that module), and the twin of the redeclared side not
+    # surely defined by the class itself. The base and the subclass are apart: no own unit.
     text = f.text
     if "class" not in text or "Linear" not in text or "__init__" not in text:
         return False
     extra = f.settings.extra_pairs
     if not _assigns_a_linear(text, extra):
         return False
-    if not (f.k_names and any(
-        len(re.findall(rf"(?<!\w){re.escape(name)}(?!\w)", text)) >= 2
-        for name in set(_TOP_LEVEL_CLASS.findall(text))
-    )) and not _imports_a_base(text):
-        return False
-    return _redeclaring_class(f.code, extra)
+    return _redeclaring_class(f.code, extra, local_bases=bool(f.k_names))
 
 
 def _assigns_a_linear(text: str, extra) -> bool:
     """Is a K/V-side ``self.`` attribute written as a target (``self.v_proj =``, or in a
     target list: ``self.k_proj, self.v_proj =``) where a ``Linear`` follows before the next
-    definition line (a statement never crosses one)?"""
+    ``def`` or ``class`` line (a statement never crosses one)?"""
     for match in _SELF_TARGET.finditer(text):
-        if kv_side(match.group(1), extra) is None:
+        if _twin(match.group(1), extra) is None:
             continue
-        after = _DEFINITION.search(text, match.end())
+        after = _DEFINITION_LINE.search(text, match.end())
         if text.find("Linear", match.end(), after.start() if after else len(text)) >= 0:
             return True
     return False
@@ -602,13 +594,15 @@ def _assigns_a_linear(text: str, extra) -> bool:
 # In the text reduced to code (``code_only``): a column-0 ``class`` line, and the column-0
 # ``def``/``class`` line that ends a top-level class's text (``@`` lines are not cut at: a
 # matrix product may continue a line with one).
-_CLASS_LINE = re.compile(r"\nclass\b")
-_TOP_DEFINITION = re.compile(r"\n(?=(?:async[ \t]+)?def\b|class\b)")
+# A form feed may stand before either (``\f`` resets the indentation).
+_CLASS_LINE = re.compile(r"\n\f*(?=class\b)")
+_FIRST_CLASS = re.compile(r"[\ufeff\f]*(?=class\b)")
+_TOP_DEFINITION = re.compile(r"\n\f*(?=(?:async[ \t]+)?def\b|class\b)")
 # A line that starts a ``def`` or ``class`` at any indentation: no statement crosses one.
 _DEFINITION_LINE = re.compile(r"\n(?=[ \t]*(?:(?:async[ \t]+)?def|class)\b)")
 # Written literal first (``re`` jumps from one ``from`` to the next), the boundary behind.
 _FROM_IMPORTED = re.compile(r"from(?<![\w.]from)[ \t]+[\w.]+[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)")
-_CLASS_NAME = re.compile(r"\nclass[ \t]+(\w+)")
+_CLASS_NAME = re.compile(r"\n\f*class[ \t]+(\w+)")
 _CLASS_HEAD = re.compile(r"class[ \t]+\w+[ \t]*")
 # A method's statement that surely assigns ``self.X`` (group 1), alone or annotated with a
 # plain (subscripted) name: ``self.v_proj = ...``, ``self.v_proj: nn.Linear = ...``. Nothing
@@ -627,18 +621,20 @@ def _twin(attr: str, extra: tuple[tuple[str, str], ...]) -> str | None:
     return (value_counterpart if side == "k" else key_counterpart)(attr, extra)
 
 
-def _redeclaring_class(code: str, extra) -> bool:
+def _redeclaring_class(code: str, extra, local_bases: bool = True) -> bool:
     """Can a top-level class of ``code`` (the text reduced by ``code_only``) pass
-    ``module_screens.kv207``: bases naming a top-level class or a ``from x import``-ed name, a
-    parent ``__init__`` call, and a K/V-side ``self.`` attribute assigned where a ``Linear``
-    follows whose twin the class does not surely define directly (``_surely_defined``)?
+    ``module_screens.kv207``: a plain base naming a top-level class (when ``local_bases``) or
+    a ``from x import``-ed name, a parent ``__init__`` call, and a K/V-side ``self.`` target
+    that a ``Linear`` follows in its statement whose twin the class does not surely define
+    directly (``_surely_defined``)?
 
     A class's text runs from its column-0 ``class`` line to the next column-0 ``def`` or
     ``class`` line; what follows the class there (other top-level statements) only adds to
     what is searched."""
-    starts = [m.start() + 1 for m in _CLASS_LINE.finditer(code)]
-    if code.startswith("class"):
-        starts.insert(0, 0)
+    starts = [m.end() for m in _CLASS_LINE.finditer(code)]
+    first = _FIRST_CLASS.match(code)
+    if first is not None:
+        starts.insert(0, first.end())
     known: set[str] | None = None  # the names a base may have; None until needed
     any_name = False  # a ``from x import a, \`` line: its names are not all read
     for start in starts:
@@ -653,9 +649,11 @@ def _redeclaring_class(code: str, extra) -> bool:
         if bases is None:
             continue
         if known is None:
-            known = set(_CLASS_NAME.findall(code))
-            if code.startswith("class"):
-                known.update(_CLASS_NAME.findall("\n" + code[:code.find("\n")]))
+            known = set()
+            if local_bases:
+                known.update(_CLASS_NAME.findall(code))
+                if first is not None:
+                    known.update(_CLASS_NAME.findall("\n" + code[first.end():code.find("\n", first.end())]))
             for match in _FROM_IMPORTED.finditer(code):
                 names = match.group(1)
                 any_name = any_name or names.rstrip().endswith("\\")
@@ -675,12 +673,12 @@ def _lonely_candidates(code: str, start: int, end: int, extra) -> set[str]:
         twin = _twin(match.group(1), extra)
         if twin is None or twin in twins:
             continue
-        start = match.start()
-        line = code.rfind("\n", 0, start) + 1
-        if (line == start or code[line:start].isspace()) and _SELF_DIRECT.match(code, start):
+        at = match.start()
+        line = code.rfind("\n", 0, at) + 1
+        if (line == at or code[line:at].isspace()) and _SELF_DIRECT.match(code, at):
             # ``self.X = ...`` starts its line, so a statement: its value ends where its
             # brackets close.
-            stop = _statement_end(code, start, end)
+            stop = _statement_end(code, at, end)
         else:
             stop = None
         if stop is None:
@@ -741,6 +739,8 @@ def _bases(code: str, start: int, end: int) -> str | bool | None:
     """The text between the brackets of the header of the class at ``start``; None when it has
     no bases (``class A:``); True when the header is not read (``class A \\``)."""
     head = _CLASS_HEAD.match(code, start)
+    if head is None:
+        return True
     at = head.end()
     if at >= end or code[at] == ":":
         return None
