@@ -573,9 +573,13 @@ def _kv207(f: _File) -> bool:
     if "class" not in text or "Linear" not in text or "__init__" not in text:
         return False
     extra = f.settings.extra_pairs
+    if extra.__class__ is not tuple:
+        extra = tuple(map(tuple, extra))  # ``_twin`` caches by it
     if not _assigns_a_linear(text, extra):
         return False
-    return _redeclaring_class(f.code, extra, local_bases=bool(f.k_names))
+    if "\r" in text and _LONE_CR.search(text):
+        return True  # old Mac line ends: the classes are not read line by line
+    return _redeclaring_class(f.code, extra, lambda: bool(f.k_names))
 
 
 def _assigns_a_linear(text: str, extra) -> bool:
@@ -621,22 +625,24 @@ def _twin(attr: str, extra: tuple[tuple[str, str], ...]) -> str | None:
     return (value_counterpart if side == "k" else key_counterpart)(attr, extra)
 
 
-def _redeclaring_class(code: str, extra, local_bases: bool = True) -> bool:
+def _redeclaring_class(code: str, extra, local_bases: Callable[[], bool] = lambda: True) -> bool:
     """Can a top-level class of ``code`` (the text reduced by ``code_only``) pass
-    ``module_screens.kv207``: a plain base naming a top-level class (when ``local_bases``) or
-    a ``from x import``-ed name, a parent ``__init__`` call, and a K/V-side ``self.`` target
-    that a ``Linear`` follows in its statement whose twin the class does not surely define
-    directly (``_surely_defined``)?
+    ``module_screens.kv207``: a parent ``__init__`` call, a K/V-side ``self.`` target that a
+    ``Linear`` follows in its statement whose twin the class does not surely define directly
+    (``_surely_defined``), and a plain base named by a ``from x import`` or naming a
+    top-level class (that one only when ``local_bases()``: the file names a K/V pair)?
 
     A class's text runs from its column-0 ``class`` line to the next column-0 ``def`` or
     ``class`` line; what follows the class there (other top-level statements) only adds to
-    what is searched."""
+    what is searched. The cheap tests go first; the file's identifiers (``local_bases``) are
+    collected last."""
     starts = [m.end() for m in _CLASS_LINE.finditer(code)]
     first = _FIRST_CLASS.match(code)
     if first is not None:
         starts.insert(0, first.end())
-    known: set[str] | None = None  # the names a base may have; None until needed
+    imported: set[str] | None = None  # ``from x import``-ed names; None until needed
     any_name = False  # a ``from x import a, \`` line: its names are not all read
+    local: set[str] | None = None  # the top-level class names, when a K/V pair is named
     for start in starts:
         after = _TOP_DEFINITION.search(code, start + 5)
         end = after.start() + 1 if after else len(code)
@@ -645,23 +651,29 @@ def _redeclaring_class(code: str, extra, local_bases: bool = True) -> bool:
         twins = _lonely_candidates(code, start, end, extra)
         if not twins:
             continue
+        if twins <= _surely_defined(code[start:end]):
+            continue
         bases = _bases(code, start, end)
         if bases is None:
             continue
-        if known is None:
-            known = set()
-            if local_bases:
-                known.update(_CLASS_NAME.findall(code))
-                if first is not None:
-                    known.update(_CLASS_NAME.findall("\n" + code[first.end():code.find("\n", first.end())]))
-            for match in _FROM_IMPORTED.finditer(code):
-                names = match.group(1)
-                any_name = any_name or names.rstrip().endswith("\\")
-                known.update(_IDENTIFIER.findall(names))
-        if not any_name and bases is not True and known.isdisjoint(_plain_bases(bases)):
-            continue
-        if not twins <= _surely_defined(code[start:end]):
-            return True
+        if bases is not True:
+            if imported is None:
+                imported = set()
+                for match in _FROM_IMPORTED.finditer(code):
+                    names = match.group(1)
+                    any_name = any_name or names.rstrip().endswith("\\")
+                    imported.update(_IDENTIFIER.findall(names))
+            plain = _plain_bases(bases)
+            if not any_name and imported.isdisjoint(plain):
+                if local is None:
+                    local = set()
+                    if local_bases():
+                        local.update(_CLASS_NAME.findall(code))
+                        if first is not None:
+                            local.update(_CLASS_NAME.findall("\n" + code[first.end():code.find("\n", first.end())]))
+                if local.isdisjoint(plain):
+                    continue
+        return True
     return False
 
 

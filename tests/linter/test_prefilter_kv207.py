@@ -195,3 +195,23 @@ def test_the_condition_admits_whatever_the_screen_does(twin: str, header: str, i
         assert _condition(text)
     elif indent != "\t" and twin in ("direct", "annotated", "after-continuation"):
         assert not _condition(text)
+
+
+def test_windows_line_ends_are_read_and_old_mac_ones_admit_the_file() -> None:
+    both = BASE + _child(PARENT + "        self.k_proj = nn.Linear(dim, heads * 64)\n" + REDECLARE_V)
+    assert not _condition(both.replace("\n", "\r\n"))
+    nested = BASE + _child(PARENT + "        if dim:\n            self.k_proj = nn.Linear(dim, 1)\n" + REDECLARE_V)
+    for text in (nested.replace("\n", "\r\n"), nested.replace("\n", "\r")):
+        assert _screened(text)
+        assert _condition(text)
+
+
+def test_configured_extra_pairs_are_read_as_k_v_sides() -> None:
+    settings = Settings(extra_pairs=(("kp", "vp"),))
+    base = BASE.replace("k_proj", "kp").replace("v_proj", "vp")
+    lonely = base + _child(PARENT + "        self.vp = nn.Linear(dim, heads * 64)\n")
+    both = base + _child(PARENT + "        self.kp = nn.Linear(dim, 1)\n        self.vp = nn.Linear(dim, 1)\n")
+    assert screen(ast.parse(lonely), settings, "model.py")
+    assert _kv207(_File(lonely, settings))
+    assert not _kv207(_File(lonely, Settings()))  # without the pair, vp is no V side
+    assert not _kv207(_File(both, settings))
