@@ -246,3 +246,18 @@ def test_k_candidates_are_the_identifiers_with_a_k_side_part() -> None:
 
     ids = ["k", "__k", "k__x", "xk", "k_k", "q_k_v", "kk", "key_states", "my_keys", "Keys", "KEY", "a_K", "bk", "keyed"]
     assert _k_candidates(ids) == {"k", "__k", "k__x", "xk", "k_k", "q_k_v", "key_states", "my_keys", "Keys", "KEY", "a_K"}
+
+
+def test_kv104_needs_a_key_side_call_to_feed_a_value_side_target() -> None:
+    kv104 = [rules_by_code()["KV104"]]
+    head = "class Attention(nn.Module):\n    def forward(self, x):\n"
+    tail = "        return q, k, v\n"
+    own = ("        q = self.q_proj(x)\n        k = self.k_proj(x)\n        v = self.v_proj(x)\n")
+    assert not parse_plan(head + own + tail, kv104, Settings()).needed
+    for fed in ("        v = self.k_proj(x)\n",
+                "        value = torch.cat([a,\n            self.k_proj(x)])\n",
+                "        v = (a\n             @ self.k_proj(x))\n",
+                "        self.v_cache = torch.empty(self.k_proj(x).shape) \\\n            if x else None\n",
+                "        q, v = self.q_proj(x), self.k_proj(x)\n"):
+        text = head + own.replace("        v = self.v_proj(x)\n", fed) + "        v_proj = self.v_proj\n" + tail
+        assert parse_plan(text, kv104, Settings()).needed, fed
