@@ -261,3 +261,14 @@ def test_kv104_needs_a_key_side_call_to_feed_a_value_side_target() -> None:
                 "        q, v = self.q_proj(x), self.k_proj(x)\n"):
         text = head + own.replace("        v = self.v_proj(x)\n", fed) + "        v_proj = self.v_proj\n" + tail
         assert parse_plan(text, kv104, Settings()).needed, fed
+
+
+def test_kv203_needs_a_fused_qkv_or_both_sides_named_where_the_split_is() -> None:
+    kv203 = [rules_by_code()["KV203"]]
+    head = "class Mixer(nn.Module):\n    def __init__(self, cfg):\n        self.num_key_value_heads = cfg.num_key_value_heads\n\n"
+    for split in ("    def forward(self, x):\n        q, k, v = self.proj(x).chunk(3, dim=-1)\n",
+                  "    def forward(self, x):\n        a, b, c = self.qkv(x).chunk(3, dim=-1)\n"):
+        assert parse_plan(head + split, kv203, Settings()).needed, split
+    # Gates split in three, no fused QKV and no K/V names where the split is.
+    gates = "    def forward(self, x):\n        i, f, o = self.gates(x).chunk(3, dim=-1)\n"
+    assert not parse_plan(head + gates, kv203, Settings()).needed
