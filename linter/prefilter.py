@@ -524,12 +524,22 @@ _CUT_RETURN = re.compile(
 )
 
 
-_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)", re.MULTILINE)
+# ``from x import ...`` anywhere (after ``try:`` or ``;`` too, ``from.x``, ``from .import``):
+# group 1 is what it imports, a bracketed list (its comments may hold a ``)``) or the rest of
+# the line and the lines its continuations join. Literal first: ``re`` jumps from one
+# ``from`` to the next.
+_FROM_IMPORT = re.compile(
+    r"from(?<![\w.]from)(?=[ \t.\\])(?:[ \t]|\\\r?\n)*[\w.]+(?:[ \t]|\\\r?\n)*import(?!\w)[ \t]*"
+    r"(\((?:[^)#]|#[^\n]*(?![^\n]))*\)|(?:[^\n\\]|\\(?:\r?\n|.))*)"
+)
 
 
-def _from_imported(text: str) -> set[str]:
-    """Every identifier a ``from x import ...`` statement names (aliases included)."""
-    return {name for match in _FROM_IMPORT.finditer(text) for name in _IDENTIFIER.findall(match.group(1))}
+@lru_cache(maxsize=4)
+def _from_imported(text: str) -> frozenset[str]:
+    """Every identifier a ``from x import ...`` statement names (aliases included), and more:
+    the statement is looked for in strings and comments too. Asked by several conditions of
+    the same text: computed once."""
+    return frozenset(name for match in _FROM_IMPORT.finditer(text) for name in _IDENTIFIER.findall(match.group(1)))
 
 
 _TOP_LEVEL_START = re.compile(r"^(?:(?:async[ \t]+)?def[ \t]+(\w+)|class\b|@)", re.MULTILINE)
