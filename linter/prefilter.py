@@ -656,6 +656,9 @@ def _kv209(f: _File) -> bool:
     keys = f.k_names
     if not keys:
         return False
+    if "\r" in f.text and _LONE_CR.search(f.text):
+        # Old Mac line ends: the reading below goes by "\n" (the identifiers stay the same).
+        f = _File(f.text.replace("\r\n", "\n").replace("\r", "\n"), f.settings, f.reduced)
     extra = f.settings.extra_pairs
     twins = {k: value_counterpart(k, extra) or k for k in keys}
     text = f.text

@@ -140,6 +140,13 @@ def test_an_imported_helper_called_by_its_plain_name_is_left_to_the_screen() -> 
     assert not admitted(f"from .utils import other\n\n\n{CALLER}")
 
 
+def test_old_mac_line_ends_are_read_as_line_ends() -> None:
+    for name in ("view returned", "method on self with a multi-line docstring", "first argument on its own line, after a chain's dot"):
+        text = ADMIT[name].replace("\n", "\r")
+        assert screened(text) and admitted(text), name
+    assert not admitted(REJECT["returns a name bound to no view"].replace("\n", "\r"))
+
+
 def test_a_body_read_unsure_counts_as_a_helper() -> None:
     # A nested function's returns are not the helper's own: the text does not tell them apart.
     nested = helper("    def inner(y):\n        return y\n    return torch.cat([inner(x), x.view(-1)])")
