@@ -69,6 +69,7 @@ import re
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from functools import cache, lru_cache
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from linter.chains import assigned_reaches, root_reaches
@@ -740,9 +741,8 @@ def _first_root_end(text: str, at: int) -> int | None:
             return None
         if after.group(1):
             return after.start(1)
-        if after.group(2) is not None:
-            if after.group(2) not in SAME_TENSOR_METHODS or not after.group(3):
-                return None
+        if after.group(2) is not None and (after.group(2) not in SAME_TENSOR_METHODS or not after.group(3)):
+            return None  # an attribute or another method: the root is another name
         at = _bracket_end(text, after.end())
         if at is None:
             return -1
@@ -786,7 +786,7 @@ def _named_with_a_view(code: str) -> frozenset[str]:
     if _VIEW_WORD.search(code) is None:
         return frozenset()
     cuts = [0, *(m.end() for m in _CODE_DEFINITION.finditer(code)), len(code)]
-    for a, b in zip(cuts, cuts[1:]):
+    for a, b in pairwise(cuts):
         if _VIEW_WORD.search(code, a, b) is None:
             continue
         stretch = code[a:b]
