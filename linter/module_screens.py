@@ -21,7 +21,7 @@ from linter.ast_screens import _builds_linear, _dotted, _flat, _names_in, _self_
 from linter.model.module_files import absolute_module_file, module_file, read_once
 from linter.model.twins import is_value_head_dim
 from linter.names import RESHAPE_CALLS, SAME_TENSOR_METHODS, SEE_THROUGH, SHAPE_KEEPING, Role, is_kv_tensor_name, key_counterpart, kv_side, name_role, value_counterpart
-from linter.prefilter import cut_returning_defs, identifier_set
+from linter.prefilter import cut_returning_defs, head_dim_callees, identifier_set
 from linter.settings import Settings
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -307,6 +307,15 @@ def kv207(tree: ast.AST, settings: Settings, path: str) -> bool:
 def _leaves_out_a_value_dim(cls: ast.ClassDef, call: ast.Call) -> bool:
     """Does some ``__init__`` of ``cls`` take exactly one optional value head dim that
     ``call`` passes neither by keyword nor by position?"""
+    return any(
+        param not in {k.arg for k in call.keywords} and len(call.args) <= index
+        for index, param in _optional_value_dims(cls)
+    )
+
+
+def _optional_value_dims(cls: ast.ClassDef) -> Iterator[tuple[int, str]]:
+    """(position after ``self``, name) of the one optional value head dim of each
+    ``__init__`` of ``cls`` that takes exactly one."""
     for init in cls.body:
         if not (isinstance(init, _FUNCTIONS) and init.name == "__init__"):
             continue
@@ -316,12 +325,8 @@ def _leaves_out_a_value_dim(cls: ast.ClassDef, call: ast.Call) -> bool:
         defaulted.update(a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
         params = [a.arg for a in (*positional, *args.kwonlyargs, args.vararg, args.kwarg) if a][1:]
         optional = [(i, p) for i, p in enumerate(params) if p in defaulted and is_value_head_dim(p)]
-        if len(optional) != 1:
-            continue
-        index, param = optional[0]
-        if param not in {k.arg for k in call.keywords} and len(call.args) <= index:
-            return True
-    return False
+        if len(optional) == 1:
+            yield optional[0]
 
 
 def kv208(tree: ast.AST, settings: Settings, path: str) -> bool:
@@ -511,6 +516,56 @@ def kv209(tree: ast.AST, settings: Settings, path: str) -> bool:
         if twin in viewed:
             return True
     return False
+
+
+def kv208_text(text: str, settings: Settings, path: str) -> bool:
+    """``kv208`` asked of the text, before the file is parsed: a call with a head-dim keyword
+    in a definition that names a value head dim, of a top-level class of the module or of a
+    name a ``from ... import`` binds to a class that its module (read as ``kv208`` reads it)
+    may define with a value head dim. A callee the text cannot tell passes."""
+    callees = head_dim_callees(text, settings)
+    if "" in callees:
+        return True
+    if not callees:
+        return False
+    if not callees.isdisjoint(_TOP_CLASS.findall(text)):
+        return True
+    for level, parts, real, bound in _from_imports(text):
+        if bound not in callees:
+            continue
+        target = module_file(path, level, parts) if level else absolute_module_file(path, parts)
+        if target is None or real not in read_once(target, _classes_with_a_value_dim, frozenset()):
+            continue
+        # The class must take one optional value head dim for any call to leave it out.
+        if any(next(_optional_value_dims(cls), None) for cls in read_once(target, _tops_of, ({}, {}))[0].get(real, ())):
+            return True
+    return False
+
+
+# ``from <dots><module> import <names>`` anywhere in the text, as ``prefilter._FROM_IMPORT``
+# finds it: group 1 the dots, 2 the module, 3 what it imports.
+_FROM_MODULE = re.compile(
+    r"from(?<![\w.]from)(?=[ \t.\\])(?:[ \t]|\\\r?\n)*(\.*)((?:\w|\.)*)(?:[ \t]|\\\r?\n)*import(?!\w)[ \t]*"
+    r"(\((?:[^)#]|#[^\n]*(?![^\n]))*\)|(?:[^\n\\]|\\(?:\r?\n|.))*)"
+)
+_COMMENT = re.compile(r"#[^\n]*")
+_ALIAS = re.compile(r"(\w+)(?:\s+as\s+(\w+))?")
+
+
+def _from_imports(text: str) -> Iterator[tuple[int, list[str], str, str]]:
+    """(level, module parts, imported name, the name it binds) of each ``from`` import."""
+    for match in _FROM_MODULE.finditer(text):
+        names = _COMMENT.sub("", match.group(3)).strip("() \t\r\n\\")
+        parts = match.group(2).split(".") if match.group(2) else []
+        for item in names.replace("\\", " ").split(","):
+            alias = _ALIAS.fullmatch(item.strip())
+            if alias is not None:
+                yield len(match.group(1)), parts, alias.group(1), alias.group(2) or alias.group(1)
+
+
+# Screens of a module rule that read the text alone (and the modules it imports), asked before
+# the file is parsed: where one says no, its rule needs no ``ast`` tree of the file.
+TEXT_SCREENS = {"KV208": kv208_text}
 
 
 SCREENS = {"KV105": kv105, "KV207": kv207, "KV208": kv208, "KV209": kv209}

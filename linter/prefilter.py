@@ -1024,33 +1024,44 @@ def _kv208(f: _File) -> bool:
     # any case) in one top-level definition: the call and the read lie in one function (the
     # screen's ``kv208``). The pool's class may be in another top-level definition or file:
     # no own unit.
+    callees = _kv208_callees(f)
+    if "" in callees:
+        return True
+    if not callees:
+        return False
+    known = set(_TOP_LEVEL_CLASS.findall(f.text)) | (_from_imported(f.text) if "import" in f.text else set())
+    return not callees.isdisjoint(known)
+
+
+def head_dim_callees(text: str, settings: Settings) -> set[str]:
+    """The plain names called with a head-dim keyword in a top-level definition that names a
+    value head dim: the classes KV208 may read; ``""`` stands for a call whose callee the text
+    cannot tell."""
+    return _kv208_callees(_File(text, settings))
+
+
+def _kv208_callees(f: _File) -> set[str]:
     text = f.text
     if "=" not in text:
-        return False
+        return set()
     values = [n for n in f.names_containing("dim", True) | f.names_containing("size", True) if is_value_head_dim(n)]
     if not values:
-        return False
+        return set()
     named = set().union(*(f.names_containing(part, True) for part in (*_HEAD_DIM_PARTS, "d_v", "dv")))
     keywords = sorted(n for n in named if name_role(n) is Role.HEAD_DIM)
     value_word = _compiled(rf"{word_first(sorted(values))}(?!\w)")
     starts: list[int] | None = None
-    # The classes the screen can read: the module's own top-level ones, and imported names.
-    known: set[str] | None = None
+    callees = set()
     for name in keywords:
         for keyword in _compiled(rf"[(,]{_GAP}{re.escape(name)}{_GAP}=(?!=)").finditer(text):
             callee = _plain_callee(text, keyword.start())
-            if callee is None:
+            if callee is None or callee in callees:
                 continue
-            if callee:
-                if known is None:
-                    known = set(_TOP_LEVEL_CLASS.findall(text)) | (_from_imported(text) if "import" in text else set())
-                if callee not in known:
-                    continue
             if starts is None:
                 starts = [m.start() for m in top_level_starts(text)]
             if value_word.search(text, *_top_level_region(text, starts, keyword.start())):
-                return True
-    return False
+                callees.add(callee)
+    return callees
 
 
 def _plain_callee(text: str, at: int) -> str | None:

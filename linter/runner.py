@@ -246,11 +246,12 @@ def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
     live: frozenset[str | None] | None = None  # None: every rule of the job
     if job.prefilter:
         plan = parse_plan(text, job.rules, job.settings)
+        module_rules = _text_screened(plan.module_rules, text, job, path)
         if plan.whole:
             python = _python_tree(text, path)
-            live = _reporting(python, job, plan.rules, path, text)
+            live = _reporting(python, job, plan.rules - (plan.module_rules - module_rules), path, text)
         # A module-wide rule's screen reads the whole file, which goes whole when one passes.
-        elif plan.module_rules and (live := _reporting(python := _python_tree(text, path), job, plan.module_rules, path, text)):
+        elif module_rules and (live := _reporting(python := _python_tree(text, path), job, module_rules, path, text)):
             live |= _reporting(python, job, plan.rules - plan.module_rules, path, text)
         else:
             units, parsed, live = _screened_units(text, plan, job, python)
@@ -285,6 +286,16 @@ def _in_place(text: str, units: list[tuple[int, int]]) -> str:
         if not segment.definition:
             kept[segment.start:segment.end] = b"\1" * (segment.end - segment.start)
     return "\n".join(line if keep else "" for line, keep in zip(lines, kept))
+
+
+def _text_screened(rules: frozenset[str | None], text: str, job: Job, path: str) -> frozenset[str | None]:
+    """``rules`` less the module rules whose text screen says no: they need no ``ast`` tree
+    of the file."""
+    if not rules:
+        return rules
+    from linter.module_screens import TEXT_SCREENS
+
+    return frozenset(code for code in rules if code not in TEXT_SCREENS or TEXT_SCREENS[code](text, job.settings, path))
 
 
 def _reporting(

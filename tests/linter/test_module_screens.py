@@ -100,6 +100,30 @@ def test_kv208_reads_an_imported_pool_as_the_rule_does(tmp_path) -> None:
     assert str(package / "plain.py") in {path for path, _, _ in reads}
 
 
+def test_kv208_text_screen_reads_the_imported_pool_before_the_file_is_parsed(tmp_path) -> None:
+    from linter.module_screens import kv208_text
+
+    runner = _package(tmp_path, {
+        "pools.py": "class Pool:\n    def __init__(self, size, head_dim, v_head_dim=None):\n        pass\n",
+        "plain.py": "class Pool:\n    def __init__(self, size, head_dim):\n        pass\n",
+        "both.py": "class Pool:\n    def __init__(self, size, head_dim, v_head_dim=None, value_head_dim=None):\n        pass\n",
+    }, "runner.py")
+    build = "def build(cfg):\n    print(cfg.v_head_dim)\n    return Pool(8, head_dim=cfg.head_dim)\n"
+    settings = Settings()
+    for importer in ("from .pools import Pool", "from serving.pools import Pool", "from .pools import (  # pools\n    Pool,\n)",
+                     "from .plain import Pool as Plain\nfrom .pools import Pool"):
+        text = f"{importer}\n\n\n{build}"
+        assert kv208_text(text, settings, str(runner)) and _screen("KV208", text, str(runner)), importer
+    # Where the ast screen says no from the pool's module alone, the text screen does too.
+    for importer in ("from .plain import Pool", "from .both import Pool", "from sglang.pools import Pool",
+                     "from .pools import Pool as Other\nfrom .plain import Pool"):
+        text = f"{importer}\n\n\n{build}"
+        assert not kv208_text(text, settings, str(runner)) and not _screen("KV208", text, str(runner)), importer
+    # A pool the module defines needs the file's tree: the text screen passes it.
+    local = "class Pool:\n    def __init__(self, n, head_dim):\n        pass\n\n\n" + build
+    assert kv208_text(local, settings, str(runner))
+
+
 def test_a_file_the_module_screen_stops_still_reports_through_its_other_rules() -> None:
     # KV105's text condition holds (a helper returning a subscript, called on the key) but its
     # screen does not (the helper returns a tuple); KV101's inline cut is still found.
