@@ -1052,15 +1052,18 @@ def _kv208_callees(f: _File) -> set[str]:
     value_word = _compiled(rf"{word_first(sorted(values))}(?!\w)")
     starts: list[int] | None = None
     callees = set()
-    for name in keywords:
-        for keyword in _compiled(rf"[(,]{_GAP}{re.escape(name)}{_GAP}=(?!=)").finditer(text):
-            callee = _plain_callee(text, keyword.start())
-            if callee is None or callee in callees:
-                continue
-            if starts is None:
-                starts = [m.start() for m in top_level_starts(text)]
-            if value_word.search(text, *_top_level_region(text, starts, keyword.start())):
-                callees.add(callee)
+    if not keywords:
+        return callees
+    # One scan for every keyword (a bracket or comma first lets ``re`` skip ahead).
+    pattern = _compiled(rf"[(,]{_GAP}(?:{'|'.join(map(re.escape, keywords))}){_GAP}=(?!=)")
+    for keyword in pattern.finditer(text):
+        callee = _plain_callee(text, keyword.start())
+        if callee is None or callee in callees:
+            continue
+        if starts is None:
+            starts = [m.start() for m in top_level_starts(text)]
+        if value_word.search(text, *_top_level_region(text, starts, keyword.start())):
+            callees.add(callee)
     return callees
 
 
