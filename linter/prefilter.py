@@ -65,9 +65,15 @@ The conditions, by rule:
 - KV301 needs a class and a ``self.`` attribute pair.
 
 KV105, KV207, KV208 and KV209 reason across top-level definitions (a helper and its caller, a
-base and its subclass, a pool and its builder, a viewing helper and its caller) or files, so they have no own unit: a file their
-conditions admit is left to their ``module_screens`` on its whole ``ast`` tree, and goes whole
-to libcst only when one of those says yes; otherwise the other rules' units stand.
+base and its subclass, a pool and its builder, a viewing helper and its caller) or files, so
+they have no own unit: a file their conditions admit is left to their ``module_screens`` (KV208's
+asked of the text and the modules it imports first, ``module_screens.TEXT_SCREENS``) on its
+whole ``ast`` tree, and goes whole to libcst only when one of those says yes; otherwise the
+other rules' units stand.
+
+The rest of the module (what lies outside the units) holds the units' header lines, a class's
+without its ``class`` keyword: its body is its own unit, so a condition that asks for a class
+is not met by the rest for a top-level class's sake.
 """
 
 from __future__ import annotations
@@ -672,7 +678,7 @@ def _every_return_may_cut(body: str) -> bool:
     reshape word; a returned name must be assigned by such a statement. Returns of a nested
     function are that function's, not this one's: with one in the body, any return may be.
     """
-    if _NESTED_DEFINITION.search(body):
+    if _NESTED_SCOPE.search(body):
         return True
     returns = list(_RETURN_WORD.finditer(body))
     if not returns:
@@ -697,8 +703,6 @@ def _assigned_a_cut(body: str, name: str) -> bool:
     return False
 
 
-_NESTED_DEFINITION = re.compile(r"(?<![\w.])(?:def|class)(?!\w)")
-_RETURN_WORD = re.compile(r"(?<![\w.])return(?!\w)")
 # A name, perhaps in parentheses (``return (out)``), across lines.
 _PLAIN_NAME = re.compile(r"[\s\\(]*([^\W\d]\w*)[\s\\)]*")
 _CUT_WORD = re.compile(rf"{word_first(tuple(RESHAPE_CALLS))}(?!\w)")
