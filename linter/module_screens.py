@@ -13,7 +13,6 @@ goes on to the per-definition plan of its other rules.
 from __future__ import annotations
 
 import ast
-import re
 import warnings
 from collections.abc import Iterator
 
@@ -21,7 +20,7 @@ from linter.ast_screens import _builds_linear, _dotted, _flat, _names_in, _self_
 from linter.model.module_files import absolute_module_file, module_file, read_once
 from linter.model.twins import is_value_head_dim
 from linter.names import RESHAPE_CALLS, SAME_TENSOR_METHODS, SEE_THROUGH, SHAPE_KEEPING, Role, is_kv_tensor_name, key_counterpart, kv_side, name_role, value_counterpart
-from linter.prefilter import cut_returning_defs, head_dim_callees, identifier_set
+from linter.prefilter import TOP_LEVEL_CLASS, cut_returning_defs, from_imports, head_dim_callees, identifier_set
 from linter.settings import Settings
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -368,14 +367,13 @@ def kv208(tree: ast.AST, settings: Settings, path: str) -> bool:
     return False
 
 
-_TOP_CLASS = re.compile(r"^class[ \t]+(\w+)", re.MULTILINE)
 
 
 def _classes_with_a_value_dim(text: str) -> frozenset[str]:
     """A module's top-level class names, when a value head dim is named in it at all."""
     if not any(is_value_head_dim(n) for n in identifier_set(text)):
         return frozenset()
-    return frozenset(_TOP_CLASS.findall(text))
+    return frozenset(TOP_LEVEL_CLASS.findall(text))
 
 
 def _builds_with_a_head_dim(node: ast.AST) -> bool:
@@ -528,9 +526,9 @@ def kv208_text(text: str, settings: Settings, path: str) -> bool:
         return True
     if not callees:
         return False
-    if not callees.isdisjoint(_TOP_CLASS.findall(text)):
+    if not callees.isdisjoint(TOP_LEVEL_CLASS.findall(text)):
         return True
-    for level, parts, real, bound in _from_imports(text):
+    for level, parts, real, bound in from_imports(text):
         if bound not in callees:
             continue
         target = module_file(path, level, parts) if level else absolute_module_file(path, parts)
@@ -540,27 +538,6 @@ def kv208_text(text: str, settings: Settings, path: str) -> bool:
         if any(next(_optional_value_dims(cls), None) for cls in read_once(target, _tops_of, ({}, {}))[0].get(real, ())):
             return True
     return False
-
-
-# ``from <dots><module> import <names>`` anywhere in the text, as ``prefilter._FROM_IMPORT``
-# finds it: group 1 the dots, 2 the module, 3 what it imports.
-_FROM_MODULE = re.compile(
-    r"from(?<![\w.]from)(?=[ \t.\\])(?:[ \t]|\\\r?\n)*(\.*)((?:\w|\.)*)(?:[ \t]|\\\r?\n)*import(?!\w)[ \t]*"
-    r"(\((?:[^)#]|#[^\n]*(?![^\n]))*\)|(?:[^\n\\]|\\(?:\r?\n|.))*)"
-)
-_COMMENT = re.compile(r"#[^\n]*")
-_ALIAS = re.compile(r"(\w+)(?:\s+as\s+(\w+))?")
-
-
-def _from_imports(text: str) -> Iterator[tuple[int, list[str], str, str]]:
-    """(level, module parts, imported name, the name it binds) of each ``from`` import."""
-    for match in _FROM_MODULE.finditer(text):
-        names = _COMMENT.sub("", match.group(3)).strip("() \t\r\n\\")
-        parts = match.group(2).split(".") if match.group(2) else []
-        for item in names.replace("\\", " ").split(","):
-            alias = _ALIAS.fullmatch(item.strip())
-            if alias is not None:
-                yield len(match.group(1)), parts, alias.group(1), alias.group(2) or alias.group(1)
 
 
 # Screens of a module rule that read the text alone (and the modules it imports), asked before

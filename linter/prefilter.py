@@ -612,13 +612,27 @@ _CUT_RETURN = re.compile(
 
 
 # ``from x import ...`` anywhere (after ``try:`` or ``;`` too, ``from.x``, ``from .import``):
-# group 1 is what it imports, a bracketed list (its comments may hold a ``)``) or the rest of
-# the line and the lines its continuations join. Literal first: ``re`` jumps from one
-# ``from`` to the next.
+# group 1 the leading dots, 2 the module, 3 what it imports, a bracketed list (its comments
+# may hold a ``)``) or the rest of the line and the lines its continuations join. Literal
+# first: ``re`` jumps from one ``from`` to the next.
 _FROM_IMPORT = re.compile(
-    r"from(?<![\w.]from)(?=[ \t.\\])(?:[ \t]|\\\r?\n)*[\w.]+(?:[ \t]|\\\r?\n)*import(?!\w)[ \t]*"
+    r"from(?<![\w.]from)(?=[ \t.\\])(?:[ \t]|\\\r?\n)*(?=[\w.])(\.*)([\w.]*)(?:[ \t]|\\\r?\n)*import(?!\w)[ \t]*"
     r"(\((?:[^)#]|#[^\n]*(?![^\n]))*\)|(?:[^\n\\]|\\(?:\r?\n|.))*)"
 )
+_COMMENT = re.compile(r"#[^\n]*")
+_ALIAS = re.compile(r"(\w+)(?:\s+as\s+(\w+))?")
+
+
+def from_imports(text: str) -> Iterator[tuple[int, list[str], str, str]]:
+    """(level, module parts, imported name, the name it binds) of each ``from`` import of
+    ``text`` that ``_FROM_IMPORT`` finds."""
+    for match in _FROM_IMPORT.finditer(text):
+        names = _COMMENT.sub("", match.group(3)).strip("() \t\r\n\\")
+        parts = match.group(2).split(".") if match.group(2) else []
+        for item in names.replace("\\", " ").split(","):
+            alias = _ALIAS.fullmatch(item.strip())
+            if alias is not None:
+                yield len(match.group(1)), parts, alias.group(1), alias.group(2) or alias.group(1)
 
 
 @lru_cache(maxsize=4)
@@ -626,7 +640,7 @@ def _from_imported(text: str) -> frozenset[str]:
     """Every identifier a ``from x import ...`` statement names (aliases included), and more:
     the statement is looked for in strings and comments too. Asked by several conditions of
     the same text: computed once."""
-    return frozenset(name for match in _FROM_IMPORT.finditer(text) for name in _IDENTIFIER.findall(match.group(1)))
+    return frozenset(name for match in _FROM_IMPORT.finditer(text) for name in _IDENTIFIER.findall(match.group(3)))
 
 
 def _lines_starting(text: str, word: str, start: int = 0, end: int | None = None) -> Iterator[int]:
@@ -708,7 +722,8 @@ _PLAIN_NAME = re.compile(r"[\s\\(]*([^\W\d]\w*)[\s\\)]*")
 _CUT_WORD = re.compile(rf"{word_first(tuple(RESHAPE_CALLS))}(?!\w)")
 
 
-_TOP_LEVEL_CLASS = re.compile(r"^class[ \t]+(\w+)", re.MULTILINE)
+# A top-level class and its name (the module screens read it too).
+TOP_LEVEL_CLASS = re.compile(r"^class[ \t]+(\w+)", re.MULTILINE)
 # ``self.X`` as an assignment target, alone or in a target list (``self.k, self.v = ...``,
 # ``self.v: T = ...``); anything else (``self.v(``, ``self.v.w``, ``self.v[``) is no target
 # ``module_screens`` reads.
@@ -757,8 +772,6 @@ _FIRST_CLASS = re.compile(r"[\ufeff\f]*(?=class\b)")
 _TOP_DEFINITION = re.compile(r"\n\f*(?=(?:async[ \t]+)?def\b|class\b)")
 # A line that starts a ``def`` or ``class`` at any indentation: no statement crosses one.
 _DEFINITION_LINE = re.compile(r"\n(?=[ \t]*(?:(?:async[ \t]+)?def|class)\b)")
-# Written literal first (``re`` jumps from one ``from`` to the next), the boundary behind.
-_FROM_IMPORTED = re.compile(r"from(?<![\w.]from)[ \t]+[\w.]+[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)")
 _CLASS_NAME = re.compile(r"\n\f*class[ \t]+(\w+)")
 _CLASS_HEAD = re.compile(r"class[ \t]+\w+[ \t]*")
 # A method's statement that surely assigns ``self.X`` (group 1), alone or annotated with a
@@ -793,8 +806,7 @@ def _redeclaring_class(code: str, extra, local_bases: Callable[[], bool] = lambd
     first = _FIRST_CLASS.match(code)
     if first is not None:
         starts.insert(0, first.end())
-    imported: set[str] | None = None  # ``from x import``-ed names; None until needed
-    any_name = False  # a ``from x import a, \`` line: its names are not all read
+    imported: frozenset[str] | None = None  # ``from x import``-ed names; None until needed
     local: set[str] | None = None  # the top-level class names, when a K/V pair is named
     for start in starts:
         after = _TOP_DEFINITION.search(code, start + 5)
@@ -811,13 +823,9 @@ def _redeclaring_class(code: str, extra, local_bases: Callable[[], bool] = lambd
             continue
         if bases is not True:
             if imported is None:
-                imported = set()
-                for match in _FROM_IMPORTED.finditer(code):
-                    names = match.group(1)
-                    any_name = any_name or names.rstrip().endswith("\\")
-                    imported.update(_IDENTIFIER.findall(names))
+                imported = _from_imported(code)  # continuation lines included
             plain = _plain_bases(bases)
-            if not any_name and imported.isdisjoint(plain):
+            if imported.isdisjoint(plain):
                 if local is None:
                     local = set()
                     if local_bases():
@@ -1033,18 +1041,33 @@ def _kv208(f: _File) -> bool:
         return True
     if not callees:
         return False
-    known = set(_TOP_LEVEL_CLASS.findall(f.text)) | (_from_imported(f.text) if "import" in f.text else set())
+    known = set(TOP_LEVEL_CLASS.findall(f.text)) | (_from_imported(f.text) if "import" in f.text else set())
     return not callees.isdisjoint(known)
 
 
 def head_dim_callees(text: str, settings: Settings) -> set[str]:
     """The plain names called with a head-dim keyword in a top-level definition that names a
     value head dim: the classes KV208 may read; ``""`` stands for a call whose callee the text
-    cannot tell."""
+    cannot tell. The runner asks right after ``parse_plan`` asked ``_kv208`` of the same
+    text: that answer is kept, not worked out again."""
+    last = _LAST_CALLEES
+    if last and last[0] is text and last[1] == settings:
+        return last[2]
     return _kv208_callees(_File(text, settings))
 
 
+# (text, settings, callees) of the last ``_kv208_callees`` asked of a whole file.
+_LAST_CALLEES: list = []
+
+
 def _kv208_callees(f: _File) -> set[str]:
+    callees = _head_dim_callees(f)
+    if not f.reduced:
+        _LAST_CALLEES[:] = [f.text, f.settings, callees]
+    return callees
+
+
+def _head_dim_callees(f: _File) -> set[str]:
     text = f.text
     if "=" not in text:
         return set()
@@ -1269,7 +1292,7 @@ def _named_with_a_view(code: str) -> frozenset[str]:
     found: set[str] = set()
     if _VIEW_WORD.search(code) is None:
         return frozenset()
-    cuts = [0, *(m.end() for m in _CODE_DEFINITION.finditer(code)), len(code)]
+    cuts = [0, *(m.end() for m in _DEFINITION_LINE.finditer(code)), len(code)]
     for a, b in pairwise(cuts):
         if _VIEW_WORD.search(code, a, b) is None:
             continue
@@ -1286,7 +1309,6 @@ def _named_with_a_view(code: str) -> frozenset[str]:
     return frozenset(found)
 
 
-_CODE_DEFINITION = re.compile(r"\n(?=[ \t]*(?:(?:async[ \t]+)?def|class)\b)")
 _STRING_BRACKETS = re.compile(r'"[^"\n]*"|\'[^\'\n]*\'')
 
 
