@@ -14,13 +14,25 @@ from __future__ import annotations
 
 import ast
 import warnings
+from bisect import bisect_right
 from collections.abc import Iterator
 
 from linter.ast_screens import _builds_linear, _dotted, _flat, _names_in, _self_attr, _tail, walk
 from linter.model.module_files import absolute_module_file, module_file, read_once
 from linter.model.twins import is_value_head_dim
 from linter.names import RESHAPE_CALLS, SAME_TENSOR_METHODS, SEE_THROUGH, SHAPE_KEEPING, Role, is_kv_tensor_name, key_counterpart, kv_side, name_role, value_counterpart
-from linter.prefilter import TOP_LEVEL_CLASS, cut_returning_defs, from_imports, head_dim_callees, identifier_set
+from linter.prefilter import (
+    TOP_LEVEL_CLASS,
+    code_head_dim_callees,
+    cut_returning_defs,
+    from_imports,
+    head_dim_callees,
+    identifier_set,
+    kv105_helpers,
+    kv209_facts,
+    top_level_starts,
+    view_returning_defs,
+)
 from linter.settings import Settings
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -81,9 +93,14 @@ def _imported_classes(statement: ast.ImportFrom, path: str) -> dict[str, list[as
 
 def _imported_helper_may_cut(statement: ast.ImportFrom, real: str, path: str) -> bool:
     """Can the function ``real`` that ``statement`` imports cut its first parameter
-    (``hierarchy.function_at``)? Its module's text is read first: the module is parsed only
-    when it has a top-level ``def real`` with a return that can be a cut."""
-    target = _imported_file(statement, path)
+    (``hierarchy.function_at``)?"""
+    return _helper_in_may_cut(_imported_file(statement, path), real)
+
+
+def _helper_in_may_cut(target: str | None, real: str) -> bool:
+    """Can the top-level function ``real`` of the module file ``target`` cut its first
+    parameter? The module's text is read first: it is parsed only when it has a top-level
+    ``def real`` whose every return can be a cut."""
     if target is None or real not in read_once(target, _cut_returning_names, frozenset()):
         return False
     return any(_may_cut_a_parameter(fn) for fn in read_once(target, _tops_of, ({}, {}))[1].get(real, ()))
@@ -376,6 +393,15 @@ def _classes_with_a_value_dim(text: str) -> frozenset[str]:
     return frozenset(TOP_LEVEL_CLASS.findall(text))
 
 
+def _top_level_class_texts(text: str) -> Iterator[str]:
+    """The text of each top-level class, from its ``class`` line to the next top-level
+    definition (the module's statements between count with it)."""
+    starts = [m.start() for m in top_level_starts(text)]
+    for match in TOP_LEVEL_CLASS.finditer(text):
+        index = bisect_right(starts, match.start())
+        yield text[match.start():starts[index] if index < len(starts) else len(text)]
+
+
 def _builds_with_a_head_dim(node: ast.AST) -> bool:
     """``Pool(..., head_dim=...)``: a call of a plain name passing a head dim by keyword,
     without star arguments."""
@@ -523,10 +549,12 @@ def kv208_text(text: str, settings: Settings, path: str) -> bool:
     may define with a value head dim. A callee the text cannot tell passes."""
     callees = head_dim_callees(text, settings)
     if "" in callees:
-        return True
+        callees = code_head_dim_callees(text, settings)
+        if "" in callees:
+            return True
     if not callees:
         return False
-    if not callees.isdisjoint(TOP_LEVEL_CLASS.findall(text)):
+    if any(callees & _classes_with_a_value_dim(region) for region in _top_level_class_texts(text)):
         return True
     for level, parts, real, bound in from_imports(text):
         if bound not in callees:
@@ -540,9 +568,66 @@ def kv208_text(text: str, settings: Settings, path: str) -> bool:
     return False
 
 
+def kv105_text(text: str, settings: Settings, path: str) -> bool:
+    """``kv105`` asked of the text, before the file is parsed: a helper the module defines
+    called on a key (left to ``kv105``), or a name a ``from ... import`` binds, called with a
+    key first, to a function that its module (read as ``kv105`` reads it) may cut with."""
+    helpers = kv105_helpers(text, settings)
+    if "" in helpers:
+        return True
+    bound = {}
+    for level, parts, real, name in from_imports(text):
+        if name in helpers:
+            bound.setdefault(name, []).append((level, parts, real))
+    if not helpers <= bound.keys():
+        return True  # an import the text cannot read
+    return any(
+        _helper_in_may_cut(module_file(path, level, parts) if level else absolute_module_file(path, parts), real)
+        for sources in bound.values() for level, parts, real in sources
+    )
+
+
+def kv209_text(text: str, settings: Settings, path: str) -> bool:
+    """``kv209`` asked of the text, before the file is parsed: the text condition asked again
+    with, of the helpers ``from`` imports bind, only those whose module (read as text) has a
+    ``def`` of that name that may return a view."""
+    facts = kv209_facts(text, settings)
+    if facts is None:
+        return False
+    bound: dict[str, list[tuple[int, list[str], str]]] = {}
+    for level, parts, real, name in from_imports(text):
+        if name in facts.imported:
+            bound.setdefault(name, []).append((level, parts, real))
+    viewing = {name for name in facts.imported if name not in bound}  # an import the text cannot read
+    for name, sources in bound.items():
+        for level, parts, real in sources:
+            target = module_file(path, level, parts) if level else absolute_module_file(path, parts)
+            if target is not None and read_once(target, _ViewReturning, _NO_VIEWS).may(real):
+                viewing.add(name)
+                break
+    return facts.holds(viewing)
+
+
+class _ViewReturning:
+    """Which functions of a module's text may return a view, asked name by name (a helpers
+    module is imported by many files, each asking for a few of its functions)."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._known: dict[str, bool] = {}
+
+    def may(self, name: str) -> bool:
+        if name not in self._known:
+            self._known[name] = bool(view_returning_defs(self._text, {name}))
+        return self._known[name]
+
+
+_NO_VIEWS = _ViewReturning("")
+
+
 # Screens of a module rule that read the text alone (and the modules it imports), asked before
 # the file is parsed: where one says no, its rule needs no ``ast`` tree of the file.
-TEXT_SCREENS = {"KV208": kv208_text}
+TEXT_SCREENS = {"KV105": kv105_text, "KV208": kv208_text, "KV209": kv209_text}
 
 
 SCREENS = {"KV105": kv105, "KV207": kv207, "KV208": kv208, "KV209": kv209}

@@ -84,7 +84,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from itertools import pairwise
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from linter.chains import assigned_reaches, root_reaches
 from linter.code_only import code_only
@@ -97,6 +97,7 @@ from linter.names import (
     RESHAPE_CALLS,
     SAME_TENSOR_METHODS,
     SEE_THROUGH,
+    SHAPE_KEEPING,
     Role,
     is_attention_word,
     is_kv_head_count_name,
@@ -117,6 +118,7 @@ if TYPE_CHECKING:
     from linter.rules.base import Rule
 
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
+T = TypeVar("T")
 
 
 @lru_cache(maxsize=8192)
@@ -475,6 +477,7 @@ def definition_lines(text: str) -> list[int]:
 
 
 _ASYNC = re.compile(r"[ \t]*async[ \t]+")
+_BEFORE_A_DEF_NAME = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+")
 
 
 def _is_word_char(c: str) -> bool:
@@ -511,53 +514,69 @@ def _kv103(f: _File) -> bool:
 
 
 def _kv105(f: _File) -> bool:
+    return bool(_remembered("KV105", f, _kv105_helpers(f)))
+
+
+def kv105_helpers(text: str, settings: Settings) -> set[str]:
+    """The names ``from`` imports bind that ``text`` calls as KV105 helpers (a key first, the
+    result used); ``""`` stands for a helper the file itself defines, or a callee the text
+    cannot tell: the file's tree must be read."""
+    return _recalled("KV105", text, settings, _kv105_helpers)
+
+
+def _kv105_helpers(f: _File) -> set[str]:
     # Attention context, a K tensor name with its V twin, and a top-level function whose
-    # returns can be a cut, or an imported one, called on a key. Which helper it is and what
-    # it returns is left to the module screen (``module_screens.kv105``): reading every call's
-    # arguments here cost more than parsing the few files that get this far.
+    # returns can be a cut, or an imported one, called on a key. Which local helper it is and
+    # what it returns is left to the module screen (``module_screens.kv105``), what an imported
+    # one returns to its text screen (``module_screens.kv105_text``).
     if ("def" not in f.text and "import" not in f.text) or not f.attention_context():
-        return False
+        return set()
     extra = f.settings.extra_pairs
     keys = [k for k in f.k_names if is_kv_tensor_name(k, extra)]
     if not keys:
-        return False
+        return set()
     helpers = [name for name in cut_returning_defs(f.text) if f.text.count(name) >= 2]
     # A K name between the brackets of a call of a helper. Brackets are counted in the raw
     # text; where a quote or a comment lies before the close found, a string or comment may
     # have ended it early, and the search runs on to the next definition line (``chunks``: a
     # statement never crosses one).
     text = f.text
-    key_word = _compiled(rf"{word_first(keys)}(?!\w)")
     if helpers:
+        # The key is an argument by itself, a dotted name (``trim(self.k, n)``, ``trim(x, n=k)``),
+        # as ``module_screens.kv105`` reads it: ``trim(k.t(), n)`` passes no key.
+        key_argument = _compiled(
+            rf"[(,=]{_GAP}(?:\({_GAP})*(?:\w+{_GAP}\.{_GAP})*{word_first(keys)}(?!\w){_GAP}(?:\){_GAP})*[,)]"
+        )
         # One pattern for every helper: the names are the file's own, so nothing is reused.
         for call in re.compile(rf"{word_first(helpers)}{_GAP}\(").finditer(text):
-            if call.start() and text[call.start() - 1] == ".":
-                continue
+            if call.start() and (text[call.start() - 1] == "." or _BEFORE_A_DEF_NAME.fullmatch(text, text.rfind("\n", 0, call.start()) + 1, call.start())):
+                continue  # a method, or the helper's own ``def`` line
             start = call.end()
             end = _group_end(text, start)
             if any(c in text[start:end] for c in "'\"#"):
                 after = _DEFINITION.search(text, start)
                 end = after.start() if after else len(text)
-            if key_word.search(text, start, end):
-                return True
+            if key_argument.search(text, start - 1, min(end + 1, len(text))):
+                return {""}
     # An imported helper (read from its file) cuts only a key passed first, and its result is
     # assigned or passed on: ``k = trim(k, n)``, ``attn(q, trim(self.k, n), v)``. Found from
     # the key's side (a few names, so the pattern is reused across files), the callee read
     # back from the bracket.
     imported = _from_imported(text) if "import" in text else set()
     if not imported:
-        return False
+        return set()
+    called = set()
     key_first = _compiled(rf"\({_GAP}(?:\w+{_GAP}\.{_GAP})*{word_first(keys)}(?!\w|{_GAP}=(?!=))")
     for call in key_first.finditer(text):
         end = _blank_before(text, call.start())
         if end is None:
-            return True  # a comment may stand between the callee and its bracket
+            return {""}  # a comment may stand between the callee and its bracket
         start = end
         while start and (text[start - 1].isalnum() or text[start - 1] == "_"):
             start -= 1
         if text[start:end] in imported and _result_used(text, start):
-            return True
-    return False
+            called.add(text[start:end])
+    return called
 
 
 def _blank_before(text: str, at: int) -> int | None:
@@ -643,17 +662,6 @@ def _from_imported(text: str) -> frozenset[str]:
     return frozenset(name for match in _FROM_IMPORT.finditer(text) for name in _IDENTIFIER.findall(match.group(3)))
 
 
-def _lines_starting(text: str, word: str, start: int = 0, end: int | None = None) -> Iterator[int]:
-    """The offsets of the lines whose first word (past blanks) is ``word``, found by
-    substring search (a ``^`` pattern in multiline mode is tried at every offset)."""
-    at = text.find(word, start, end)
-    while at >= 0:
-        line = text.rfind("\n", 0, at) + 1
-        if not text[line:at].strip(" \t") and (at + len(word) == len(text) or not _is_word_char(text[at + len(word)])):
-            yield line
-        at = text.find(word, at + len(word), end)
-
-
 def top_level_starts(text: str) -> list[re.Match[str]]:
     """``_TOP_LEVEL_START`` at each line in column 0 that starts a definition (group 1: a
     function's name), from ``definition_lines``."""
@@ -679,40 +687,137 @@ def cut_returning_defs(text: str) -> list[str]:
         name = here.group(1)
         end = after.start() if after else len(text)
         # The one-pattern test first: most functions have no return that looks like a cut.
-        if name and any(_CUT_RETURN.match(text, line) for line in _lines_starting(text, "return", here.end(), end)) \
-                and _every_return_may_cut(code_only(text[here.end():end])):
+        if name and _a_return_may_cut(text, here.end(), end) and _every_return_may_cut(code_only(text[here.end():end])):
             found.append(name)
     return found
 
 
-def _every_return_may_cut(body: str) -> bool:
-    """Can every ``return`` in ``body`` (code only, from the function's name on) be a cut?
+def _a_return_may_cut(text: str, start: int, end: int) -> bool:
+    """Does a ``return`` between ``start`` and ``end`` look like a cut (``_CUT_RETURN`` on its
+    line), or follow something on its line (``def f(x): return x[0]``, ``if n: return x[:n]``),
+    where the line is not read further?"""
+    at = text.find("return", start, end)
+    while at >= 0:
+        after = at + 6
+        if (not at or not _is_word_char(text[at - 1])) and (after == len(text) or not _is_word_char(text[after])):
+            line = text.rfind("\n", 0, at) + 1
+            if text[line:at].strip(" \t") or _CUT_RETURN.match(text, line):
+                return True
+        at = text.find("return", after, end)
+    return False
 
-    A cut (``_cut_base``) is a subscript or a reshape call, so its statement has a ``[`` or a
-    reshape word; a returned name must be assigned by such a statement. Returns of a nested
-    function are that function's, not this one's: with one in the body, any return may be.
+
+def _every_return_may_cut(body: str) -> bool:
+    """Can every ``return`` in ``body`` (code only, from the function's name on) be a cut of
+    one of its parameters (``_may_cut``)? A returned name must be assigned such a cut.
+    Returns of a nested function are that function's, not this one's: with one in the body,
+    any return may be.
     """
     if _NESTED_SCOPE.search(body):
         return True
     returns = list(_RETURN_WORD.finditer(body))
     if not returns:
         return False
+    parameters = _parameters(body)
     for match in returns:
-        value = body[match.end():_statement_end(body, match.end(), len(body)) or len(body)]
+        stop = _statement_end(body, match.end(), len(body))
+        if stop is None:
+            continue  # its brackets do not add up: it may be anything
+        value = body[match.end():stop]
         name = _PLAIN_NAME.fullmatch(value)
         if name is None:
-            if "[" not in value and _CUT_WORD.search(value) is None:
+            if not _may_cut(value, parameters):
                 return False
-        elif name.group(1) in ("None", "True", "False") or not _assigned_a_cut(body, name.group(1)):
+        elif name.group(1) in ("None", "True", "False") or not _assigned_a_cut(body, name.group(1), parameters):
             return False
     return True
 
 
-def _assigned_a_cut(body: str, name: str) -> bool:
-    """Is ``name`` a target of an assignment whose value has a ``[`` or a reshape word?"""
+def _parameters(body: str) -> frozenset[str]:
+    """The names a function's parameter list may bind (every name right after its ``(`` or a
+    comma: annotations and defaults hold more, which only makes the answer larger), from
+    ``body`` (code only, from the function's name on)."""
+    opening = body.find("(")
+    if opening < 0:
+        return frozenset()
+    return frozenset(_PARAMETER.findall(body, opening, _group_end(body, opening + 1) + 1))
+
+
+_PARAMETER = re.compile(rf"[(,]{_GAP}\**([^\W\d]\w*)")
+
+
+def _may_cut(value: str, parameters: Collection[str]) -> bool:
+    """Can ``value`` (code only) be a cut of one of ``parameters`` as
+    ``module_screens._cut_base`` reads one: a parameter subscripted or followed by a method
+    (``x[:n]``, ``x.transpose(1, 2)[0]``, ``x.narrow(1, 0, n)``), or first in a reshape call
+    (``torch.narrow(x, 1, 0, n)``)? ``x.shape[1]`` and ``torch.cat([x, y])`` are not."""
+    if "[" not in value and _CUT_WORD.search(value) is None:
+        return False
+    # The cut is the value itself, perhaps in parentheses: read on its surface, the text outside
+    # every other bracket (``f(x[0])``, ``x[0] * y`` and ``a if c else x[0]`` are no cuts of x).
+    surface = _surface(value, value[:len(value) - len(value.lstrip(" \t\n\\("))].count("("))
+    surface = surface.split(";", 1)[0]  # a statement after it on the line
+    if _OPERATOR.search(surface):
+        return False
+    for match in _IDENTIFIER.finditer(surface):
+        start, end = match.span()
+        name = match.group()
+        if name in RESHAPE_CALLS:
+            first = _FIRST_ARGUMENT.match(value, end)
+            if first and first.group(1) in parameters:
+                return True
+        if name not in parameters or (start and (surface[start - 1] == "." or _is_word_char(surface[start - 1]))):
+            continue
+        after = _skip(value, end, " \t\n\\)")
+        if after < len(value) and value[after] == "[":
+            return True
+        if after < len(value) and value[after] == ".":
+            method = _IDENTIFIER.match(value, _skip(value, after + 1, " \t\n\\"))
+            if method and method.group() in _CUT_METHODS:
+                return True
+    return False
+
+
+def _surface(text: str, wrapped: int) -> str:
+    """``text`` with what lies inside more than ``wrapped`` brackets blanked (the brackets
+    that open and close at that depth kept)."""
+    out, depth = list(text), 0
+    for i, c in enumerate(text):
+        if c in "([{":
+            depth += 1
+            if depth > wrapped + 1:
+                out[i] = " "
+        elif c in ")]}":
+            depth -= 1
+            if depth > wrapped:
+                out[i] = " "
+        elif depth > wrapped:
+            out[i] = " "
+    return "".join(out)
+
+
+# An operator or keyword that makes a value something other than a cut (a ``BinOp``,
+# ``Compare``, ``Tuple``, ``IfExp``, ``Await``...).
+_OPERATOR = re.compile(r"[-+*/@%|&^<>=!,~]|(?<!\w)(?:if|and|or|not|is|in|await|lambda|yield)(?!\w)")
+_FIRST_ARGUMENT = re.compile(rf"{_GAP}\({_GAP}(?:\({_GAP})*([^\W\d]\w*)(?!\w)")
+
+
+def _skip(text: str, at: int, chars: str) -> int:
+    while at < len(text) and text[at] in chars:
+        at += 1
+    return at
+
+
+# A method after which a parameter may be cut: subscripted after see-through steps, or reshaped.
+_CUT_METHODS = SEE_THROUGH | RESHAPE_CALLS | SHAPE_KEEPING
+
+
+def _assigned_a_cut(body: str, name: str, parameters: Collection[str]) -> bool:
+    """Is ``name`` a target of an assignment whose value may be a cut of one of
+    ``parameters``?"""
     for match in _compiled(rf"(?<![\w.]){re.escape(name)}(?!\w)[^\n=]*=(?!=)").finditer(body):
-        value = body[match.end():_statement_end(body, match.end(), len(body)) or len(body)]
-        if "[" in value or _CUT_WORD.search(value):
+        stop = _statement_end(body, match.end(), len(body))
+        if stop is None or _may_cut(body[match.end():stop], parameters):
             return True
     return False
 
@@ -1048,23 +1153,37 @@ def _kv208(f: _File) -> bool:
 def head_dim_callees(text: str, settings: Settings) -> set[str]:
     """The plain names called with a head-dim keyword in a top-level definition that names a
     value head dim: the classes KV208 may read; ``""`` stands for a call whose callee the text
-    cannot tell. The runner asks right after ``parse_plan`` asked ``_kv208`` of the same
-    text: that answer is kept, not worked out again."""
-    last = _LAST_CALLEES
-    if last and last[0] is text and last[1] == settings:
-        return last[2]
-    return _kv208_callees(_File(text, settings))
+    cannot tell."""
+    return _recalled("KV208", text, settings, _head_dim_callees)
 
 
-# (text, settings, callees) of the last ``_kv208_callees`` asked of a whole file.
-_LAST_CALLEES: list = []
+def code_head_dim_callees(text: str, settings: Settings) -> set[str]:
+    """``head_dim_callees`` read on ``text`` reduced to code, where no string or comment can
+    hide a bracket: dearer, for the files whose raw text left a callee untold."""
+    return _head_dim_callees(_File(code_only(text), settings, reduced=True))
 
 
 def _kv208_callees(f: _File) -> set[str]:
-    callees = _head_dim_callees(f)
+    return _remembered("KV208", f, _head_dim_callees(f))
+
+
+# The runner asks a module rule's text screen right after ``parse_plan`` asked the rule's
+# condition of the same text: what the condition found then is kept (by rule: text, settings,
+# facts of the last whole file), not worked out again.
+_LAST: dict[str, tuple] = {}
+
+
+def _remembered(code: str, f: _File, facts: T) -> T:
     if not f.reduced:
-        _LAST_CALLEES[:] = [f.text, f.settings, callees]
-    return callees
+        _LAST[code] = (f.text, f.settings, facts)
+    return facts
+
+
+def _recalled(code: str, text: str, settings: Settings, find: Callable[[_File], T]) -> T:
+    last = _LAST.get(code)
+    if last and last[0] is text and last[1] == settings:
+        return last[2]
+    return find(_File(text, settings))
 
 
 def _head_dim_callees(f: _File) -> set[str]:
@@ -1083,8 +1202,9 @@ def _head_dim_callees(f: _File) -> set[str]:
         return callees
     # One scan for every keyword (a bracket or comma first lets ``re`` skip ahead).
     pattern = _compiled(rf"[(,]{_GAP}(?:{'|'.join(map(re.escape, keywords))}){_GAP}=(?!=)")
+    brackets = _Brackets(text) if f.reduced else None
     for keyword in pattern.finditer(text):
-        callee = _plain_callee(text, keyword.start())
+        callee = _plain_callee(text, keyword.start(), brackets)
         if callee is None or callee in callees:
             continue
         if starts is None:
@@ -1094,10 +1214,44 @@ def _head_dim_callees(f: _File) -> set[str]:
     return callees
 
 
-def _plain_callee(text: str, at: int) -> str | None:
+class _Brackets:
+    """The brackets of code-only text (every bracket in sight), each with the depth after it."""
+
+    def __init__(self, code: str) -> None:
+        self.offsets: list[int] = []
+        self.depths: list[int] = []
+        depth = 0
+        for bracket in _BRACKET.finditer(code):
+            depth += 1 if bracket.group() in "([{" else -1
+            self.offsets.append(bracket.start())
+            self.depths.append(depth)
+        # Brackets that do not add up (``code_only`` misread a string): nothing can be told.
+        self.balanced = depth == 0 and min(self.depths, default=0) >= 0
+
+    def opener(self, at: int) -> int | None:
+        """The offset of the innermost bracket open just after ``at``; None outside every
+        bracket."""
+        index = bisect_right(self.offsets, at) - 1
+        depth = self.depths[index] if index >= 0 else 0
+        if depth <= 0:
+            return None
+        # The bracket that opened this depth: the last one after which it was reached, going up.
+        while index > 0 and not (self.depths[index] == depth and self.depths[index - 1] < depth):
+            index -= 1
+        return self.offsets[index]
+
+
+def _plain_callee(text: str, at: int, brackets: _Brackets | None = None) -> str | None:
     """The plain name called with the argument list whose ``(`` or ``,`` is at ``at``; None
     for a ``def``'s parameters and a call of anything else (``x.Pool(``); ``""`` where it
-    cannot be told (a string or comment may hide the bracket)."""
+    cannot be told (a string or comment may hide the bracket, unless ``brackets`` are those
+    of ``text`` reduced to code)."""
+    if brackets is not None:
+        if not brackets.balanced:
+            return ""
+        opener = brackets.opener(at)
+        # Outside every bracket: a name assigned (``n, head_dim = x.shape``).
+        return None if opener is None else _callee_of(text, opener, at, code=True)
     depth = 0
     for bracket in reversed(list(_BRACKET.finditer(text, max(0, at - _CALL_REACH), at + 1))):
         if bracket.group() in ")]}":
@@ -1105,17 +1259,20 @@ def _plain_callee(text: str, at: int) -> str | None:
         elif depth:
             depth -= 1
         else:
-            opener = bracket.start()
-            line = text.rfind("\n", 0, opener) + 1
-            if any(c in text[line:at] for c in "#'\""):
-                return ""
-            if bracket.group() != "(":
-                return None  # a lambda's parameters in a list or dict display
-            before = _CALLEE.search(text, line, opener)
-            if before is None:
-                return None if text[line:opener].strip() else ""  # the callee may be on the line before
-            return None if before.group(1) else before.group(2)
+            return _callee_of(text, bracket.start(), at, code=False)
     return ""
+
+
+def _callee_of(text: str, opener: int, at: int, code: bool) -> str | None:
+    line = text.rfind("\n", 0, opener) + 1
+    if not code and any(c in text[line:at] for c in "#'\""):
+        return ""
+    if text[opener] != "(":
+        return None  # a lambda's parameters in a list or dict display
+    before = _CALLEE.search(text, line, opener)
+    if before is None:
+        return None if text[line:opener].strip() else ""  # the callee may be on the line before
+    return None if before.group(1) else before.group(2)
 
 
 # The name called by the bracket this ends at (group 2); group 1 when it is a ``def``,
@@ -1155,15 +1312,61 @@ def _kv202(f: _File) -> bool:
 
 
 def _kv209(f: _File) -> bool:
+    facts = _remembered("KV209", f, _kv209_facts(f))
+    return facts is not None and facts.holds(facts.imported)
+
+
+def kv209_facts(text: str, settings: Settings) -> _Kv209Facts | None:
+    """What ``_kv209`` read of ``text``: its verdict asked again with fewer imported helpers
+    (``module_screens.kv209_text``)."""
+    return _recalled("KV209", text, settings, _kv209_facts)
+
+
+@dataclass(frozen=True)
+class _Kv209Facts:
+    """The K/V names passed first to calls, the calls' helpers the file defines, and the
+    names ``from`` imports bind that such calls call by their plain name."""
+
+    f: _File
+    keys: frozenset[str]
+    twins: dict[str, str]
+    passed: dict[str, set[tuple[str, bool, object]]]
+    helpers: set[str]
+    imported: frozenset[str]
+
+    def holds(self, imported: Collection[str]) -> bool:
+        """Is the condition met with only ``imported`` of the imported names as helpers?"""
+        helpers, keys, twins = self.helpers, self.keys, self.twins
+        # K/V name -> the helper calls it is passed first to (each as its rest).
+        through = {}
+        for name, called in self.passed.items():
+            rests = {rest for callee, by_name, rest in called if callee in helpers or (by_name and callee in imported)}
+            if rests:
+                through[name] = rests
+        if any(k in through and twins[k] in through and len(through[k] | through[twins[k]]) > 1 for k in keys):
+            # Both through helpers, in two calls that differ beyond their first argument (the
+            # same helper with the same arguments views both alike).
+            return True
+        if not through:
+            return False
+        # One through a helper, the other viewed: named in a statement with a view word.
+        viewed = _named_with_a_view(self.f.code)
+        return any(
+            (k in through and twins[k] in viewed) or (twins[k] in through and k in viewed)
+            for k in keys
+        )
+
+
+def _kv209_facts(f: _File) -> _Kv209Facts | None:
     # A call whose first argument is a name chain ending in a K (or V) of a pair, of a
     # function the file defines whose every ``return`` may be a view (read from its body,
     # ``_view_returning_defs``), or, called by its plain name, of a name a ``from x import``
     # binds (read from its module); the twin passed first to such a call too, or viewed. The
-    # rest (the helper's arguments, an imported helper's body) is left to the module screen
-    # (``module_screens.kv209``).
+    # rest (the helper's arguments) is left to the module screen (``module_screens.kv209``),
+    # an imported helper's body to its text screen (``module_screens.kv209_text``).
     keys = f.k_names
     if not keys:
-        return False
+        return None
     if "\r" in f.text and _LONE_CR.search(f.text):
         # Old Mac line ends: the reading below goes by "\n" (the identifiers stay the same).
         f = _File(f.text.replace("\r\n", "\n").replace("\r", "\n"), f.settings, f.reduced)
@@ -1202,29 +1405,14 @@ def _kv209(f: _File) -> bool:
                 rest = (callee.group(1), callee.group(2), text[after:close]) if close is not None else match.start()
                 passed.setdefault(name, set()).add((callee.group(2), callee.group(1) is None, rest))
     if not passed:
-        return False
+        return None
     callees = {callee for called in passed.values() for callee, _, _ in called}
     helpers = _view_returning_defs(f, callees)
     plain = {callee for called in passed.values() for callee, by_name, _ in called if by_name} - helpers
-    imported = plain & _from_imported(text) if plain and "import" in text else set()
+    imported = plain & _from_imported(text) if plain and "import" in text else frozenset()
     if not helpers and not imported:
-        return False
-    # K/V name -> the helper calls it is passed first to (each as its rest).
-    through = {}
-    for name, called in passed.items():
-        rests = {rest for callee, by_name, rest in called if callee in helpers or (by_name and callee in imported)}
-        if rests:
-            through[name] = rests
-    if any(k in through and twins[k] in through and len(through[k] | through[twins[k]]) > 1 for k in keys):
-        # Both through helpers, in two calls that differ beyond their first argument (the
-        # same helper with the same arguments views both alike).
-        return True
-    # One through a helper, the other viewed: named in a statement with a view word.
-    viewed = _named_with_a_view(f.code)
-    return any(
-        (k in through and twins[k] in viewed) or (twins[k] in through and k in viewed)
-        for k in keys
-    )
+        return None
+    return _Kv209Facts(f, frozenset(keys), twins, passed, helpers, frozenset(imported))
 
 
 # What stands before a call's first argument: ``name(`` or ``self.name(``/``cls.name(`` (no
@@ -1338,6 +1526,15 @@ def _statement_spans(text: str) -> list[tuple[int, int]] | None:
         return None
     found.append((start, len(text)))
     return found
+
+
+def view_returning_defs(text: str, names: set[str]) -> set[str]:
+    """Those of ``names`` that the module ``text`` defines by a ``def`` that may return a view
+    (``_view_returning_defs``)."""
+    return _view_returning_defs(_File(text, _DEFAULT_SETTINGS), names)
+
+
+_DEFAULT_SETTINGS = Settings()
 
 
 def _view_returning_defs(f: _File, names: set[str]) -> set[str]:

@@ -119,16 +119,27 @@ def test_kv208_text_screen_reads_the_imported_pool_before_the_file_is_parsed(tmp
                      "from .pools import Pool as Other\nfrom .plain import Pool"):
         text = f"{importer}\n\n\n{build}"
         assert not kv208_text(text, settings, str(runner)) and not _screen("KV208", text, str(runner)), importer
-    # A pool the module defines needs the file's tree: the text screen passes it.
-    local = "class Pool:\n    def __init__(self, n, head_dim):\n        pass\n\n\n" + build
-    assert kv208_text(local, settings, str(runner))
+    # A pool the module defines is read from its own text: it must name a value head dim.
+    local = "class Pool:\n    def __init__(self, n, head_dim, v_head_dim=None):\n        pass\n\n\n" + build
+    assert kv208_text(local, settings, str(runner)) and _screen("KV208", local, str(runner))
+    local = local.replace(", v_head_dim=None", "")
+    assert not kv208_text(local, settings, str(runner)) and not _screen("KV208", local, str(runner))
+    # Where a quote on the call's line (or a bracket in a string) leaves the raw text unsure of
+    # the callee, the code alone is read: ``Pool`` from the plain module again.
+    for call in ('    return Pool(8, ")", head_dim=cfg.head_dim)\n',
+                 '    n = len("(" * 4000)\n    n, head_dim = cfg.shape\n    return cfg\n'):
+        text = "from .plain import Pool\n\n\ndef build(cfg):\n    print(cfg.v_head_dim)\n" + call
+        assert not kv208_text(text, settings, str(runner)) and not _screen("KV208", text, str(runner)), call
+        text = text.replace(".plain", ".pools")
+        assert kv208_text(text, settings, str(runner)) == ("Pool(" in call), call
 
 
 def test_a_file_the_module_screen_stops_still_reports_through_its_other_rules() -> None:
-    # KV105's text condition holds (a helper returning a subscript, called on the key) but its
-    # screen does not (the helper returns a tuple); KV101's inline cut is still found.
-    text = ("def split_half(x):\n    return x[:1], x[1:]\n\n\n"
-            "def f(q, k, v, n):\n    a, b = split_half(k)\n    k = k[:, :n]\n    return flash_attn_func(q, k, v)\n")
+    # KV105's text condition holds (a helper cutting its parameter, called on the key) but its
+    # screen does not (the call spreads a starred argument, which the rule does not follow);
+    # KV101's inline cut is still found.
+    text = ("def first(x, *rest):\n    return x[:1]\n\n\n"
+            "def f(q, k, v, n, *extra):\n    a = first(k, *extra)\n    k = k[:, :n]\n    return flash_attn_func(q, k, v)\n")
     job = job_for(default_settings())
     assert parse_plan(text, job.rules, job.settings).module_rules == {"KV105"} and not _screen("KV105", text)
     codes = [f.code for f in _lint_text(text, "m.py", job)]
@@ -158,3 +169,39 @@ def test_kv209_needs_a_viewing_helper_and_a_twin_viewed_otherwise() -> None:
     assert _screen("KV209", helper + caller.replace("heads(v, 32)", "v.view(v.shape[0], 32, -1)"))
     # Only the query through the helper.
     assert not _screen("KV209", helper + caller.replace("heads(k, 8)", "k").replace("heads(v, 32)", "heads(q, 32)"))
+
+
+def test_kv105_text_screen_reads_the_imported_helper_before_the_file_is_parsed(tmp_path) -> None:
+    from linter.module_screens import kv105_text
+
+    model = _package(tmp_path, {"utils.py": "def trim(x, n):\n    return x[:, :n]\n\n\ndef rotate(x, cos):\n    return x * cos\n"}, "model.py")
+    caller = "def f(q, k, v, n):\n    k = trim(k, n)\n    return flash_attn_func(q, k, v)\n"
+    settings = Settings()
+    for importer, cuts in (("from .utils import trim", True), ("from serving.utils import trim", True),
+                           ("from .utils import rotate as trim", False), ("from vllm.utils import trim", False)):
+        text = f"{importer}\n\n\n{caller}"
+        assert kv105_text(text, settings, str(model)) == cuts == _screen("KV105", text, str(model)), importer
+    # A helper the file defines is left to the ast screen, which reads its parameters.
+    local = "def trim(x, n):\n    return x[:, :n]\n\n\n" + caller
+    assert kv105_text(local, settings, str(model)) and _screen("KV105", local, str(model))
+
+
+def test_kv209_text_screen_reads_the_imported_helper_before_the_file_is_parsed(tmp_path) -> None:
+    from linter.module_screens import kv209_text
+
+    model = _package(tmp_path, {"heads.py": "def heads(x, n):\n    return x.view(x.shape[0], n, -1)\n\n\n"
+                                            "def rotate(x, n):\n    return x * n\n"}, "model.py")
+    caller = "def f(q, k, v):\n    k = heads(k, 8)\n    v = heads(v, 32)\n    return attn(q, k, v)\n"
+    settings = Settings()
+    for importer, views in (("from .heads import heads", True), ("from serving.heads import heads", True),
+                            ("from .heads import rotate as heads", False), ("from vllm.heads import heads", False)):
+        text = f"{importer}\n\n\n{caller}"
+        assert kv209_text(text, settings, str(model)) == views == _screen("KV209", text, str(model)), importer
+    # The same imported helper with the same arguments for both: no.
+    same = "from .heads import heads\n\n\n" + caller.replace("heads(v, 32)", "heads(v, 8)")
+    assert not kv209_text(same, settings, str(model)) and not _screen("KV209", same, str(model))
+    # One through a helper the file defines, the other through one that views nothing: the
+    # local helper keeps the text screen's yes (the twin is viewed inline).
+    local = "def split(x, n):\n    return x.view(n, -1)\n\n\n" + "from .heads import rotate\n\n\n" + \
+        "def f(q, k, v):\n    k = split(k, 8)\n    v = v.view(32, -1)\n    return attn(q, k, v)\n"
+    assert kv209_text(local, settings, str(model)) and _screen("KV209", local, str(model))

@@ -143,6 +143,18 @@ def test_kv105_reads_every_local_helper_call_through_nested_brackets() -> None:
     assert not parse_plan(elsewhere, KV105, Settings()).needed
 
 
+def test_kv105_a_local_helper_needs_the_key_passed_as_an_argument_by_itself() -> None:
+    helper = "def trim(x, n):\n    return x[:, :n]\n\n\n"
+    for call in ("    k = trim(self.k, n)\n", "    k = trim(\n        (k),  # recent\n        n)\n", "    k = trim(n=n, x=k)\n"):
+        assert parse_plan(helper + "def attention(q, k, v, n):\n" + call + ATTENTION_CALL, KV105, Settings()).module_rules == {"KV105"}, call
+    # The helper's own definition names the key; a call passes a method's result, or names
+    # the key only as a keyword.
+    own = "def trim(k, v, n):\n    return k[:, :n]\n\n\ndef attention(q, k, v, n):\n    x = trim(q, v, n)\n" + ATTENTION_CALL
+    for text in (own, helper + "def attention(q, k, v, n):\n    x = trim(k.t(), n)\n" + ATTENTION_CALL,
+                 helper + "def attention(q, k, v, n):\n    x = trim(q, k=n)\n" + ATTENTION_CALL):
+        assert not parse_plan(text, KV105, Settings()).needed, text
+
+
 def test_kv105_an_imported_helper_needs_a_key_first_and_its_result_used() -> None:
     head = "from .windows import keep_recent\n\n\ndef attention(q, k, v, n):\n"
     for used in ("    k = keep_recent(k, n)\n", "    out = attn(q, keep_recent(self.k, n), v)\n",
@@ -162,6 +174,10 @@ def test_kv105_a_helper_needs_every_return_to_be_a_cut() -> None:
         "def trim(x, n):\n    return torch.narrow(\n        x, 1, 0, n)\n",
         # A nested function's returns are its own: with one, any return may be the helper's.
         "def trim(x, n):\n    def inner():\n        return None\n    return x[:n] if inner() else x\n",
+        # Returns after something on their line, which the rule reads like any other.
+        "def trim(x, n): return x[:, :n]\n",
+        "def trim(x, n):\n    if n: return x[:n]\n    else: return x.narrow(1, 0, 4)\n",
+        "def trim(x, n):\n    return x.transpose(1, 2)[..., :n].contiguous()\n",
     )
     for helper in may_cut:
         assert parse_plan(helper + call, KV105, Settings()).module_rules == {"KV105"}, helper
@@ -172,6 +188,13 @@ def test_kv105_a_helper_needs_every_return_to_be_a_cut() -> None:
         "def trim(x, n):\n    x[:n] = 0\n    return\n",
         "def trim(x, n):\n    return x  # x[:n] was too slow\n",
         "def trim(x, n):\n    \"\"\"Like x[:n].\"\"\"\n    return torch.cat((x, x))\n",
+        # A subscript that is not the returned value, or not of a parameter.
+        "def trim(x, n):\n    return x.shape[1]\n",
+        "def trim(x, n):\n    return pad(x[:n])\n",
+        "def trim(x, n):\n    return x[:n] * 2\n",
+        "def trim(x, n):\n    return x[:n], x[n:]\n",
+        "def trim(x, n):\n    return self.cache[:n]\n",
+        "def trim(x, n):\n    return CACHE[:n]\n",
     )
     for helper in cannot:
         assert not parse_plan(helper + call, KV105, Settings()).needed, helper
