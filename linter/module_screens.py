@@ -6,8 +6,14 @@ The text pre-filter cannot cut such a file into units, so before these screens e
 their text conditions admitted went whole through libcst (on vllm: 105 files for KV208, 70
 for KV105). Each screen reads the module's standard-library tree once and over-approximates
 its rule as the other screens do (``ast_screens``): it may say yes for code without
-findings, never no for code with one. A file whose module-wide rules all fail their screens
-goes on to the per-definition plan of its other rules.
+findings, never no for code with one. Its yes is the lines where its rule may report (a
+call, a class); the runner sends libcst the top-level definitions holding them, with every
+definition they name, in place. A file whose module-wide rules all fail their screens goes
+on to the per-definition plan of its other rules.
+
+``TEXT_SCREENS`` ask the same of the text (and of the modules it imports, read as text)
+before the file is parsed at all: most files the text conditions admit call an imported
+helper or pool whose module cannot make a finding.
 """
 
 from __future__ import annotations
@@ -197,13 +203,13 @@ def _may_cut_a_parameter(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return True
 
 
-def kv105(tree: ast.AST, settings: Settings, path: str) -> bool:
+def kv105(tree: ast.AST, settings: Settings, path: str) -> frozenset[int]:
     """A top-level helper that may cut a parameter, called with a K tensor (a dotted name)
     whose V twin is named in the file; or a helper imported from a module of the tree that
     may cut its first parameter, called with a K-side name first.
 
     A helper is judged only once a call passes it a key: most of a module's functions never
-    are."""
+    are. The lines of such calls (none: no finding)."""
     extra = settings.extra_pairs
     defined: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
     for statement in getattr(tree, "body", ()):
@@ -213,6 +219,7 @@ def kv105(tree: ast.AST, settings: Settings, path: str) -> bool:
     imported: dict[str, list[tuple[ast.ImportFrom, str]]] | None = None
     cutting: dict[str, bool] = {}  # per imported name: may it cut its first parameter?
     spelled: set[str] | None = None
+    found: set[int] = set()
     for node in walk(tree):
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
             continue
@@ -244,8 +251,9 @@ def kv105(tree: ast.AST, settings: Settings, path: str) -> bool:
             if spelled is None:
                 spelled = _names_in(tree) | {a.arg for a in walk(tree) if isinstance(a, ast.arg)}
             if value_counterpart(tail, extra) in spelled:
-                return True
-    return False
+                found.add(node.lineno)
+                break
+    return frozenset(found)
 
 
 # KV207 -----------------------------------------------------------------------------------
@@ -297,14 +305,15 @@ def _redeclares_one_side(cls: ast.ClassDef, extra) -> bool:
     return False
 
 
-def kv207(tree: ast.AST, settings: Settings, path: str) -> bool:
+def kv207(tree: ast.AST, settings: Settings, path: str) -> frozenset[int]:
     """A top-level class with a base it can inherit a projection from (a class of the module
     or a name imported by ``from ... import``: the rule reads no other) that calls its
     parent's ``__init__`` and assigns one side of a K/V projection pair a ``*Linear`` without
-    the other."""
+    the other. The lines of such classes."""
     classes = _top_classes(tree)
     imported: dict[str, list[tuple[ast.ImportFrom, str]]] | None = None
     extra = settings.extra_pairs
+    found: set[int] = set()
     for same_name in classes.values():
         for cls in same_name:
             bases = [d for b in cls.bases if (d := _dotted(b)) is not None]
@@ -313,8 +322,8 @@ def kv207(tree: ast.AST, settings: Settings, path: str) -> bool:
             if imported is None:
                 imported = _imports(tree)
             if any(b in classes or b in imported for b in bases):
-                return True
-    return False
+                found.add(cls.lineno)
+    return frozenset(found)
 
 
 # KV208 -----------------------------------------------------------------------------------
@@ -345,10 +354,11 @@ def _optional_value_dims(cls: ast.ClassDef) -> Iterator[tuple[int, str]]:
             yield optional[0]
 
 
-def kv208(tree: ast.AST, settings: Settings, path: str) -> bool:
+def kv208(tree: ast.AST, settings: Settings, path: str) -> frozenset[int]:
     """A call passing a head dim by keyword, from a function that reads a value head dim, of
     a module class whose ``__init__`` leaves an optional value head dim out, or of a class
-    imported from a module of the tree that may define it with a value head dim."""
+    imported from a module of the tree that may define it with a value head dim. The lines of
+    such calls."""
     candidates, functions = [], []
     for node in walk(tree):
         if isinstance(node, _FUNCTIONS):
@@ -356,9 +366,10 @@ def kv208(tree: ast.AST, settings: Settings, path: str) -> bool:
         elif _builds_with_a_head_dim(node):
             candidates.append(node)
     if not candidates:
-        return False
+        return frozenset()
     classes = _top_classes(tree)
     imported: dict[str, list[tuple[ast.ImportFrom, str]]] | None = None
+    found: set[int] = set()
     for fn in functions:
         # By lines: a call in a lambda or a nested class body is the enclosing function's (the
         # rule tracks ``def`` only); one in a nested ``def`` counts for both, which only widens.
@@ -369,7 +380,8 @@ def kv208(tree: ast.AST, settings: Settings, path: str) -> bool:
             name = call.func.id
             if name in classes:
                 if any(_leaves_out_a_value_dim(cls, call) for cls in classes[name]):
-                    return True
+                    found.add(call.lineno)
+                    continue
                 if len(classes[name]) == 1:
                     continue  # the rule reads that class; a name bound twice it looks up by import
             if imported is None:
@@ -380,8 +392,9 @@ def kv208(tree: ast.AST, settings: Settings, path: str) -> bool:
                 if target is None or real not in read_once(target, _classes_with_a_value_dim, frozenset()):
                     continue
                 if any(_leaves_out_a_value_dim(cls, call) for cls in _imported_classes(statement, path).get(real, ())):
-                    return True
-    return False
+                    found.add(call.lineno)
+                    break
+    return frozenset(found)
 
 
 
@@ -481,11 +494,12 @@ def _viewed_names(tree: ast.AST) -> set[str]:
     return found
 
 
-def kv209(tree: ast.AST, settings: Settings, path: str) -> bool:
+def kv209(tree: ast.AST, settings: Settings, path: str) -> frozenset[int]:
     """A call with a K (V) name chain first, of a function of the file that may return a view
     (``name(...)``, ``self.name(...)``) or of one imported from a module of the tree that
     may; and the twin passed first to such a call with other arguments (the same helper
-    with the same arguments views both alike), or viewed inline."""
+    with the same arguments views both alike), or viewed inline. The lines of every call
+    through such a helper where some is (none: no finding)."""
     extra = settings.extra_pairs
     functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
     calls: list[tuple[str, bool, str, str, ast.Call]] = []  # (callee, plain name?, root, side, call)
@@ -509,10 +523,10 @@ def kv209(tree: ast.AST, settings: Settings, path: str) -> bool:
             if side is not None:
                 calls.append((callee, isinstance(func, ast.Name), root, side, node))
     if not calls:
-        return False
+        return frozenset()
     # Only the callees of such calls are read (a model file has hundreds of functions).
     viewing: dict[str, bool] = {}
-    passed: list[tuple[str, str, str]] = []  # (root, side, the call less its first argument)
+    passed: list[tuple[str, str, str, int]] = []  # (root, side, the call less its first argument, line)
     for callee, plain, root, side, node in calls:
         if callee not in viewing:
             viewing[callee] = any(_may_return_a_view(fn) for fn in functions.get(callee, ()))
@@ -525,21 +539,22 @@ def kv209(tree: ast.AST, settings: Settings, path: str) -> bool:
             )
         if helper:
             rest = ast.dump(ast.Call(node.func, node.args[1:], node.keywords))
-            passed.append((root, side, rest))
+            passed.append((root, side, rest, node.lineno))
     if not passed:
-        return False
+        return frozenset()
     viewed: set[str] | None = None
-    for root, side, rest in passed:
+    lines = frozenset(line for *_, line in passed)
+    for root, side, rest, _ in passed:
         twin = (value_counterpart if side == "k" else key_counterpart)(root, extra)
         if twin is None:
             continue
-        if any(other == twin and other_rest != rest for other, _, other_rest in passed):
-            return True
+        if any(other == twin and other_rest != rest for other, _, other_rest, _ in passed):
+            return lines
         if viewed is None:
             viewed = _viewed_names(tree)
         if twin in viewed:
-            return True
-    return False
+            return lines
+    return frozenset()
 
 
 def kv208_text(text: str, settings: Settings, path: str) -> bool:

@@ -31,8 +31,8 @@ from linter.diagnostics import FileProblem
 from linter.finding import Finding
 from linter.fixes import apply_fixes, has_applicable_fix
 from linter.code_only import code_only
-from linter.prefilter import ParsePlan, excerpt, parse_plan
-from linter.segments import top_level_segments
+from linter.prefilter import ParsePlan, excerpt, identifier_set, parse_plan
+from linter.segments import Segment, header, top_level_segments
 from linter.rules import rules_by_code
 from linter.settings import Settings
 from linter.suppress import invalid_directives, unsuppressed
@@ -250,9 +250,24 @@ def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
         if plan.whole:
             python = _python_tree(text, path)
             live = _reporting(python, job, plan.rules - (plan.module_rules - module_rules), path, text)
-        # A module-wide rule's screen reads the whole file, which goes whole when one passes.
-        elif module_rules and (live := _reporting(python := _python_tree(text, path), job, module_rules, path, text)):
-            live |= _reporting(python, job, plan.rules - plan.module_rules, path, text)
+        # A module-wide rule's screen reads the whole file's tree and names the lines where its
+        # rule may report: their top-level definitions go to libcst in place, with every
+        # definition they name (a helper, a base class, a pool) and the planned units.
+        elif module_rules and (None in module_rules or isinstance(python := _python_tree(text, path), SyntaxError)):
+            # A rule of unknown conditions (no screen names its lines), or a file CPython
+            # cannot read: the whole file.
+            python = _python_tree(text, path) if python is None else python
+            live = _reporting(python, job, module_rules, path, text) | _reporting(python, job, plan.rules - plan.module_rules, path, text)
+        elif module_rules and (seeds := _module_seeds(python, job, module_rules, path)):
+            units, _, live = _screened_units(text, plan, job, python)
+            units = [*units, *_definitions_holding(text, frozenset().union(*seeds.values()))]
+            try:
+                findings = _parse_and_lint(_in_place(text, units), path, job, _PARSED, live | seeds.keys())
+            except _Unlintable:
+                # The cut was wrong: the whole file gives the verdict.
+                live = seeds.keys() | _reporting(python, job, plan.rules - plan.module_rules, path, text)
+            else:
+                return _not_ignored(unsuppressed(findings, text), path, job.settings)
         else:
             units, parsed, live = _screened_units(text, plan, job, python)
             if not units or _excerpt_is_clean(excerpt(text, units), path, job, parsed, live):
@@ -260,7 +275,9 @@ def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
             # A finding: reported from the definitions in place, once CPython has read the
             # whole file (a syntax error anywhere in it is reported instead, by libcst's verdict
             # on the whole file, as before).
-            if not isinstance(python := _python_tree(text, path), SyntaxError):
+            if python is None:
+                python = _python_tree(text, path)
+            if not isinstance(python, SyntaxError):
                 try:
                     findings = _parse_and_lint(_in_place(text, units), path, job, _PARSED, live)
                 except _Unlintable:
@@ -286,6 +303,45 @@ def _in_place(text: str, units: list[tuple[int, int]]) -> str:
         if not segment.definition:
             kept[segment.start:segment.end] = b"\1" * (segment.end - segment.start)
     return "\n".join(line if keep else "" for line, keep in zip(lines, kept))
+
+
+def _module_seeds(python: ast.Module, job: Job, rules: frozenset[str | None], path: str) -> dict[str, frozenset[int]]:
+    """The lines where each of the module-wide ``rules`` may report, by its ``ast`` screen
+    (``module_screens.SCREENS``); a rule whose screen names none is left out."""
+    from linter.module_screens import SCREENS
+
+    found = {code: SCREENS[code](python, job.settings, path) for code in rules if code in SCREENS}
+    return {code: lines for code, lines in found.items() if lines}
+
+
+def _definitions_holding(text: str, lines: frozenset[int]) -> list[tuple[int, int]]:
+    """The line ranges of the top-level definitions holding ``lines`` (1-based), and of every
+    top-level definition their code names, directly or through the module's statements
+    (``Alias = Base``), and so on: a module rule reads a helper, a base class or a pool by
+    its name."""
+    segments = top_level_segments(code_only(text))
+    named: dict[str, list[Segment]] = {}  # a name -> the definitions binding it, the statements naming it
+    for segment in segments:
+        if segment.definition:
+            bound = _BOUND_NAME.search(header(segment))
+            if bound is not None:
+                named.setdefault(bound.group(1), []).append(segment)
+        else:
+            for name in identifier_set(segment.text):
+                named.setdefault(name, []).append(segment)
+    todo = [s for s in segments if s.definition and any(s.start < line <= s.end for line in lines)]
+    kept, seen = set(todo), set()
+    while todo:
+        for name in identifier_set(todo.pop().text) - seen:
+            seen.add(name)
+            for segment in named.get(name, ()):
+                if segment not in kept:
+                    kept.add(segment)
+                    todo.append(segment)
+    return [(s.start, s.end) for s in kept if s.definition]
+
+
+_BOUND_NAME = re.compile(r"(?:def|class)\s+(\w+)")
 
 
 def _text_screened(rules: frozenset[str | None], text: str, job: Job, path: str) -> frozenset[str | None]:

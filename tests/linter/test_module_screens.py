@@ -19,6 +19,10 @@ HELPER = "def trim(x, n):\n    return x[:, :n]\n\n\n"
 
 
 def _screen(code: str, text: str, path: str = "<test>") -> bool:
+    return bool(_lines(code, text, path))
+
+
+def _lines(code: str, text: str, path: str = "<test>") -> frozenset[int]:
     return SCREENS[code](ast.parse(text), Settings(), path)
 
 
@@ -205,3 +209,19 @@ def test_kv209_text_screen_reads_the_imported_helper_before_the_file_is_parsed(t
     local = "def split(x, n):\n    return x.view(n, -1)\n\n\n" + "from .heads import rotate\n\n\n" + \
         "def f(q, k, v):\n    k = split(k, 8)\n    v = v.view(32, -1)\n    return attn(q, k, v)\n"
     assert kv209_text(local, settings, str(model)) and _screen("KV209", local, str(model))
+
+
+def test_each_screen_names_the_lines_where_its_rule_may_report() -> None:
+    # The runner keeps the top-level definitions holding these lines for libcst.
+    kv105 = HELPER + "def f(q, k, v, n):\n    k = trim(k, n)\n    return flash_attn_func(q, k, v)\n\n\n" + \
+        "def g(q, k, v, n):\n    q = trim(q, n)\n    k = trim(self.k,\n             n)\n    return q\n"
+    assert _lines("KV105", kv105) == {6, 12}
+    kv209 = ("def heads(x, n):\n    return x.view(x.shape[0], n, -1)\n\n\n"
+             "def f(q, k, v):\n    k = heads(k, 8)\n    v = heads(v, 32)\n    return attn(q, k, v)\n")
+    assert _lines("KV209", kv209) == {6, 7}
+    kv208 = ("class Pool:\n    def __init__(self, n, head_dim, v_head_dim=None):\n        pass\n\n\n"
+             "def build(cfg):\n    print(cfg.v_head_dim)\n    return Pool(8, head_dim=cfg.head_dim)\n")
+    assert _lines("KV208", kv208) == {8}
+    kv207 = ("class Base(nn.Module):\n    def __init__(self):\n        self.k_proj = nn.Linear(8, 8)\n        self.v_proj = nn.Linear(8, 8)\n\n\n"
+             "@register\nclass Child(Base):\n    def __init__(self):\n        super().__init__()\n        self.k_proj = nn.Linear(8, 4)\n")
+    assert _lines("KV207", kv207) == {8}

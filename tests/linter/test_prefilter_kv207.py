@@ -29,7 +29,7 @@ def _condition(text: str) -> bool:
 
 
 def _screened(text: str) -> bool:
-    return screen(ast.parse(text), Settings(), "model.py")
+    return bool(screen(ast.parse(text), Settings(), "model.py"))
 
 
 def _child(body: str, header: str = "    def __init__(self, dim, heads, kv_heads):\n") -> str:

@@ -27,7 +27,7 @@ def admitted(text: str) -> bool:
 
 
 def screened(text: str) -> bool:
-    return screen(ast.parse(text), Settings(), "<memory>")
+    return bool(screen(ast.parse(text), Settings(), "<memory>"))
 
 
 def helper(body: str, head: str = "def heads(x, n):\n") -> str:

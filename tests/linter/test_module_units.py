@@ -1,0 +1,54 @@
+"""A file a module-wide rule's screen lets through (KV105, KV207, KV208, KV209) goes to libcst as
+the top-level definitions holding the lines the screen names, every definition those name, and
+the planned units of the other rules, each in place among the module's statements: the
+findings are the whole file's."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+import pytest
+
+from benchmarks.equivalence import default_settings
+from linter import runner
+from linter.prefilter import parse_plan
+from linter.rules import rules_by_code
+
+# Definitions no module rule reads: they must not reach libcst.
+UNRELATED = (
+    "\n\ndef unrelated_helper(x, n):\n    return x.view(n, -1)\n\n\n"
+    "class Unrelated(nn.Module):\n    def forward(self, x):\n        return x.transpose(1, 2)\n"
+)
+
+
+def _job():
+    return runner.job_for(default_settings())
+
+
+@pytest.mark.parametrize(
+    ("code", "index"), [(c, i) for c in ("KV105", "KV207", "KV208", "KV209") for i in range(len(rules_by_code()[c].INVALID))]
+)
+def test_a_module_rules_finding_is_the_whole_files_from_its_definitions_alone(code: str, index: int) -> None:
+    text = rules_by_code()[code].INVALID[index].code + UNRELATED
+    job = _job()
+    plan = parse_plan(text, job.rules, job.settings)
+    seeds = runner._module_seeds(ast.parse(text), job, runner._text_screened(plan.module_rules, text, job, "m.py"), "m.py")
+    assert code in seeds
+    kept = runner._definitions_holding(text, frozenset().union(*seeds.values()))
+    unrelated = text.count("\n", 0, text.index("def unrelated_helper"))
+    assert all(not (start <= unrelated < end) for start, end in kept)
+    fast = runner._lint_text(text, "m.py", job)
+    assert [f.code for f in fast] and fast == runner._lint_text(text, "m.py", replace(job, prefilter=False))
+
+
+def test_a_definition_named_through_a_module_statement_is_kept() -> None:
+    # ``Base = _Base`` at module level: the subclass names ``Base``, the statement names ``_Base``.
+    text = (
+        "class _Base(nn.Module):\n    def __init__(self):\n        self.k = 1\n\n\n"
+        "Base = _Base\n\n\n"
+        "def far_away():\n    return 2\n\n\n"
+        "class Child(Base):\n    def __init__(self):\n        super().__init__()\n"
+    )
+    kept = runner._definitions_holding(text, frozenset({13}))
+    assert sorted(kept) == [(0, 5), (12, 16)]
