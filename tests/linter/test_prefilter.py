@@ -234,7 +234,8 @@ def test_scale_and_head_words_are_read_in_any_case() -> None:
 
 
 def test_definition_lines_are_the_lines_the_definition_pattern_finds() -> None:
-    from linter.prefilter import _DEFINITION, definition_lines
+    from linter.prefilter import definition_lines
+    from linter.prefilter.lines import _DEFINITION
 
     text = ("import x\ndef f():\n    pass\n  async  def g(): ...\nclass A:\n    @property\n    def default(self):\n"
             "        undef = 1  # def\n        x = a @ b\n@dec\nclassy = 2\nasync def\tz(): pass\ndef")
@@ -257,7 +258,8 @@ def test_a_top_level_class_header_or_a_dataclass_import_does_not_send_the_file_w
 
 
 def test_identifier_set_reads_non_ascii_text_as_the_identifier_pattern_does() -> None:
-    from linter.prefilter import _IDENTIFIER, identifier_set
+    from linter.prefilter import identifier_set
+    from linter.prefilter.words import _IDENTIFIER
 
     text = "x×y = 3·k_cache  # 形状 2d→3d, 4ª café_crème\nv\u00a0w ½z 7seg\n"
     assert identifier_set(text) == frozenset(_IDENTIFIER.findall(text))
@@ -265,7 +267,7 @@ def test_identifier_set_reads_non_ascii_text_as_the_identifier_pattern_does() ->
 
 
 def test_k_candidates_are_the_identifiers_with_a_k_side_part() -> None:
-    from linter.prefilter import _k_candidates
+    from linter.prefilter.file import _k_candidates
 
     ids = ["k", "__k", "k__x", "xk", "k_k", "q_k_v", "kk", "key_states", "my_keys", "Keys", "KEY", "a_K", "bk", "keyed"]
     assert _k_candidates(ids) == {"k", "__k", "k__x", "xk", "k_k", "q_k_v", "key_states", "my_keys", "Keys", "KEY", "a_K"}

@@ -1,4 +1,4 @@
-"""KV207's text condition (``prefilter._kv207``) against its module screen
+"""KV207's text condition (``prefilter.kv207._kv207``) against its module screen
 (``module_screens.kv207``): wherever the screen says yes the condition must too; where the
 twin of the redeclared side is surely defined by the class itself it now says no."""
 
@@ -9,8 +9,11 @@ import itertools
 
 import pytest
 
+from linter.code_only import code_only
 from linter.module_screens import kv207 as screen
-from linter.prefilter import _File, _kv207, _surely_defined, code_only, parse_plan
+from linter.prefilter import parse_plan
+from linter.prefilter.file import _File
+from linter.prefilter.kv207 import _kv207, _surely_defined
 from linter.rules import rules_by_code
 from linter.settings import Settings
 

@@ -1,4 +1,4 @@
-"""KV209's text condition (``prefilter._kv209``): it reads which local helpers may return a
+"""KV209's text condition (``prefilter.kv209._kv209``): it reads which local helpers may return a
 view, which names are a first argument's root and whether the key's and value's helper calls
 differ, and must still admit every file its module screen (``module_screens.kv209``) says yes
 to."""
@@ -10,7 +10,9 @@ import ast
 import pytest
 
 from linter.module_screens import kv209 as screen
-from linter.prefilter import _File, _kv209, parse_plan
+from linter.prefilter import parse_plan
+from linter.prefilter.file import _File
+from linter.prefilter.kv209 import _kv209
 from linter.rules import rules_by_code
 from linter.settings import Settings
 

@@ -1,0 +1,248 @@
+"""Prove, from the text alone, that (part of) a file cannot produce a finding, so libcst never
+parses it.
+
+Each rule gets a necessary condition derived from what its detection needs before it can
+report. ``parse_plan`` applies them in rising cost: plain substring tests on the raw text, the
+conditions on the raw text, the conditions again on the text reduced to code (``code_only``:
+no comments, no plain string contents), and last per top-level statement (``segments``): a rule
+whose findings all come from facts inside one function or class (one class, for KV203), or
+from the rest of the module, can only report inside a definition whose own code meets its
+condition, or in the rest when that does. The parser then sees only those definitions, or the
+whole file when the rest of the module is involved or a rule is one this module does not know.
+
+Every condition over-approximates: identifiers are collected from the whole text, and
+"followed by ``[``" tolerates any whitespace or line continuation in between, so a condition
+can be true for code without findings but never false for code with findings.
+``tests/linter/test_fast_path_equivalence.py`` and the benchmark compare the result with the
+slow path (every file parsed).
+
+The conditions, one module per rule (``kv101`` ... ``kv301``), each module's docstring saying
+what its rule needs; every pair rule needs a K-side name and its V counterpart
+(``pairs.value_counterpart``, with the configured extra pairs) both present. They read a file's
+text through ``file._File`` (facts computed once and shared) and the text primitives of
+``words`` (identifiers, word patterns), ``lines`` (definition lines, top-level definitions),
+``statements`` (statement ends, brackets), ``imports`` (``from`` imports), ``vocabulary`` (words
+more than one rule looks for) and ``facts`` (what a module rule's condition found, kept for its
+text screen).
+
+KV105, KV207, KV208 and KV209 reason across top-level definitions (a helper and its caller, a
+base and its subclass, a pool and its builder, a viewing helper and its caller) or files, so
+they have no own unit: a file their conditions admit is left to their ``module_screens`` (KV208's
+asked of the text and the modules it imports first, ``module_screens.TEXT_SCREENS``) on its
+whole ``ast`` tree, and goes whole to libcst only when one of those says yes; otherwise the
+other rules' units stand.
+
+The rest of the module (what lies outside the units) holds the units' header lines, a class's
+without its ``class`` keyword: its body is its own unit, so a condition that asks for a class
+is not met by the rest for a top-level class's sake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
+
+from linter.prefilter.file import _File
+from linter.prefilter.kv101 import _kv101
+from linter.prefilter.kv102 import _kv102
+from linter.prefilter.kv103 import _kv103
+from linter.prefilter.kv104 import _kv104
+from linter.prefilter.kv105 import _kv105
+from linter.prefilter.kv106 import _kv106
+from linter.prefilter.kv201 import _kv201
+from linter.prefilter.kv202 import _kv202
+from linter.prefilter.kv203 import _kv203
+from linter.prefilter.kv204 import _kv204
+from linter.prefilter.kv205 import _kv205
+from linter.prefilter.kv206 import _kv206
+from linter.prefilter.kv207 import _kv207
+from linter.prefilter.kv208 import _kv208
+from linter.prefilter.kv209 import _kv209
+from linter.prefilter.kv301 import _kv301
+from linter.prefilter.lines import _LONE_CR
+from linter.rules import rule_triggers
+from linter.segments import Segment, header, top_level_segments
+from linter.settings import Settings
+from linter.triggers import Scanner, Trigger
+
+# Not used here: what the module screens (and tests) read of a file's text, imported from the
+# package as before the conditions moved into modules of their own (``__all__``).
+from linter.prefilter.imports import from_imports
+from linter.prefilter.kv105 import cut_returning_defs, kv105_helpers
+from linter.prefilter.kv208 import code_head_dim_callees, head_dim_callees
+from linter.prefilter.kv209 import kv209_facts, view_returning_defs
+from linter.prefilter.lines import TOP_LEVEL_CLASS, definition_lines, top_level_starts
+from linter.prefilter.words import identifier_set
+
+if TYPE_CHECKING:
+    from linter.rules.base import Rule
+
+
+__all__ = [
+    "NOTHING",
+    "TOP_LEVEL_CLASS",
+    "ParsePlan",
+    "code_head_dim_callees",
+    "cut_returning_defs",
+    "definition_lines",
+    "excerpt",
+    "from_imports",
+    "head_dim_callees",
+    "identifier_set",
+    "kv105_helpers",
+    "kv209_facts",
+    "parse_plan",
+    "top_level_starts",
+    "view_returning_defs",
+]
+
+
+def _always(_: _File) -> bool:
+    return True
+
+
+_CONDITIONS: dict[str, Callable[[_File], bool]] = {
+    "KV101": _kv101, "KV102": _kv102, "KV103": _kv103,
+    "KV201": _kv201, "KV202": _kv202, "KV203": _kv203,
+    "KV104": _kv104, "KV105": _kv105, "KV106": _kv106, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV207": _kv207, "KV208": _kv208,
+    "KV209": _kv209, "KV301": _kv301,
+}
+
+
+def _is_definition(segment: Segment) -> bool:
+    return segment.definition
+
+
+def _is_class(segment: Segment) -> bool:
+    return segment.kind == "class"
+
+
+# For each known condition, the top-level statements that hold all the facts any one of its
+# findings rests on; the rest of the file is the module's part. KV101-KV202 reason inside one
+# function or class scope (or the module scope); KV203 pairs a split with a KV head count
+# anywhere in one class, or anywhere outside classes (the module and its functions).
+_OWN_UNIT: dict[Callable[[_File], bool], Callable[[Segment], bool]] = {
+    _kv101: _is_definition, _kv102: _is_definition, _kv103: _is_definition,
+    _kv201: _is_definition, _kv202: _is_definition, _kv203: _is_class,
+    _kv104: _is_definition, _kv106: _is_definition, _kv204: _is_class, _kv205: _is_class, _kv206: _is_definition,
+    _kv301: _is_class,
+}
+
+
+@dataclass(frozen=True)
+class ParsePlan:
+    """What libcst must parse of one file: all of it, some top-level definitions, or nothing."""
+
+    whole: bool
+    ranges: tuple[tuple[int, int], ...] = ()  # (first line, end line), 0-based, when not whole
+    # The rules that may still report (kvlint's codes; None stands for a rule of unknown
+    # conditions): the ``ast`` screen runs only theirs.
+    rules: frozenset[str | None] = frozenset()
+    # Per range, the rules whose condition held in that definition alone.
+    range_rules: tuple[frozenset[str | None], ...] = ()
+    # Live rules whose facts lie in different definitions (KV105, KV207, KV208, KV209): when any is
+    # left, the file goes whole unless their ``module_screens`` all say no; ``ranges`` then
+    # stand for the other rules.
+    module_rules: frozenset[str | None] = frozenset()
+
+    @property
+    def needed(self) -> bool:
+        return self.whole or bool(self.ranges) or bool(self.module_rules)
+
+    def excerpt(self, text: str) -> str:
+        """The planned definitions of ``text``, joined: valid Python when the cut was right."""
+        return excerpt(text, self.ranges)
+
+
+def excerpt(text: str, ranges: Iterable[tuple[int, int]]) -> str:
+    """The lines of ``ranges`` (0-based, end excluded) of ``text``, joined."""
+    lines = text.split("\n")
+    return "\n".join("\n".join(lines[start:end]) for start, end in ranges) + "\n"
+
+
+NOTHING = ParsePlan(False)
+
+
+def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings) -> ParsePlan:
+    """What of ``text`` must be parsed for ``rules`` (kvlint's own by code, or Rule classes) to
+    report everything they would on all of it."""
+    known = _known(tuple(rules), settings.extra_attention_callables)
+    raw = _File(text, settings)
+    passing = known.scanner.passing(text, lambda: bool(raw.k_names))
+    if not passing:
+        return NOTHING
+    conditions = list(dict.fromkeys(known.conditions[code] for code in passing))
+    module_live = [c for c in conditions if c not in _OWN_UNIT and c(raw)]
+    unit_conditions = [c for c in conditions if c in _OWN_UNIT]
+    # The raw text settles most files. Once one per-definition condition holds on it, the rest
+    # are asked of the reduced text only: each is asked there anyway, and one that holds on
+    # the reduced text alone only makes the plan larger.
+    if not module_live and not any(c(raw) for c in unit_conditions):
+        return NOTHING
+    if _LONE_CR.search(text):
+        # Old Mac line ends: code_only and segments count lines by "\n" only.
+        return ParsePlan(True, rules=frozenset(_CODES.get(c) for c in [*module_live, *unit_conditions] if c(raw)))
+    module_rules = frozenset(_CODES.get(c) for c in module_live)
+    code = raw.code
+    reduced = _File(code, settings, reduced=True)
+    live = [c for c in unit_conditions if c(reduced)]
+    if not live:
+        return ParsePlan(False, rules=module_rules, module_rules=module_rules) if module_rules else NOTHING
+    codes = frozenset(_CODES.get(c) for c in live) | module_rules
+    segments = top_level_segments(code)
+    rests: dict[Callable[[Segment], bool], _File] = {}
+    for condition in live:
+        own = _OWN_UNIT[condition]
+        if own not in rests:
+            # What lies outside the units, plus the names the units bind there.
+            rest = "\n".join(_binding(s) if own(s) else s.text for s in segments)
+            rests[own] = _File(rest, settings, reduced=True)
+        if condition(rests[own]):
+            return ParsePlan(True, rules=codes, module_rules=module_rules)
+    ranges, unit_rules = [], []
+    for segment in segments:
+        relevant = [c for c in live if _OWN_UNIT[c](segment)]
+        if relevant:
+            unit = _File(segment.text, settings, reduced=True)
+            held = frozenset(_CODES.get(c) for c in relevant if c(unit))
+            if held:
+                ranges.append((segment.start, segment.end))
+                unit_rules.append(held)
+    return ParsePlan(False, tuple(ranges), codes, tuple(unit_rules), module_rules)
+
+
+_CODES = {condition: code for code, condition in _CONDITIONS.items()}
+
+
+def _binding(segment: Segment) -> str:
+    """What a unit leaves in the module's scope: its header line (the name it binds, a
+    function's defaults, a class's bases), less a class's ``class`` keyword: every condition
+    that asks for a class wants one whose body is in the text, and a top-level class's body
+    is in its own unit."""
+    line = header(segment)
+    return line.replace("class", "     ", 1) if segment.kind == "class" else line
+
+
+@dataclass(frozen=True)
+class _Known:
+    """The rules of one run, keyed by what the scanner reports: their trigger and condition."""
+
+    scanner: Scanner
+    conditions: dict[str | int, Callable[[_File], bool]]
+
+
+@cache
+def _known(rules: tuple[str | type[Rule], ...], extra_callables: tuple[str, ...]) -> _Known:
+    # Only kvlint's own rules have known triggers and conditions; any other rule (a test's)
+    # always runs, keyed by its position.
+    triggers = rule_triggers()
+    keyed: dict[str | int, Trigger | None] = {}
+    conditions: dict[str | int, Callable[[_File], bool]] = {}
+    for i, rule in enumerate(rules):
+        code = rule if isinstance(rule, str) else (rule.code if rule.__module__.startswith("linter.rules.") else None)
+        key = i if code is None else code
+        keyed[key] = triggers.get(code) if code is not None else None
+        conditions[key] = _CONDITIONS.get(code, _always) if code is not None else _always
+    return _Known(Scanner(keyed, extra_callables), conditions)

@@ -1,0 +1,317 @@
+"""``_File``: the facts about one file's text that the rule conditions share, each computed when
+first asked and kept (identifiers, K/V pairs, attention context, what follows a name, the
+chunks between definition lines), with the patterns only it reads.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Collection, Iterable, Iterator
+
+from linter.chains import assigned_reaches, root_reaches
+from linter.code_only import code_only
+from linter.names import (
+    ATTENTION_CALLABLES,
+    K_SIDE_TOKENS,
+    RESHAPE_CALLS,
+    SAME_TENSOR_METHODS,
+    SEE_THROUGH,
+    is_attention_word,
+    is_kv_projection,
+    kv_side,
+    value_counterpart,
+)
+from linter.prefilter.lines import definition_lines
+from linter.prefilter.vocabulary import _VIEW_CALLS
+from linter.prefilter.words import _GAP, _compiled, _is_word_char, identifier_set, word_first
+from linter.settings import Settings
+
+
+def _k_candidates(ids: Iterable[str]) -> set[str]:
+    """The identifiers with a K-side part (``k``, ``cache_k``, ``key_states``): candidates for
+    ``kv_side``. Each identifier is wrapped in ``_`` and put on a line of its own, so a part is
+    ``_k_`` found by substring search."""
+    wrapped = "_" + "_\n_".join(ids) + "_"
+    found = set()
+    for token in K_SIDE_TOKENS:
+        needle = f"_{token}_"
+        at = wrapped.find(needle)
+        while at >= 0:
+            start = wrapped.rfind("\n", 0, at) + 1
+            end = wrapped.find("\n", at)
+            end = len(wrapped) if end < 0 else end
+            found.add(wrapped[start + 1:end - 1])
+            at = wrapped.find(needle, end)
+    return found
+
+
+# ``narrow(k, ...)``, ``torch.narrow(self.k, ...)``: group 1 is the tail of the first positional
+# argument when that argument is a dotted name (star arguments before it are skipped).
+_ARGUMENT_RESHAPE = re.compile(
+    rf"{word_first(RESHAPE_CALLS)}{_GAP}\({_GAP}(?:\*[^,()]*,{_GAP})*(?:\({_GAP})*"
+    rf"(?:\w+{_GAP}\.{_GAP})*(\w+){_GAP}\)*{_GAP}[,)]"
+)
+# Callables that are attention calls without an attention word in their name (none today).
+_UNWORDED_CALLABLES = frozenset(c for c in ATTENTION_CALLABLES if not is_attention_word(c))
+
+
+# Every name ``pairs.is_kv_projection`` accepts contains one of these.
+_PROJECTION_WORDS = ("proj", "linear", "dense", "wk", "wv", "to_k", "to_v")
+
+
+# Methods after which a name counts as reshaped (KV101) or cut (KV102), seen through included.
+_RESHAPED_BY = RESHAPE_CALLS | SEE_THROUGH
+_CUT_BY = SEE_THROUGH | {"split", "chunk", "tensor_split", "narrow"}
+_RETURN_SELF = re.compile(rf"return(?<![A-Za-z0-9_]return){_GAP}self{_GAP}\.{_GAP}(\w+)")
+
+
+class _File:
+    """Lazily computed facts about one file's text, shared by the rule conditions."""
+
+    def __init__(self, text: str, settings: Settings, reduced: bool = False) -> None:
+        self.text = text
+        self.settings = settings
+        # Reduced by ``code_only``: no strings or comments, so brackets can be counted.
+        self.reduced = reduced
+        self._identifiers: frozenset[str] | None = None
+        self._pairs: list[str] | None = None
+        self._lower: str | None = None
+        self._cuts: list[int] | None = None
+        self._with: dict[frozenset[str], list[str]] = {}
+        self._attention: bool | None = None
+        self._reshaped_arguments: frozenset[str] | None = None
+        self._views: str | None = None
+        self._code: str | None = None
+        self._followers: dict[str, frozenset[str]] = {}
+        self._returned: frozenset[str] | None = None
+        self._joined: str | None = None
+        self._joined_lower: str | None = None
+        self._containing: dict[tuple[str, bool], frozenset[str]] = {}
+
+    @property
+    def extra_tails(self) -> frozenset[str]:
+        return frozenset(c.rsplit(".", 1)[-1] for c in self.settings.extra_attention_callables)
+
+    @property
+    def code(self) -> str:
+        """The text reduced by ``code_only`` (computed once: ``parse_plan`` reads it too)."""
+        if self._code is None:
+            self._code = self.text if self.reduced else code_only(self.text)
+        return self._code
+
+    @property
+    def lower(self) -> str:
+        if self._lower is None:
+            self._lower = self.text.lower()
+        return self._lower
+
+    @property
+    def identifiers(self) -> frozenset[str]:
+        if self._identifiers is None:
+            self._identifiers = identifier_set(self.text)
+        return self._identifiers
+
+    @property
+    def k_names(self) -> list[str]:
+        """K-side identifiers whose V counterpart also occurs."""
+        if self._pairs is None:
+            self._pairs = self.pairs_among(self.identifiers)
+        return self._pairs
+
+    def pairs_among(self, ids: frozenset[str]) -> list[str]:
+        """The K-side names in ``ids`` whose V counterpart is in ``ids`` too."""
+        extra = self.settings.extra_pairs
+        candidates = _k_candidates(ids)
+        candidates.update(k for k, _ in extra if k in ids)
+        return [
+            name for name in candidates
+            if kv_side(name, extra) == "k" and value_counterpart(name, extra) in ids
+        ]
+
+    def pairs_near(self, words: frozenset[str]) -> list[str]:
+        """K-side names whose K and V sides both share a statement with one of ``words``."""
+        return self.pairs_among(identifier_set("\n".join(self._chunks_with(words))))
+
+    def attention_context(self) -> bool:
+        if self._attention is None:
+            self._attention = (
+                # ``scopes`` also reads multi-head latent attention (``forward_mla``) as attention.
+                "attn" in self.lower or "attention" in self.lower or "mla" in self.lower
+                # Hand-written attention (``scopes.Scope.hand_attention``) needs a softmax call.
+                or "softmax" in self.text
+                or self.has_any(_UNWORDED_CALLABLES | self.extra_tails)
+                or any(is_kv_projection(n) for part in _PROJECTION_WORDS for n in self.names_containing(part))
+            )
+        return self._attention
+
+    def chunk_start(self, at: int) -> int:
+        """Where the chunk holding offset ``at`` starts (see ``_chunks_with``)."""
+        if self._cuts is None:
+            self._cuts = [0, *definition_lines(self.text), len(self.text)]
+        return self._cuts[bisect_right(self._cuts, at) - 1]
+
+    def _chunks_with(self, words: frozenset[str]) -> list[str]:
+        """The text's chunks in which one of ``words`` occurs as a whole word.
+
+        The text is cut before every ``def``/``class``/decorator line. Such a line always
+        starts a new statement, so one statement never spans two chunks (the one thing this
+        assumes: no string literal inside a statement has a line that starts like a
+        definition). The words are found in one scan of the whole text, each hit's chunk by
+        its offset.
+        """
+        found = self._with.get(words)
+        if found is None:
+            text = self.text
+            if self._cuts is None:
+                self._cuts = [0, *definition_lines(text), len(text)]
+            cuts = self._cuts
+            hits = sorted({bisect_right(cuts, at) - 1 for at in _word_offsets(text, words)})
+            found = [text[cuts[i]:cuts[i + 1]] for i in hits]
+            self._with[words] = found
+        return found
+
+    def followed_by(self, name: str, pattern: str) -> bool:
+        # No leading \b: a literal prefix lets ``re`` skip ahead; the boundary is checked here.
+        # An ASCII word character before the name is ruled out inside ``re`` (behind the
+        # literal, so ``re`` still jumps from one occurrence of the name to the next); the
+        # loop checks the rest.
+        for match in _compiled(rf"{re.escape(name)}(?<![A-Za-z0-9_]{re.escape(name)}){_GAP}{pattern}").finditer(self.text):
+            if self._starts_word(match.start()):
+                return True
+        return False
+
+    def _starts_word(self, start: int) -> bool:
+        return start == 0 or not (self.text[start - 1].isalnum() or self.text[start - 1] == "_")
+
+    def followers(self, name: str) -> frozenset[str]:
+        """What follows ``name`` anywhere in the text (past blanks, comments and line
+        continuations): ``[``, ``(``, or an attribute's name (``.view`` gives ``view``).
+
+        One scan per name answers every question about it; the pattern, built per name, is
+        shared by every file. Only the name is consumed (the rest is looked ahead), so an
+        occurrence inside another's attribute (``k.k[0]``) is still seen.
+        """
+        found = self._followers.get(name)
+        if found is None:
+            pattern = _compiled(
+                rf"{re.escape(name)}(?<![A-Za-z0-9_]{re.escape(name)})(?={_GAP}(?:([\[(])|\.{_GAP}(\w+)))"
+            )
+            found = frozenset(
+                m.group(1) or m.group(2) for m in pattern.finditer(self.text) if self._starts_word(m.start())
+            )
+            self._followers[name] = found
+        return found
+
+    @property
+    def returned_attributes(self) -> frozenset[str]:
+        """The ``x`` of every ``return self.x``."""
+        if self._returned is None:
+            self._returned = frozenset(
+                m.group(1) for m in _RETURN_SELF.finditer(self.text) if self._starts_word(m.start())
+            )
+        return self._returned
+
+    def subscripted(self, name: str) -> bool:
+        return "[" in self.followers(name)
+
+    def reshaped(self, name: str) -> bool:
+        after = self.followers(name)
+        return "[" in after or not after.isdisjoint(_RESHAPED_BY) or self.argument_reshaped(name)
+
+    def seen_through(self, name: str) -> bool:
+        """``k.transpose(1, 2)[...]``: a subscript after axis-moving steps (``reshapes.see_through``).
+        Any such step counts, subscripted or not: its arguments may hold brackets of any depth."""
+        return not self.followers(name).isdisjoint(SEE_THROUGH)
+
+    def cut(self, name: str) -> bool:
+        """Subscripted, seen through, or cut by KV102's split/chunk/tensor_split/narrow."""
+        after = self.followers(name)
+        return "[" in after or not after.isdisjoint(_CUT_BY) or self.argument_reshaped(name)
+
+    def argument_reshaped(self, name: str) -> bool:
+        """``torch.narrow(k, ...)``, ``narrow(self.k, ...)``: a reshape whose first positional
+        argument is a dotted name ending in ``name`` (what ``reshapes`` takes as its base)."""
+        if self._reshaped_arguments is None:
+            found = ()
+            if not self.identifiers.isdisjoint(RESHAPE_CALLS):
+                found = (m.group(1) for m in _ARGUMENT_RESHAPE.finditer(self.text))
+            self._reshaped_arguments = frozenset(found)
+        return name in self._reshaped_arguments
+
+    def viewed(self, name: str) -> bool:
+        """Can a KV202 view be about ``name``: its receiver's root, or the target assigned it?
+
+        Read in the statements that mention a view call: a view's chain lies within one.
+        """
+        text, raw = self._view_text(), not self.reduced
+        return (
+            root_reaches(text, name, _VIEW_CALLS, SAME_TENSOR_METHODS, raw)
+            or assigned_reaches(text, name, _VIEW_CALLS, raw)
+            or _compiled(
+                rf"{word_first(('reshape', 'unflatten', 'rearrange'))}{_GAP}\((?:{_GAP}\()*{_GAP}(?:\w+{_GAP}\.{_GAP})*{re.escape(name)}\b"
+            ).search(text) is not None
+        )
+
+    def _view_text(self) -> str:
+        if self._views is None:
+            self._views = "\n".join(self._chunks_with(_VIEW_CALLS))
+        return self._views
+
+    def has_class(self) -> bool:
+        """Is ``class`` a word of the text (not only a part of ``dataclass``)?"""
+        return self.has_any(("class",))
+
+    def has_any(self, words: Collection[str]) -> bool:
+        """Is one of ``words`` (identifiers) a whole word of the text?"""
+        if self._identifiers is not None:
+            return not self._identifiers.isdisjoint(words)  # no scan of the text per word
+        present = [word for word in words if word in self.text]
+        if not present:
+            return False
+        return _compiled(rf"{word_first(present)}(?!\w)").search(self.text) is not None
+
+    def names_containing(self, part: str, ignore_case: bool = False) -> set[str]:
+        """Every identifier with ``part`` in it (any case: ``part`` is lower case)."""
+        if self._identifiers is None and part not in (self.lower if ignore_case else self.text):
+            return set()
+        key = (part, ignore_case)
+        found = self._containing.get(key)
+        if found is None:
+            found = self._containing[key] = frozenset(self._names_containing(part, ignore_case))
+        return set(found)
+
+    def _names_containing(self, part: str, ignore_case: bool) -> Iterable[str]:
+        # The identifiers, one per line, searched for ``part`` in C; each hit's line is a name.
+        # Lower-casing keeps every offset only for ASCII.
+        if self._joined is None:
+            self._joined = "\n".join(self.identifiers)
+        joined = self._joined
+        if ignore_case and not joined.isascii():
+            return (n for n in self.identifiers if part in n.lower())
+        if ignore_case:
+            if self._joined_lower is None:
+                self._joined_lower = joined.lower()
+            haystack = self._joined_lower
+        else:
+            haystack = joined
+        names, at = [], haystack.find(part)
+        while at >= 0:
+            start = haystack.rfind("\n", 0, at) + 1
+            end = haystack.find("\n", at)
+            end = len(haystack) if end < 0 else end
+            names.append(joined[start:end])
+            at = haystack.find(part, end)
+        return names
+
+
+def _word_offsets(text: str, words: Iterable[str]) -> Iterator[int]:
+    """Where each of ``words`` occurs in ``text`` as a whole word (substring search in C, the
+    boundaries checked here: an alternation of the words in ``re`` is tried at every offset)."""
+    for word in words:
+        at = text.find(word)
+        while at >= 0:
+            end = at + len(word)
+            if (at == 0 or not _is_word_char(text[at - 1])) and (end == len(text) or not _is_word_char(text[end])):
+                yield at
+            at = text.find(word, end)

@@ -1,0 +1,78 @@
+"""KV104 needs a paired K-side name that is called, subscripted, written in place, assigned to its
+V twin, returned twice, or returned as ``self.`` attribute.
+"""
+
+from __future__ import annotations
+
+import re
+
+from linter.names import is_kv_tensor_name, kv_side, value_counterpart
+from linter.prefilter.file import _File
+from linter.prefilter.words import _GAP, _IDENTIFIER, _compiled, word_first
+
+
+# In-place writes through a name (KV104).
+_WRITTEN_BY = frozenset({"copy_", "index_copy", "index_copy_"})
+
+
+_RETURN = word_first(("return",))
+
+
+def _kv104(f: _File) -> bool:
+    # A K-side name with its V twin present that is called (``self.k_proj(``), written through
+    # (``k_cache[``, ``.copy_(``), assigned to its twin (``value = key.``) or returned twice.
+    extra = f.settings.extra_pairs
+    for k in f.k_names:
+        if "(" in f.followers(k) and _call_assigned_to_a_value(f, k):
+            return True
+        if not is_kv_tensor_name(k, extra):
+            continue
+        v = value_counterpart(k, extra) or k
+        if f.subscripted(k) or not f.followers(k).isdisjoint(_WRITTEN_BY) or f.followed_by(v, rf"{_GAP}={_GAP}\(*{_GAP}{k}\b"):
+            return True
+        if _compiled(rf"{_RETURN}{_GAP}\(?{_GAP}(?:\w+{_GAP}\.{_GAP})*{k}{_GAP},{_GAP}(?:\w+{_GAP}\.{_GAP})*{k}\b").search(f.text):
+            return True
+        if k in f.returned_attributes:
+            return True
+    return False
+
+
+def _call_assigned_to_a_value(f: _File, k: str) -> bool:
+    """Can a call of ``k`` be (part of) the value of an assignment to a V-side target
+    (``v = self.k_proj(x)``, ``self.v_cache = torch.empty(self.get_k_shape())``)?
+
+    Yes when a V-side name followed by ``=`` stands before the call on its line, or the call's
+    statement may have begun on an earlier line: in code-only text, a bracket still open since
+    the chunk's start or a backslash before the line; in raw text, any call.
+    """
+    text = f.text
+    for match in _compiled(rf"{re.escape(k)}(?<![A-Za-z0-9_]{re.escape(k)}){_GAP}\(").finditer(text):
+        at = match.start()
+        if not f._starts_word(at):
+            continue
+        line = text.rfind("\n", 0, at) + 1
+        head = text[line:at]
+        equals = _last_assignment(head)
+        if equals is not None and any(kv_side(n, f.settings.extra_pairs) == "v" for n in _IDENTIFIER.findall(head, 0, equals)):
+            return True
+        if not f.reduced or head.lstrip().startswith("@"):
+            # Strings and comments may hide where the statement began; a line starting with
+            # ``@`` may continue a matrix product rather than start a chunk.
+            return True
+        start = f.chunk_start(at)
+        opened = text.count("(", start, line) + text.count("[", start, line) + text.count("{", start, line)
+        closed = text.count(")", start, line) + text.count("]", start, line) + text.count("}", start, line)
+        if opened > closed or text[start:line].rstrip(" \t\r\n").endswith("\\"):
+            return True
+    return False
+
+
+def _last_assignment(head: str) -> int | None:
+    """The offset of the last ``=`` in ``head`` that is no comparison (an assignment, an
+    augmented one, or a keyword argument such as ``value=``), or None."""
+    at = head.rfind("=")
+    while at >= 0:
+        if head[at + 1:at + 2] != "=" and (at == 0 or head[at - 1] not in "=!<>"):
+            return at
+        at = head.rfind("=", 0, at)
+    return None

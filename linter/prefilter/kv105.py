@@ -1,0 +1,291 @@
+"""KV105 needs attention context, a paired K tensor name and either a top-level function whose
+every return can be a cut, called in the file with a K tensor name among its arguments, or a
+name from a ``from x import`` statement called with a K tensor name first and its result
+assigned or passed on (the helper read from its module).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+from linter.code_only import code_only
+from linter.names import RESHAPE_CALLS, SEE_THROUGH, SHAPE_KEEPING, is_kv_tensor_name
+from linter.prefilter.facts import _recalled, _remembered
+from linter.prefilter.file import _File
+from linter.prefilter.imports import _from_imported
+from linter.prefilter.lines import _DEFINITION, top_level_starts
+from linter.prefilter.statements import _BRACKET, _NESTED_SCOPE, _RETURN_WORD, _statement_end
+from linter.prefilter.words import _GAP, _IDENTIFIER, _compiled, _is_word_char, word_first
+from linter.settings import Settings
+
+
+_BEFORE_A_DEF_NAME = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+")
+
+
+def _kv105(f: _File) -> bool:
+    return bool(_remembered("KV105", f, _kv105_helpers(f)))
+
+
+def kv105_helpers(text: str, settings: Settings) -> set[str]:
+    """The names ``from`` imports bind that ``text`` calls as KV105 helpers (a key first, the
+    result used); ``""`` stands for a helper the file itself defines, or a callee the text
+    cannot tell: the file's tree must be read."""
+    return _recalled("KV105", text, settings, _kv105_helpers)
+
+
+def _kv105_helpers(f: _File) -> set[str]:
+    # Attention context, a K tensor name with its V twin, and a top-level function whose
+    # returns can be a cut, or an imported one, called on a key. Which local helper it is and
+    # what it returns is left to the module screen (``module_screens.kv105``), what an imported
+    # one returns to its text screen (``module_screens.kv105_text``).
+    if ("def" not in f.text and "import" not in f.text) or not f.attention_context():
+        return set()
+    extra = f.settings.extra_pairs
+    keys = [k for k in f.k_names if is_kv_tensor_name(k, extra)]
+    if not keys:
+        return set()
+    helpers = [name for name in cut_returning_defs(f.text) if f.text.count(name) >= 2]
+    # A K name between the brackets of a call of a helper. Brackets are counted in the raw
+    # text; where a quote or a comment lies before the close found, a string or comment may
+    # have ended it early, and the search runs on to the next definition line (``chunks``: a
+    # statement never crosses one).
+    text = f.text
+    if helpers:
+        # The key is an argument by itself, a dotted name (``trim(self.k, n)``, ``trim(x, n=k)``),
+        # as ``module_screens.kv105`` reads it: ``trim(k.t(), n)`` passes no key.
+        key_argument = _compiled(
+            rf"[(,=]{_GAP}(?:\({_GAP})*(?:\w+{_GAP}\.{_GAP})*{word_first(keys)}(?!\w){_GAP}(?:\){_GAP})*[,)]"
+        )
+        # One pattern for every helper: the names are the file's own, so nothing is reused.
+        for call in re.compile(rf"{word_first(helpers)}{_GAP}\(").finditer(text):
+            if call.start() and (text[call.start() - 1] == "." or _BEFORE_A_DEF_NAME.fullmatch(text, text.rfind("\n", 0, call.start()) + 1, call.start())):
+                continue  # a method, or the helper's own ``def`` line
+            start = call.end()
+            end = _group_end(text, start)
+            if any(c in text[start:end] for c in "'\"#"):
+                after = _DEFINITION.search(text, start)
+                end = after.start() if after else len(text)
+            if key_argument.search(text, start - 1, min(end + 1, len(text))):
+                return {""}
+    # An imported helper (read from its file) cuts only a key passed first, and its result is
+    # assigned or passed on: ``k = trim(k, n)``, ``attn(q, trim(self.k, n), v)``. Found from
+    # the key's side (a few names, so the pattern is reused across files), the callee read
+    # back from the bracket.
+    imported = _from_imported(text) if "import" in text else set()
+    if not imported:
+        return set()
+    called = set()
+    key_first = _compiled(rf"\({_GAP}(?:\w+{_GAP}\.{_GAP})*{word_first(keys)}(?!\w|{_GAP}=(?!=))")
+    for call in key_first.finditer(text):
+        end = _blank_before(text, call.start())
+        if end is None:
+            return {""}  # a comment may stand between the callee and its bracket
+        start = end
+        while start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            start -= 1
+        if text[start:end] in imported and _result_used(text, start):
+            called.add(text[start:end])
+    return called
+
+
+def _blank_before(text: str, at: int) -> int | None:
+    """Where the blanks and line continuations that end just before ``at`` begin; None when
+    the line before may end with a comment (it has a ``#``)."""
+    i = at
+    while i and text[i - 1] in " \t\f\r\n\\":
+        if text[i - 1] == "\n" and "#" in text[text.rfind("\n", 0, i - 1) + 1 : i - 1]:
+            return None
+        i -= 1
+    return i
+
+
+def _group_end(text: str, start: int) -> int:
+    """Where the bracket group opened just before ``start`` closes (counting brackets in the
+    text as it is), or the end of the text."""
+    close = text.find(")", start)
+    if close >= 0 and _OPENING.search(text, start, close) is None:
+        return close  # nothing nested: the common ``trim(k, n)``
+    depth = 1
+    for bracket in _BRACKET.finditer(text, start):
+        depth += 1 if bracket.group() in "([{" else -1
+        if depth == 0:
+            return bracket.start()
+    return len(text)
+
+
+def _result_used(text: str, at: int) -> bool:
+    """Is the call starting at ``at`` assigned (``=``, not ``==``) or an argument or item
+    (after ``(``, ``,`` or ``[``)? A comment that may end the line before counts as yes."""
+    if at and text[at - 1] == ".":
+        return False
+    i = _blank_before(text, at)
+    if i is None:
+        return True
+    if not i:
+        return False
+    return text[i - 1] in "(,[" or (text[i - 1] == "=" and (i == 1 or text[i - 2] not in "=!<>"))
+
+
+_OPENING = re.compile(r"[(\[{]")
+
+
+# A ``return`` line that can give a cut parameter: a subscript or a cutting call in it, a plain
+# name, perhaps in parentheses (bound to a cut before), or an expression continued on the next lines; a comment may
+# end the line.
+_CUT_RETURN = re.compile(
+    rf"^[ \t]+return\b(?:[^\n]*(?:\[|{word_first(tuple(RESHAPE_CALLS))})|(?:[ \t(]+\w+[ \t)]*|[^\n]*[(\\])[ \t]*(?:#[^\n]*)?$)",
+    re.MULTILINE,
+)
+
+
+def cut_returning_defs(text: str) -> list[str]:
+    """The top-level functions that can be KV105 helpers, whose every ``return`` can give a
+    cut of a parameter (``module_screens._may_cut_a_parameter``): rotary and other helpers
+    that build new tensors (``torch.cat(...)``, ``q_embed, k_embed``), allocate
+    (``return torch.empty(...)``) or return nothing cannot. A body runs to the next top-level
+    definition (a comment in column 0 does not end it)."""
+    starts = top_level_starts(text)
+    found = []
+    for here, after in zip(starts, [*starts[1:], None]):
+        name = here.group(1)
+        end = after.start() if after else len(text)
+        # The one-pattern test first: most functions have no return that looks like a cut.
+        if name and _a_return_may_cut(text, here.end(), end) and _every_return_may_cut(code_only(text[here.end():end])):
+            found.append(name)
+    return found
+
+
+def _a_return_may_cut(text: str, start: int, end: int) -> bool:
+    """Does a ``return`` between ``start`` and ``end`` look like a cut (``_CUT_RETURN`` on its
+    line), or follow something on its line (``def f(x): return x[0]``, ``if n: return x[:n]``),
+    where the line is not read further?"""
+    at = text.find("return", start, end)
+    while at >= 0:
+        after = at + 6
+        if (not at or not _is_word_char(text[at - 1])) and (after == len(text) or not _is_word_char(text[after])):
+            line = text.rfind("\n", 0, at) + 1
+            if text[line:at].strip(" \t") or _CUT_RETURN.match(text, line):
+                return True
+        at = text.find("return", after, end)
+    return False
+
+
+def _every_return_may_cut(body: str) -> bool:
+    """Can every ``return`` in ``body`` (code only, from the function's name on) be a cut of
+    one of its parameters (``_may_cut``)? A returned name must be assigned such a cut.
+    Returns of a nested function are that function's, not this one's: with one in the body,
+    any return may be.
+    """
+    if _NESTED_SCOPE.search(body):
+        return True
+    returns = list(_RETURN_WORD.finditer(body))
+    if not returns:
+        return False
+    parameters = _parameters(body)
+    for match in returns:
+        stop = _statement_end(body, match.end(), len(body))
+        if stop is None:
+            continue  # its brackets do not add up: it may be anything
+        value = body[match.end():stop]
+        name = _PLAIN_NAME.fullmatch(value)
+        if name is None:
+            if not _may_cut(value, parameters):
+                return False
+        elif name.group(1) in ("None", "True", "False") or not _assigned_a_cut(body, name.group(1), parameters):
+            return False
+    return True
+
+
+def _parameters(body: str) -> frozenset[str]:
+    """The names a function's parameter list may bind (every name right after its ``(`` or a
+    comma: annotations and defaults hold more, which only makes the answer larger), from
+    ``body`` (code only, from the function's name on)."""
+    opening = body.find("(")
+    if opening < 0:
+        return frozenset()
+    return frozenset(_PARAMETER.findall(body, opening, _group_end(body, opening + 1) + 1))
+
+
+_PARAMETER = re.compile(rf"[(,]{_GAP}\**([^\W\d]\w*)")
+
+
+def _may_cut(value: str, parameters: Collection[str]) -> bool:
+    """Can ``value`` (code only) be a cut of one of ``parameters`` as
+    ``module_screens._cut_base`` reads one: a parameter subscripted or followed by a method
+    (``x[:n]``, ``x.transpose(1, 2)[0]``, ``x.narrow(1, 0, n)``), or first in a reshape call
+    (``torch.narrow(x, 1, 0, n)``)? ``x.shape[1]`` and ``torch.cat([x, y])`` are not."""
+    if "[" not in value and _CUT_WORD.search(value) is None:
+        return False
+    # The cut is the value itself, perhaps in parentheses: read on its surface, the text outside
+    # every other bracket (``f(x[0])``, ``x[0] * y`` and ``a if c else x[0]`` are no cuts of x).
+    surface = _surface(value, value[:len(value) - len(value.lstrip(" \t\n\\("))].count("("))
+    surface = surface.split(";", 1)[0]  # a statement after it on the line
+    if _OPERATOR.search(surface):
+        return False
+    for match in _IDENTIFIER.finditer(surface):
+        start, end = match.span()
+        name = match.group()
+        if name in RESHAPE_CALLS:
+            first = _FIRST_ARGUMENT.match(value, end)
+            if first and first.group(1) in parameters:
+                return True
+        if name not in parameters or (start and (surface[start - 1] == "." or _is_word_char(surface[start - 1]))):
+            continue
+        after = _skip(value, end, " \t\n\\)")
+        if after < len(value) and value[after] == "[":
+            return True
+        if after < len(value) and value[after] == ".":
+            method = _IDENTIFIER.match(value, _skip(value, after + 1, " \t\n\\"))
+            if method and method.group() in _CUT_METHODS:
+                return True
+    return False
+
+
+def _surface(text: str, wrapped: int) -> str:
+    """``text`` with what lies inside more than ``wrapped`` brackets blanked (the brackets
+    that open and close at that depth kept)."""
+    out, depth = list(text), 0
+    for i, c in enumerate(text):
+        if c in "([{":
+            depth += 1
+            if depth > wrapped + 1:
+                out[i] = " "
+        elif c in ")]}":
+            depth -= 1
+            if depth > wrapped:
+                out[i] = " "
+        elif depth > wrapped:
+            out[i] = " "
+    return "".join(out)
+
+
+# An operator or keyword that makes a value something other than a cut (a ``BinOp``,
+# ``Compare``, ``Tuple``, ``IfExp``, ``Await``...).
+_OPERATOR = re.compile(r"[-+*/@%|&^<>=!,~]|(?<!\w)(?:if|and|or|not|is|in|await|lambda|yield)(?!\w)")
+_FIRST_ARGUMENT = re.compile(rf"{_GAP}\({_GAP}(?:\({_GAP})*([^\W\d]\w*)(?!\w)")
+
+
+def _skip(text: str, at: int, chars: str) -> int:
+    while at < len(text) and text[at] in chars:
+        at += 1
+    return at
+
+
+# A method after which a parameter may be cut: subscripted after see-through steps, or reshaped.
+_CUT_METHODS = SEE_THROUGH | RESHAPE_CALLS | SHAPE_KEEPING
+
+
+def _assigned_a_cut(body: str, name: str, parameters: Collection[str]) -> bool:
+    """Is ``name`` a target of an assignment whose value may be a cut of one of
+    ``parameters``?"""
+    for match in _compiled(rf"(?<![\w.]){re.escape(name)}(?!\w)[^\n=]*=(?!=)").finditer(body):
+        stop = _statement_end(body, match.end(), len(body))
+        if stop is None or _may_cut(body[match.end():stop], parameters):
+            return True
+    return False
+
+
+# A name, perhaps in parentheses (``return (out)``), across lines.
+_PLAIN_NAME = re.compile(r"[\s\\(]*([^\W\d]\w*)[\s\\)]*")
+_CUT_WORD = re.compile(rf"{word_first(tuple(RESHAPE_CALLS))}(?!\w)")

@@ -1,0 +1,52 @@
+"""Statements and brackets as more than one rule's condition reads them: where a statement of
+text reduced to code ends (``_statement_end``), the bracket pattern, and the ``return`` and
+nested ``def``/``class`` words of a function's body.
+"""
+
+from __future__ import annotations
+
+import re
+
+from linter.prefilter.words import word_first
+
+
+_BRACKET = re.compile(r"[()\[\]{}]")
+
+
+_STRING_LEFT = re.compile(r'"[^"\n]*"')
+
+
+def _statement_end(code: str, start: int, end: int) -> int | None:
+    """Where the statement of reduced text that starts at ``start`` ends: the end of the first
+    line after which its brackets are closed and no backslash continues it (a multi-line
+    string's rest, indented by ``code_only`` on a later line, continues it too); None when the
+    brackets do not add up."""
+    depth = 0
+    at = start
+    while True:
+        newline = code.find("\n", at, end)
+        stop = end if newline < 0 else newline
+        line = code[at:stop]
+        counted = _STRING_LEFT.sub("", line) if '"' in line else line
+        depth += (
+            counted.count("(") + counted.count("[") + counted.count("{")
+            - counted.count(")") - counted.count("]") - counted.count("}")
+        )
+        if newline < 0:
+            return end
+        if depth < 0:
+            return None
+        at = newline + 1
+        if depth or line.rstrip().endswith("\\"):
+            continue
+        # Past blank lines, a line starting ' "' is the rest of a multi-line string.
+        following = at
+        while following < end and code[following] in " \t\r\n" and not code.startswith(' "', following):
+            following += 1
+        if not code.startswith(' "', following) or code.rfind("\n", 0, following) + 1 != following:
+            return newline
+        at = following
+
+
+_NESTED_SCOPE = re.compile(rf"{word_first(('def', 'class'))}(?!\w)")
+_RETURN_WORD = re.compile(rf"{word_first(('return',))}(?!\w)")
