@@ -27,10 +27,11 @@ text screen).
 
 KV105, KV207, KV208 and KV209 reason across top-level definitions (a helper and its caller, a
 base and its subclass, a pool and its builder, a viewing helper and its caller) or files, so
-they have no own unit: a file their conditions admit is left to their ``module_screens`` (KV208's
-asked of the text and the modules it imports first, ``module_screens.TEXT_SCREENS``) on its
-whole ``ast`` tree, and goes whole to libcst only when one of those says yes; otherwise the
-other rules' units stand.
+they have no own unit: a file their conditions admit is left to their ``module_screens``,
+asked of the text and the modules it imports first (``module_screens.TEXT_SCREENS``), then of
+the file's whole ``ast`` tree. A screen that says yes names the lines where its rule may report,
+and libcst reads the top-level definitions holding them, with every definition those name,
+beside the other rules' units; otherwise the other rules' units stand.
 
 The rest of the module (what lies outside the units) holds the units' header lines, a class's
 without its ``class`` keyword: its body is its own unit, so a condition that asks for a class
@@ -142,9 +143,9 @@ class ParsePlan:
     rules: frozenset[str | None] = frozenset()
     # Per range, the rules whose condition held in that definition alone.
     range_rules: tuple[frozenset[str | None], ...] = ()
-    # Live rules whose facts lie in different definitions (KV105, KV207, KV208, KV209): when any is
-    # left, the file goes whole unless their ``module_screens`` all say no; ``ranges`` then
-    # stand for the other rules.
+    # Live rules whose facts lie in different definitions (KV105, KV207, KV208, KV209): their
+    # ``module_screens`` name the definitions they may report in; ``ranges`` stand for the
+    # other rules.
     module_rules: frozenset[str | None] = frozenset()
 
     @property
