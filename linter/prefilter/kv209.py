@@ -409,25 +409,10 @@ _QUOTED_FIELD = re.compile(r"'[^'\n]*'")
 
 
 def _statements(body: str) -> list[str] | None:
-    """``body`` (reduced text) cut at every newline or ``;`` outside brackets and line
-    continuations: its logical lines and simple statements. None when the brackets do not
-    balance."""
-    found, depth, start = [], 0, 0
-    for part in _STATEMENT_PARTS.finditer(body):
-        char = part.group()[0]
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-            if depth < 0:
-                return None
-        elif char in "\n;" and not depth:
-            found.append(body[start:part.start()])
-            start = part.end()
-    if depth:
-        return None
-    found.append(body[start:])
-    return found
+    """``body`` (reduced text) cut into its logical lines and simple statements
+    (``_statement_spans``); None when the brackets do not balance."""
+    spans = _statement_spans(body)
+    return None if spans is None else [body[start:end] for start, end in spans]
 
 
 def _view_or_name(expression: str) -> str | None:
