@@ -297,3 +297,30 @@ def test_kv203_needs_a_fused_qkv_or_both_sides_named_where_the_split_is() -> Non
     # Gates split in three, no fused QKV and no K/V names where the split is.
     gates = "    def forward(self, x):\n        i, f, o = self.gates(x).chunk(3, dim=-1)\n"
     assert not parse_plan(head + gates, kv203, Settings()).needed
+
+
+def test_kv106_needs_the_value_scale_assigned_a_value_naming_the_key_scale() -> None:
+    kv106 = [rules_by_code()["KV106"]]
+    head = "def forward(self, q, k, v, k_scale, v_scale):\n"
+    for body in ("    v_scale = v_scale or k_scale\n",
+                 "    self._v_scale = (\n        self._v_scale if self._v_scale is not None else self._k_scale)\n",
+                 "    if v_scale is None:\n        v_scale: float = k_scale\n"):
+        assert parse_plan(head + body + "    return attn(q, k, v)\n", kv106, Settings()).needed, body
+    for body in ("    v_scale = torch.ones(1)\n    return attn(q, k, v, k_scale, v_scale)\n",
+                 "    assert v_scale == k_scale\n",
+                 "    v_scale += k_scale\n",
+                 "    v_scale = 1.0  # k_scale\n"):
+        assert not parse_plan(head + body, kv106, Settings()).needed, body
+
+
+def test_kv301_needs_an_attribute_of_the_pair_rebuilt_from_itself() -> None:
+    kv301 = [rules_by_code()["KV301"]]
+    head = "class Cache:\n    def __init__(self):\n        self.k_cache = None\n        self.v_cache = None\n\n    def append(self, k, v):\n"
+    for body in ("        self.k_cache = torch.cat([self.k_cache, k])\n",
+                 "        self.v_cache = torch.cat(\n            [self.v_cache,\n             v])\n",
+                 "        self.k_cache[0] = self.k_cache[1]\n"):
+        assert parse_plan(head + body, kv301, Settings()).needed, body
+    for body in ("        return self.k_cache, self.v_cache\n",
+                 "        if self.k_cache is None or self.k_cache.shape[0] < 4:\n            return k\n",
+                 "        out = self.k_cache  # self.k_cache\n"):
+        assert not parse_plan(head + body, kv301, Settings()).needed, body
