@@ -117,8 +117,12 @@ def _cut_returning_names(text: str) -> frozenset[str]:
 
 
 def _imported_file(statement: ast.ImportFrom, path: str) -> str | None:
-    parts = statement.module.split(".") if statement.module else []
-    return module_file(path, statement.level, parts) if statement.level else absolute_module_file(path, parts)
+    return _module_at(path, statement.level, statement.module.split(".") if statement.module else [])
+
+
+def _module_at(path: str, level: int, parts: list[str]) -> str | None:
+    """The file of the tree a ``from`` import in ``path`` reads (``level`` dots, then ``parts``)."""
+    return module_file(path, level, parts) if level else absolute_module_file(path, parts)
 
 
 def _imported_functions(statement: ast.ImportFrom, path: str) -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]:
@@ -574,7 +578,7 @@ def kv208_text(text: str, settings: Settings, path: str) -> bool:
     for level, parts, real, bound in from_imports(text):
         if bound not in callees:
             continue
-        target = module_file(path, level, parts) if level else absolute_module_file(path, parts)
+        target = _module_at(path, level, parts)
         if target is None or real not in read_once(target, _classes_with_a_value_dim, frozenset()):
             continue
         # The class must take one optional value head dim for any call to leave it out.
@@ -597,7 +601,7 @@ def kv105_text(text: str, settings: Settings, path: str) -> bool:
     if not helpers <= bound.keys():
         return True  # an import the text cannot read
     return any(
-        _helper_in_may_cut(module_file(path, level, parts) if level else absolute_module_file(path, parts), real)
+        _helper_in_may_cut(_module_at(path, level, parts), real)
         for sources in bound.values() for level, parts, real in sources
     )
 
@@ -616,7 +620,7 @@ def kv209_text(text: str, settings: Settings, path: str) -> bool:
     viewing = {name for name in facts.imported if name not in bound}  # an import the text cannot read
     for name, sources in bound.items():
         for level, parts, real in sources:
-            target = module_file(path, level, parts) if level else absolute_module_file(path, parts)
+            target = _module_at(path, level, parts)
             if target is not None and read_once(target, _ViewReturning, _NO_VIEWS).may(real):
                 viewing.add(name)
                 break

@@ -260,9 +260,10 @@ def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
             live = _reporting(python, job, module_rules, path, text) | _reporting(python, job, plan.rules - plan.module_rules, path, text)
         elif module_rules and (seeds := _module_seeds(python, job, module_rules, path)):
             units, _, live = _screened_units(text, plan, job, python)
-            units = [*units, *_definitions_holding(text, frozenset().union(*seeds.values()))]
+            segments = top_level_segments(code_only(text))
+            units = [*units, *_definitions_holding(segments, frozenset().union(*seeds.values()))]
             try:
-                findings = _parse_and_lint(_in_place(text, units), path, job, _PARSED, live | seeds.keys())
+                findings = _parse_and_lint(_in_place(text, units, segments), path, job, _PARSED, live | seeds.keys())
             except _Unlintable:
                 # The cut was wrong: the whole file gives the verdict.
                 live = seeds.keys() | _reporting(python, job, plan.rules - plan.module_rules, path, text)
@@ -289,17 +290,17 @@ def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
     return _not_ignored(unsuppressed(_parse_and_lint(text, path, job, python, live), text), path, job.settings)
 
 
-def _in_place(text: str, units: list[tuple[int, int]]) -> str:
+def _in_place(text: str, units: list[tuple[int, int]], segments: list[Segment] | None = None) -> str:
     """``text`` with only the lines of ``units`` and of the module's own statements (imports,
     assignments, ``if``/``try`` blocks) kept, every other line left empty: the rules see each
     kept definition where it stands, with the module's names around it, so their findings'
     positions and fixes are the file's own without parsing the definitions no rule can report
-    in."""
+    in. ``segments``: the text's ``top_level_segments`` where the caller has them."""
     lines = text.split("\n")
     kept = bytearray(len(lines))
     for start, end in units:
         kept[start:end] = b"\1" * (end - start)
-    for segment in top_level_segments(code_only(text)):
+    for segment in segments if segments is not None else top_level_segments(code_only(text)):
         if not segment.definition:
             kept[segment.start:segment.end] = b"\1" * (segment.end - segment.start)
     return "\n".join(line if keep else "" for line, keep in zip(lines, kept))
@@ -314,12 +315,12 @@ def _module_seeds(python: ast.Module, job: Job, rules: frozenset[str | None], pa
     return {code: lines for code, lines in found.items() if lines}
 
 
-def _definitions_holding(text: str, lines: frozenset[int]) -> list[tuple[int, int]]:
-    """The line ranges of the top-level definitions holding ``lines`` (1-based), and of every
+def _definitions_holding(segments: list[Segment], lines: frozenset[int]) -> list[tuple[int, int]]:
+    """The line ranges of the top-level definitions among ``segments`` (a file's
+    ``top_level_segments``) holding ``lines`` (1-based), and of every
     top-level definition their code names, directly or through the module's statements
     (``Alias = Base``), and so on: a module rule reads a helper, a base class or a pool by
     its name."""
-    segments = top_level_segments(code_only(text))
     named: dict[str, list[Segment]] = {}  # a name -> the definitions binding it, the statements naming it
     for segment in segments:
         if segment.definition:
