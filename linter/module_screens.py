@@ -281,8 +281,11 @@ def _direct_self_attrs(cls: ast.ClassDef) -> set[str]:
     return found
 
 
-def _redeclares_one_side(cls: ast.ClassDef, extra) -> bool:
+def _lonely_twins(cls: ast.ClassDef, extra) -> set[str]:
+    """The twins of the K/V projections a method of ``cls`` assigns a ``*Linear`` after
+    calling its parent's ``__init__``, where the class does not define the twin itself."""
     defined: set[str] | None = None
+    found: set[str] = set()
     for method in cls.body:
         if not isinstance(method, _FUNCTIONS):
             continue
@@ -304,28 +307,38 @@ def _redeclares_one_side(cls: ast.ClassDef, extra) -> bool:
             continue
         if defined is None:
             defined = _direct_self_attrs(cls)
-        if any(twin not in defined for twin in lonely):
-            return True
-    return False
+        found.update(twin for twin in lonely if twin not in defined)
+    return found
 
 
 def kv207(tree: ast.AST, settings: Settings, path: str) -> frozenset[int]:
     """A top-level class with a base it can inherit a projection from (a class of the module
     or a name imported by ``from ... import``: the rule reads no other) that calls its
     parent's ``__init__`` and assigns one side of a K/V projection pair a ``*Linear`` without
-    the other. The lines of such classes."""
+    the other, where the twin is named in a class of the module or in the module file a base
+    is imported from (the rule finds the inherited twin among those classes only). The lines
+    of such classes."""
     classes = _top_classes(tree)
     imported: dict[str, list[tuple[ast.ImportFrom, str]]] | None = None
+    in_classes: set[str] | None = None
     extra = settings.extra_pairs
     found: set[int] = set()
     for same_name in classes.values():
         for cls in same_name:
             bases = [d for b in cls.bases if (d := _dotted(b)) is not None]
-            if not bases or not _redeclares_one_side(cls, extra):
+            if not bases or not (twins := _lonely_twins(cls, extra)):
                 continue
             if imported is None:
                 imported = _imports(tree)
-            if any(b in classes or b in imported for b in bases):
+            if not any(b in classes or b in imported for b in bases):
+                continue
+            if in_classes is None:
+                in_classes = {n for c in classes.values() for k in c for n in _names_in(k)}
+            if not twins.isdisjoint(in_classes) or any(
+                not twins.isdisjoint(read_once(target, identifier_set, frozenset()))
+                for b in bases for statement, _ in imported.get(b, ())
+                if (target := _imported_file(statement, path)) is not None
+            ):
                 found.add(cls.lineno)
     return frozenset(found)
 
@@ -502,8 +515,9 @@ def kv209(tree: ast.AST, settings: Settings, path: str) -> frozenset[int]:
     """A call with a K (V) name chain first, of a function of the file that may return a view
     (``name(...)``, ``self.name(...)``) or of one imported from a module of the tree that
     may; and the twin passed first to such a call with other arguments (the same helper
-    with the same arguments views both alike), or viewed inline. The lines of every call
-    through such a helper where some is (none: no finding)."""
+    with the same arguments views both alike), or viewed inline, in the same function (KV202
+    compares the views of one scope). The lines of the calls through such a helper in the
+    functions where some is (none: no finding)."""
     extra = settings.extra_pairs
     functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
     calls: list[tuple[str, bool, str, str, ast.Call]] = []  # (callee, plain name?, root, side, call)
@@ -530,7 +544,7 @@ def kv209(tree: ast.AST, settings: Settings, path: str) -> frozenset[int]:
         return frozenset()
     # Only the callees of such calls are read (a model file has hundreds of functions).
     viewing: dict[str, bool] = {}
-    passed: list[tuple[str, str, str, int]] = []  # (root, side, the call less its first argument, line)
+    passed: list[tuple[str, str, str, int, ast.Call]] = []  # (root, side, the call less its first argument, line, call)
     for callee, plain, root, side, node in calls:
         if callee not in viewing:
             viewing[callee] = any(_may_return_a_view(fn) for fn in functions.get(callee, ()))
@@ -543,22 +557,34 @@ def kv209(tree: ast.AST, settings: Settings, path: str) -> frozenset[int]:
             )
         if helper:
             rest = ast.dump(ast.Call(node.func, node.args[1:], node.keywords))
-            passed.append((root, side, rest, node.lineno))
+            passed.append((root, side, rest, node.lineno, node))
     if not passed:
         return frozenset()
-    viewed: set[str] | None = None
-    lines = frozenset(line for *_, line in passed)
-    for root, side, rest, _ in passed:
+    # KV202's scopes: a view is compared with the views of its own function only (code
+    # outside every function, with the module's). Each call is read with the outermost
+    # function whose body holds it, a superset of its own; the module's calls with the file.
+    bodies = sorted(
+        [((fn.body[0].lineno, fn.body[0].col_offset), (fn.end_lineno, fn.end_col_offset), fn)
+         for same_name in functions.values() for fn in same_name],
+        key=lambda body: body[0],
+    )
+    scopes: dict[int, ast.AST] = {}
+    for root, side, rest, line, node in passed:
+        scopes[id(node)] = next((fn for start, end, fn in bodies if start <= (node.lineno, node.col_offset) <= end), tree)
+    viewed: dict[int, set[str]] = {}
+    matched: set[int] = set()  # the scopes where some call's twin is viewed otherwise
+    for root, side, rest, _, node in passed:
         twin = (value_counterpart if side == "k" else key_counterpart)(root, extra)
-        if twin is None:
+        scope = scopes[id(node)]
+        if twin is None or id(scope) in matched:
             continue
-        if any(other == twin and other_rest != rest for other, _, other_rest, _ in passed):
-            return lines
-        if viewed is None:
-            viewed = _viewed_names(tree)
-        if twin in viewed:
-            return lines
-    return frozenset()
+        if id(scope) not in viewed:
+            viewed[id(scope)] = _viewed_names(scope)
+        if twin in viewed[id(scope)] or any(
+            other == twin and other_rest != rest and scopes[id(n)] is scope for other, _, other_rest, _, n in passed
+        ):
+            matched.add(id(scope))
+    return frozenset(line for *_, line, node in passed if id(scopes[id(node)]) in matched)
 
 
 def kv208_text(text: str, settings: Settings, path: str) -> bool:

@@ -4,6 +4,7 @@ report, and a file they stop still gets its other rules' per-definition plan."""
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 
 import pytest
 
@@ -73,7 +74,27 @@ def test_kv207_needs_one_side_redeclared_after_the_parent_init_on_a_known_base()
     assert not _screen("KV207", base + both)
     # The base is neither a class of the module nor an imported name.
     assert not _screen("KV207", child)
-    assert _screen("KV207", "from .base import Base\n\n\n" + child)
+    # The twin is named by no class of the module: nothing the rule could inherit it from.
+    assert not _screen("KV207", base.replace("k_proj", "q_proj") + child)
+
+
+def test_kv207_needs_the_twin_named_where_an_imported_base_lives(tmp_path) -> None:
+    child = ("class Child(Base):\n    def __init__(self, config):\n        super().__init__(config)\n"
+             "        self.v_proj = nn.Linear(config.hidden_size, config.num_attention_heads * self.head_dim)\n")
+    base = ("class Base(nn.Module):\n    def __init__(self, config):\n        super().__init__()\n"
+            "        self.head_dim = config.hidden_size // config.num_attention_heads\n"
+            "        self.k_proj = nn.Linear(config.hidden_size, config.num_key_value_heads * self.head_dim)\n")
+    runner = _package(tmp_path, {"paired.py": base, "fused.py": base.replace("k_proj", "qkv_proj")}, "runner.py")
+    for importer in ("from .paired import Base", "from serving.paired import Base"):
+        assert _screen("KV207", f"{importer}\n\n\n{child}", str(runner)), importer
+    # The base's module never names ``k_proj``, or cannot be found in the tree.
+    assert not _screen("KV207", f"from .fused import Base\n\n\n{child}", str(runner))
+    assert not _screen("KV207", f"from .missing import Base\n\n\n{child}", str(runner))
+    # Found as the rule finds it: a finding from the imported base, and none from the other.
+    slow = replace(job_for(default_settings()), prefilter=False)
+    for module, codes in (("paired", ["KV207"]), ("fused", [])):
+        found = _lint_text(f"from .{module} import Base\n\n\n{child}", str(runner), slow)
+        assert [f.code for f in found] == codes, module
 
 
 def test_kv208_checks_the_pool_of_the_module_and_passes_an_imported_one() -> None:

@@ -31,8 +31,8 @@ def _condition(text: str) -> bool:
     return _kv207(_File(text, Settings()))
 
 
-def _screened(text: str) -> bool:
-    return bool(screen(ast.parse(text), Settings(), "model.py"))
+def _screened(text: str, path: str = "model.py") -> bool:
+    return bool(screen(ast.parse(text), Settings(), path))
 
 
 def _child(body: str, header: str = "    def __init__(self, dim, heads, kv_heads):\n") -> str:
@@ -128,10 +128,13 @@ def test_a_twin_inside_an_if_in_a_tab_indented_class_is_admitted() -> None:
     assert _condition(text)
 
 
-def test_a_base_imported_over_several_lines_is_read() -> None:
+def test_a_base_imported_over_several_lines_is_read(tmp_path) -> None:
+    (tmp_path / "base.py").write_text(BASE)  # the screen reads the base's module for its twin
+    (tmp_path / "model.py").write_text("")
+    model = str(tmp_path / "model.py")
     for imports in ("from .base import (\n    Other,\n    Base,\n)\n", "from .base import Other, \\\n    Base\n"):
         text = "import torch.nn as nn\n" + imports + "\n\n" + _child(PARENT + REDECLARE_V)
-        assert _screened(text), imports
+        assert _screened(text, model), imports
         assert _condition(text), imports
 
 
