@@ -8,6 +8,7 @@ import re
 
 from linter.names import is_kv_tensor_name, kv_side, value_counterpart
 from linter.prefilter.file import _File
+from linter.prefilter.statements import _statement_end
 from linter.prefilter.words import _GAP, _IDENTIFIER, _compiled, word_first
 
 
@@ -41,9 +42,10 @@ def _call_assigned_to_a_value(f: _File, k: str) -> bool:
     """Can a call of ``k`` be (part of) the value of an assignment to a V-side target
     (``v = self.k_proj(x)``, ``self.v_cache = torch.empty(self.get_k_shape())``)?
 
-    Yes when a V-side name followed by ``=`` stands before the call on its line, or the call's
-    statement may have begun on an earlier line: in code-only text, a bracket still open since
-    the chunk's start or a backslash before the line; in raw text, any call.
+    Yes when a V-side name followed by ``=`` stands before the call in its statement: on its
+    line, or, in code-only text where a bracket still open since the chunk's start or a
+    backslash says the statement began on an earlier line, from where it began. In raw text,
+    any call (strings and comments may hide where the statement began).
     """
     text = f.text
     for match in _compiled(rf"{re.escape(k)}(?<![A-Za-z0-9_]{re.escape(k)}){_GAP}\(").finditer(text):
@@ -63,8 +65,28 @@ def _call_assigned_to_a_value(f: _File, k: str) -> bool:
         opened = text.count("(", start, line) + text.count("[", start, line) + text.count("{", start, line)
         closed = text.count(")", start, line) + text.count("]", start, line) + text.count("}", start, line)
         if opened > closed or text[start:line].rstrip(" \t\r\n").endswith("\\"):
-            return True
+            # The statement began on an earlier line: its head, from where it began.
+            begun = _statement_start(text, start, at)
+            if begun is None:
+                return True
+            head = text[begun:at]
+            equals = _last_assignment(head)
+            if equals is not None and any(kv_side(n, f.settings.extra_pairs) == "v" for n in _IDENTIFIER.findall(head, 0, equals)):
+                return True
     return False
+
+
+def _statement_start(code: str, start: int, at: int) -> int | None:
+    """Where the statement of reduced text holding offset ``at`` begins, read statement by
+    statement from ``start`` (a chunk's start, where a statement begins); None when the
+    brackets do not add up."""
+    while True:
+        end = _statement_end(code, start, at)
+        if end is None:
+            return None
+        if end >= at:
+            return start
+        start = end + 1
 
 
 def _last_assignment(head: str) -> int | None:

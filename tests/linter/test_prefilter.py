@@ -283,9 +283,17 @@ def test_kv104_needs_a_key_side_call_to_feed_a_value_side_target() -> None:
                 "        value = torch.cat([a,\n            self.k_proj(x)])\n",
                 "        v = (a\n             @ self.k_proj(x))\n",
                 "        self.v_cache = torch.empty(self.k_proj(x).shape) \\\n            if x else None\n",
-                "        q, v = self.q_proj(x), self.k_proj(x)\n"):
+                "        q, v = self.q_proj(x), self.k_proj(x)\n",
+                "        self.v_cache = torch.stack(\n            [a,\n             self.k_proj(x)])\n",
+                "        out = attend(q,\n            value=self.k_proj(x))\n"):
         text = head + own.replace("        v = self.v_proj(x)\n", fed) + "        v_proj = self.v_proj\n" + tail
         assert parse_plan(text, kv104, Settings()).needed, fed
+    # A key-side call inside brackets opened on an earlier line, in a statement that assigns
+    # no value-side target: ``keys()`` of a dict, with ``values`` about.
+    for unfed in ("        names = sorted(\n            cache.keys())\n",
+                  "        log(\"x\",\n            list(cache.keys()), values)\n"):
+        text = head + own + unfed + "        values = None\n" + tail
+        assert not parse_plan(text, kv104, Settings()).needed, unfed
 
 
 def test_kv203_needs_a_fused_qkv_or_both_sides_named_where_the_split_is() -> None:
