@@ -1,4 +1,4 @@
-"""KV106 needs a V-side scale name (``v_scale``, ``value_descale``, any case) assigned a value
+"""KV106 needs a V-side scale name (``v_scale``, ``value_descale``, ``v_amax``, any case) assigned a value
 that names its K twin (``v_scale = v_scale or k_scale``, ``self._v_scale = self._k_scale``), as
 ``ast_screens._kv106`` reads one: the twin is a branch of the value. In raw text, where a
 string or comment may hide where the statement ends, any assignment to the V-side name
@@ -16,7 +16,7 @@ from linter.prefilter.words import _GAP, _compiled, word_first
 
 
 def _kv106(f: _File) -> bool:
-    if "scale" not in f.lower:
+    if "scale" not in f.lower and "amax" not in f.lower:
         return False
     extra = f.settings.extra_pairs
     text = f.text

@@ -19,8 +19,9 @@ def _mentions(node: cst.CSTNode, name: str) -> bool:
 
 class ValueScaleFromKey(Rule):
     code = "KV106"
-    # A K-side scale name (``k_scale``, ``K_SCALE``) and its V twin.
-    trigger = Trigger(AnyCase("scale"), PAIRED)
+    # A K-side scale name (``k_scale``, ``K_SCALE``, ``k_amax``: ``names.is_scale_name``) and
+    # its V twin.
+    trigger = Trigger(AnyCase("scale", "amax"), PAIRED)
     name = "value-scale-from-key"
     summary = "Value scale that falls back to the key's scale while a value scale of its own exists"
     what = (

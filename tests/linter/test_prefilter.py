@@ -321,6 +321,22 @@ def test_kv106_needs_the_value_scale_assigned_a_value_naming_the_key_scale() -> 
         assert not parse_plan(head + body, kv106, Settings()).needed, body
 
 
+def test_kv106_reads_amax_scales_as_the_rule_does() -> None:
+    # ``names.is_scale_name`` takes ``amax`` for a scale: a file without "scale" in it is the
+    # rule's too (the trigger and the condition once asked for "scale" and missed it).
+    from dataclasses import replace
+
+    from benchmarks.equivalence import default_settings
+    from linter.runner import _lint_text, job_for
+
+    text = ("def attend(q, k, v, k_amax, v_amax=None):\n"
+            "    v_amax = v_amax if v_amax is not None else k_amax\n"
+            "    return fp8_attention(q, k, v, k_amax, v_amax)\n")
+    job = job_for(default_settings())
+    assert [f.code for f in _lint_text(text, "m.py", job)] == ["KV106"]
+    assert _lint_text(text, "m.py", job) == _lint_text(text, "m.py", replace(job, prefilter=False))
+
+
 def test_kv301_needs_an_attribute_of_the_pair_rebuilt_from_itself() -> None:
     kv301 = [rules_by_code()["KV301"]]
     head = "class Cache:\n    def __init__(self):\n        self.k_cache = None\n        self.v_cache = None\n\n    def append(self, k, v):\n"
