@@ -21,6 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import accumulate
+from bisect import bisect_right
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,7 @@ from linter.finding import Finding
 from linter.fixes import apply_fixes, has_applicable_fix
 from linter.code_only import code_only
 from linter.prefilter import ParsePlan, excerpt, identifier_set, parse_plan
+from linter.prefilter.lines import _LONE_CR
 from linter.segments import Segment, header, top_level_segments
 from linter.rules import rules_by_code
 from linter.settings import Settings
@@ -250,6 +252,16 @@ def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
         if plan.whole:
             python = _python_tree(text, path)
             live = _reporting(python, job, plan.rules - (plan.module_rules - module_rules), path, text)
+            # The module's scope holds a candidate: it goes to libcst with the definitions whose
+            # own code the screens let through; every other definition keeps only its header.
+            cut = _cut_of_whole(text, python, job, live, path) if live and None not in live else None
+            if cut is not None:
+                try:
+                    findings = _parse_and_lint(cut, path, job, _PARSED, live)
+                except _Unlintable:
+                    pass  # the cut was wrong: the whole file gives the verdict
+                else:
+                    return _not_ignored(unsuppressed(findings, text), path, job.settings)
         # A module-wide rule's screen reads the whole file's tree and names the lines where its
         # rule may report: their top-level definitions go to libcst in place, with every
         # definition they name (a helper, a base class, a pool) and the planned units.
@@ -304,6 +316,69 @@ def _in_place(text: str, units: list[tuple[int, int]], segments: list[Segment] |
         if not segment.definition:
             kept[segment.start:segment.end] = b"\1" * (segment.end - segment.start)
     return "\n".join(line if keep else "" for line, keep in zip(lines, kept))
+
+
+def _cut_of_whole(
+    text: str, python: ast.Module | SyntaxError, job: Job, live: frozenset[str | None], path: str
+) -> str | None:
+    """For a file planned whole (the module's own statements meet a rule's condition),
+    ``text`` with every top-level definition no finding of the ``live`` rules can lie in
+    reduced to its header and ``...``, lines kept; None when the file cannot be cut
+    (CPython cannot read it, or its statements and segments disagree).
+
+    A rule whose unit is a definition reasons inside one function or class, or in the
+    module's scope: a definition its screen passes alone is kept whole, and the module's
+    statements and every header stay. A rule whose unit is a class reads the module and its
+    functions as one more: those are kept whole with the classes its screen passes alone. A
+    module-wide rule keeps the definitions its screen names and every definition those name.
+    """
+    from linter.ast_screens import reporting
+    from linter.prefilter import own_unit
+
+    if not isinstance(python, ast.Module) or _LONE_CR.search(text):
+        return None  # the segments count lines by "\n" only
+    segments = top_level_segments(code_only(text))
+    starts = [segment.start for segment in segments]
+    held: list[list[ast.stmt]] = [[] for _ in segments]
+    for statement in python.body:
+        held[bisect_right(starts, _first_line(statement) - 1) - 1].append(statement)
+    definitions = []
+    for segment, statements in zip(segments, held):
+        if segment.definition:
+            if len(statements) != 1 or not isinstance(statements[0], (*_FUNCTIONS, ast.ClassDef)):
+                return None
+            definitions.append((segment, statements[0]))
+    lines = text.split("\n")
+    source = (lines, 0)
+    units = {code: own_unit(code) for code in live}
+    by_definition = frozenset(code for code, unit in units.items() if unit == "definition")
+    by_class = frozenset(code for code, unit in units.items() if unit == "class")
+    kept: set[int] = set()  # first lines of the definitions kept whole
+    for segment, d in definitions:
+        alone = ast.Module(body=[d], type_ignores=[])
+        if (
+            (by_class and not isinstance(d, ast.ClassDef))
+            or (by_definition and reporting(alone, by_definition, job.settings, source))
+            or (by_class and reporting(alone, by_class, job.settings, source))
+        ):
+            kept.add(segment.start)
+    module = frozenset(code for code, unit in units.items() if unit is None)
+    if module and (seeds := _module_seeds(python, job, module, path)):
+        kept.update(start for start, _ in _definitions_holding(segments, frozenset().union(*seeds.values())))
+    for segment, d in definitions:
+        if segment.start in kept:
+            continue
+        body = d.body[0].lineno - 1  # 0-based
+        indent = lines[body][:len(lines[body]) - len(lines[body].lstrip())] if body < len(lines) else ""
+        if body <= d.lineno - 1 or not indent:
+            continue  # ``def f(): return x`` on one line: kept whole
+        lines[body] = indent + "..."
+        for i in range(body + 1, segment.end):
+            lines[i] = ""
+    return "\n".join(lines)
+
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def _module_seeds(python: ast.Module, job: Job, rules: frozenset[str | None], path: str) -> dict[str, frozenset[int]]:

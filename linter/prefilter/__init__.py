@@ -8,7 +8,9 @@ no comments, no plain string contents), and last per top-level statement (``segm
 whose findings all come from facts inside one function or class (one class, for KV203), or
 from the rest of the module, can only report inside a definition whose own code meets its
 condition, or in the rest when that does. The parser then sees only those definitions, or the
-whole file when the rest of the module is involved or a rule is one this module does not know.
+whole file when the rest of the module is involved or a rule is one this module does not know
+(where the rest is involved, the runner still reduces every definition the ``ast`` screens
+stop to its header: ``runner._cut_of_whole``, with ``own_unit``).
 
 Every condition over-approximates: identifiers are collected from the whole text, and
 "followed by ``[``" tolerates any whitespace or line continuation in between, so a condition
@@ -94,6 +96,7 @@ __all__ = [
     "identifier_set",
     "kv105_helpers",
     "kv209_facts",
+    "own_unit",
     "parse_plan",
     "top_level_starts",
     "view_returning_defs",
@@ -215,6 +218,14 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
 
 
 _CODES = {condition: code for code, condition in _CONDITIONS.items()}
+
+
+def own_unit(code: str | None) -> str | None:
+    """Where all the facts of one finding of rule ``code`` lie: in one top-level
+    ``"definition"``, in one ``"class"`` (the module and its functions being one more), or,
+    for a module-wide rule or one this module does not know, None."""
+    own = _OWN_UNIT.get(_CONDITIONS.get(code))  # type: ignore[arg-type]
+    return None if own is None else ("class" if own is _is_class else "definition")
 
 
 def _binding(segment: Segment) -> str:

@@ -13,7 +13,7 @@ import pytest
 from benchmarks.equivalence import default_settings
 from linter import runner
 from linter.code_only import code_only
-from linter.prefilter import parse_plan
+from linter.prefilter import own_unit, parse_plan
 from linter.rules import rules_by_code
 from linter.segments import top_level_segments
 
@@ -54,3 +54,29 @@ def test_a_definition_named_through_a_module_statement_is_kept() -> None:
     )
     kept = runner._definitions_holding(top_level_segments(code_only(text)), frozenset({13}))
     assert sorted(kept) == [(0, 5), (12, 16)]
+
+
+def _unit_examples():
+    return [(c, i) for c in sorted(rules_by_code()) if own_unit(c) for i in range(len(rules_by_code()[c].INVALID))]
+
+
+@pytest.mark.parametrize(("code", "index"), _unit_examples())
+def test_a_file_planned_whole_goes_to_libcst_as_the_definitions_its_screens_pass(code: str, index: int, monkeypatch) -> None:
+    # The example again inside a module-level ``if``: the module's own statements meet the
+    # rule's condition, so the plan is the whole file; the unrelated definitions still stay out.
+    example = rules_by_code()[code].INVALID[index].code
+    nested = "if True:\n" + "".join(f"    {line}" if line.strip() else line for line in example.splitlines(keepends=True))
+    text = example + UNRELATED + "\n\n" + nested
+    job = _job()
+    assert parse_plan(text, job.rules, job.settings).whole
+    parsed = []
+    lint = runner._parse_and_lint
+    monkeypatch.setattr(runner, "_parse_and_lint", lambda t, *a, **k: parsed.append(t) or lint(t, *a, **k))
+    fast = runner._lint_text(text, "m.py", job)
+    # Their headers stay (they are the module's); a function's body stays for a rule whose
+    # unit is a class (the module and its functions are one unit then).
+    bodies = ["return x.transpose(1, 2)"] + (["return x.view(n, -1)"] if own_unit(code) == "definition" else [])
+    assert len(parsed) == 1 and "def unrelated_helper" in parsed[0]
+    assert not any(body in parsed[0] for body in bodies)
+    slow = runner._lint_text(text, "m.py", replace(job, prefilter=False))
+    assert code in [f.code for f in fast] and fast == slow
