@@ -13,10 +13,12 @@ pre-commit run on one such file should cost little more than starting Python.
 from __future__ import annotations
 
 import ast
+import gc
 import os
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -120,6 +122,28 @@ def check_stdin(data: bytes, path: str, job: Job) -> FileResult:
 
 
 def check_paths(paths: Sequence[str], job: Job, jobs: int) -> list[FileResult]:
+    with _fewer_collections():
+        return _check_paths(paths, job, jobs)
+
+
+# Parsing allocates millions of tree nodes that die by reference counting (neither ``ast``
+# nor libcst trees hold cycles), and every 700 of them CPython's default threshold starts a
+# cycle collection that finds nothing. Measured in one process on vllm, sglang and
+# transformers: 7-12% less CPU with this threshold, peak memory within 2 MB.
+_GC_THRESHOLD = (50_000, 20, 100)
+
+
+@contextmanager
+def _fewer_collections() -> Iterator[None]:
+    before = gc.get_threshold()
+    gc.set_threshold(*_GC_THRESHOLD)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
+def _check_paths(paths: Sequence[str], job: Job, jobs: int) -> list[FileResult]:
     if jobs <= 1 or len(paths) < POOL_THRESHOLD:
         return [check_file(p, job) for p in paths]
     # Largest files first, in small chunks: file sizes vary by orders of magnitude, and a big
@@ -149,6 +173,7 @@ _worker_job: Job | None = None
 def _set_worker_job(job: Job) -> None:
     global _worker_job
     _worker_job = job
+    gc.set_threshold(*_GC_THRESHOLD)  # for the worker's life (a spawned one starts with the default)
 
 
 def _worker_check(path: str) -> FileResult:

@@ -87,3 +87,18 @@ def test_a_rule_failing_on_fixed_text_leaves_the_file_unfixed_with_a_diagnostic(
     monkeypatch.setattr("tests.linter.fakes.FIXED_NAME", "explode")
     result = check_file(_file(tmp_path, "flag_me(v)\n"), fake_job(fix=True))
     assert not result.fixed and [p.code for p in result.problems] == ["EKV999"]
+
+
+def test_a_run_collects_cycles_less_often_and_restores_the_callers_threshold(tmp_path, monkeypatch):
+    import gc
+
+    from linter import runner
+
+    seen = []
+    check = runner.check_file
+    monkeypatch.setattr(runner, "check_file", lambda path, job: seen.append(gc.get_threshold()) or check(path, job))
+    before = gc.get_threshold()
+    results = check_paths([_file(tmp_path, "flag_me(v)\n")], fake_job(), 1)
+    assert [f.code for f in results[0].findings] == ["KV900"]
+    assert seen == [runner._GC_THRESHOLD] != [before]
+    assert gc.get_threshold() == before
