@@ -279,7 +279,8 @@ _CUT_METHODS = SEE_THROUGH | RESHAPE_CALLS | SHAPE_KEEPING
 def _assigned_a_cut(body: str, name: str, parameters: Collection[str]) -> bool:
     """Is ``name`` a target of an assignment whose value may be a cut of one of
     ``parameters``?"""
-    for match in _compiled(rf"(?<![\w.]){re.escape(name)}(?!\w)[^\n=]*=(?!=)").finditer(body):
+    escaped = re.escape(name)  # literal first: ``re`` jumps between the name's occurrences
+    for match in _compiled(rf"{escaped}(?<![\w.]{escaped})(?!\w)[^\n=]*=(?!=)").finditer(body):
         stop = _statement_end(body, match.end(), len(body))
         if stop is None or _may_cut(body[match.end():stop], parameters):
             return True
