@@ -263,6 +263,9 @@ def test_identifier_set_reads_non_ascii_text_as_the_identifier_pattern_does() ->
 
     text = "x×y = 3·k_cache  # 形状 2d→3d, 4ª café_crème\nv\u00a0w ½z 7seg\n"
     assert identifier_set(text) == frozenset(_IDENTIFIER.findall(text))
+    # Digits first, hex, dunders, a lone surrogate (text decoded with surrogateescape).
+    for odd in ("0x1f __init__ 9_a 12 _3", "k\udcffv = 1\n", text + "0x1f __init__ 9_a"):
+        assert identifier_set(odd) == frozenset(_IDENTIFIER.findall(odd)), odd
     assert {"x", "y", "k_cache", "形状", "d", "café_crème", "v", "w", "seg"} <= identifier_set(text)
 
 
