@@ -253,7 +253,7 @@ def test_a_top_level_class_header_or_a_dataclass_import_does_not_send_the_file_w
     assert not plan.whole and plan.ranges == ((7, 14),)
     # A class nested in a module-level statement is in the rest: that one goes whole.
     nested = text.replace("def repeat_heads(x, n_head):\n    return x.reshape(n_head, -1)\n",
-                          "if USE_FUSED:\n    class Local(nn.Module):\n        def f(self):\n            self.k_proj = nn.Linear(8, 8 * self.head_dim)\n            return self.k_proj(x).view(2, self.num_heads, 4)\n")
+                          "if USE_FUSED:\n    class Local(nn.Module):\n        def f(self):\n            self.k_proj = nn.Linear(8, self.num_kv_heads * self.head_dim)\n            return self.k_proj(x).view(2, self.num_heads, 4)\n")
     assert parse_plan(nested, [rules_by_code()["KV205"]], Settings()).whole
 
 
@@ -338,6 +338,23 @@ def test_kv106_reads_amax_scales_as_the_rule_does() -> None:
     job = job_for(default_settings())
     assert [f.code for f in _lint_text(text, "m.py", job)] == ["KV106"]
     assert _lint_text(text, "m.py", job) == _lint_text(text, "m.py", replace(job, prefilter=False))
+
+
+def test_kv205_needs_a_query_head_count_and_a_kv_head_count_or_width_in_the_class() -> None:
+    kv205 = [rules_by_code()["KV205"]]
+    head = "class Attention(nn.Module):\n    def __init__(self, config):\n"
+    view = "\n    def forward(self, x):\n        return self.k_proj(x).view(2, {heads}, 4)\n"
+    for size, heads in (("config.num_key_value_heads * 4", "self.num_heads"),
+                        ("config.NUM_KV_HEADS * 4", "self.NUM_HEADS"),
+                        ("self.kv_dim", "self.n_heads"),
+                        # No "head" in its code: the condition once asked for one and missed it.
+                        ("config.num_query_groups * 4", "getattr(config, 'num_attention_heads')")):
+        text = head + f"        self.k_proj = nn.Linear(8, {size})\n" + view.format(heads=heads)
+        assert parse_plan(text, kv205, Settings()).needed, (size, heads)
+    # No KV head count or width where the projections are declared, or no query head count.
+    for size, heads in (("8 * self.head_dim", "self.num_heads"), ("config.num_key_value_heads * 4", "self.num_kv_heads")):
+        text = head + f"        self.k_proj = nn.Linear(8, {size})\n" + view.format(heads=heads)
+        assert not parse_plan(text, kv205, Settings()).needed, (size, heads)
 
 
 def test_kv301_needs_an_attribute_of_the_pair_rebuilt_from_itself() -> None:
