@@ -28,6 +28,7 @@ import ast
 import re
 from collections.abc import Callable, Collection, Iterator
 
+from linter.ast_sizes import Aliases, heads_mismatch
 from linter.model.twins import key_head_dim_twin
 from linter.names import (
     AXISLESS_RESHAPES,
@@ -42,6 +43,7 @@ from linter.names import (
     counterpart_of_dotted,
     is_kv_head_count_name,
     is_kv_tensor_name,
+    is_query_name,
     is_scale_name,
     key_counterpart,
     kv_side,
@@ -233,8 +235,8 @@ def _sequence(args: list[ast.expr], keywords: list[ast.keyword]) -> list[ast.exp
     return args
 
 
-def _kv202_view(call: ast.Call) -> tuple[tuple, dict[str, str], ast.expr] | None:
-    """(form, axis -> size's dump, receiver) of a call KV202 reads as a view, as the rule does."""
+def _kv202_view(call: ast.Call) -> tuple[tuple, dict[str, ast.expr], ast.expr] | None:
+    """(form, axis -> size, receiver) of a call KV202 reads as a view, as the rule does."""
     func, args = call.func, list(call.args)
     full = _dotted(func)
     tail = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
@@ -243,7 +245,7 @@ def _kv202_view(call: ast.Call) -> tuple[tuple, dict[str, str], ast.expr] | None
     if full in ("rearrange", "einops.rearrange"):
         if len(args) < 2 or not (isinstance(args[1], ast.Constant) and isinstance(args[1].value, str)):
             return None
-        sizes = {kw.arg: ast.dump(kw.value) for kw in call.keywords if kw.arg is not None}
+        sizes = {kw.arg: kw.value for kw in call.keywords if kw.arg is not None}
         return (("rearrange", args[1].value), sizes, args[0]) if sizes else None
     if full in ("torch.reshape", "torch.unflatten"):
         if not args:
@@ -265,41 +267,88 @@ def _kv202_view(call: ast.Call) -> tuple[tuple, dict[str, str], ast.expr] | None
         minimum = 3
     if shape is None or len(shape) < minimum:
         return None
-    return form, {str(i): ast.dump(size) for i, size in enumerate(shape)}, receiver
+    return form, {str(i): size for i, size in enumerate(shape)}, receiver
 
 
-_MINUS_ONE = ast.dump(ast.UnaryOp(ast.USub(), ast.Constant(1)))
-
-
-def _kv202(tree: ast.Module, settings: Settings) -> bool:
-    """Two views of one form, one about a K-side name and one about its V side, whose sizes
-    differ at some axis neither leaves to ``-1``."""
+def _kv202(tree: ast.AST, settings: Settings) -> bool:
+    """A K view and a V view of one form in one scope whose sizes name different head counts
+    at some axis (``ast_sizes.heads_mismatch``, names resolved through the scope's single
+    assignments), read as the rule reads them. The rule also wants every V view it pairs with
+    a K view to differ; one is enough here."""
     extra = settings.extra_pairs
-    views: list[tuple[tuple, dict[str, str], set[str]]] = []
-    targets: dict[int, str] = {}
-    for node in walk(tree):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
-            name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) else None
-            if name is not None:
-                targets.update((id(n), name) for n in walk(node.value) if isinstance(n, ast.Call))
-        elif isinstance(node, ast.Call):
-            view = _kv202_view(node)
-            if view is not None:
-                form, sizes, receiver = view
-                ids = _names_in(receiver)
-                if id(node) in targets:
-                    ids.add(targets[id(node)])
-                views.append((form, sizes, {i for i in ids if kv_side(i, extra)}))
-    for k_form, k_sizes, k_ids in views:
-        partners = {value_counterpart(i, extra) for i in k_ids} - {None}
-        for v_form, v_sizes, v_ids in views:
-            if v_form == k_form and v_ids & partners and any(
-                axis in v_sizes and size != v_sizes[axis] and _MINUS_ONE not in (size, v_sizes[axis])
-                for axis, size in k_sizes.items()
-            ):
-                return True
+    for nodes in _kv202_scopes(tree):
+        aliases = Aliases()
+        chains: dict[int, str] = {}  # a call of a K/V-named assignment's method chain -> its target
+        calls = []
+        for node in nodes:
+            kind = type(node)
+            if kind is ast.Assign and len(node.targets) == 1:
+                target = node.targets[0]
+                aliases.record(target, node.value)
+                name = _tensor_root(target) if type(target) in (ast.Name, ast.Attribute) else None
+                if name is not None and kv_side(name, extra):
+                    value = node.value
+                    while type(value) is ast.Call:
+                        chains[id(value)] = name
+                        if type(value.func) is not ast.Attribute:
+                            break
+                        value = value.func.value
+            elif kind is ast.Call:
+                calls.append(node)
+        views = []
+        for call in calls:
+            view = _kv202_view(call)
+            if view is None:
+                continue
+            form, sizes, receiver = view
+            root = _tensor_root(receiver)
+            ids = {root} if root is not None and kv_side(root, extra) else set()
+            if id(call) in chains and not is_query_name(root):
+                ids.add(chains[id(call)])
+            if ids:
+                views.append((form, sizes, ids))
+        for k_form, k_sizes, k_ids in views:
+            partners = {value_counterpart(i, extra) for i in k_ids} - {None}
+            if not partners or any(kv_side(i, extra) != "k" for i in k_ids):
+                continue
+            for v_form, v_sizes, v_ids in views:
+                if v_form == k_form and v_ids & partners and any(
+                    axis in v_sizes and heads_mismatch(size, v_sizes[axis], resolve=aliases.resolve)
+                    for axis, size in k_sizes.items()
+                ):
+                    return True
     return False
+
+
+def _kv202_scopes(tree: ast.AST) -> list[list[ast.AST]]:
+    """The nodes of each scope KV202 checks on its own: the module, and each function with its
+    decorators, parameters and annotations (the rule opens a function's scope before visiting
+    any of them). Classes, lambdas and comprehensions belong to the scope around them."""
+    found = []
+    todo = [tree]
+    fields = _FIELDS
+    while todo:
+        root = todo.pop()
+        nodes: list[ast.AST] = []
+        stack = [root]
+        while stack:
+            current = stack.pop()
+            kind = current.__class__
+            if (kind is ast.FunctionDef or kind is ast.AsyncFunctionDef) and current is not root:
+                todo.append(current)
+                continue
+            nodes.append(current)
+            names = fields.get(kind)
+            if names is None:
+                names = fields[kind] = tuple(f for f in kind._fields if f != "ctx")
+            for name in names:
+                value = getattr(current, name, None)
+                if value.__class__ is list:
+                    stack.extend(item for item in value if isinstance(item, ast.AST))
+                elif isinstance(value, ast.AST):
+                    stack.append(value)
+        found.append(nodes)
+    return found
 
 
 def _only_slices(node: ast.Subscript) -> bool:

@@ -232,6 +232,14 @@ def name_role(name: str) -> Role:
     return Role.UNKNOWN
 
 
+_QUERY_PARTS = frozenset({"q", "query", "queries", "xq", "qs"})
+
+
+def is_query_name(name: str | None) -> bool:
+    """``q``, ``query_states``, ``q_prefill``: a name only a query tensor carries."""
+    return name is not None and bool(_QUERY_PARTS & set(name.lower().split("_")))
+
+
 def head_count_side(name: str) -> str | None:
     """"k" or "v" for a head count of one side only (``num_k_heads``, ``num_v_heads``), else None.
 

@@ -1,34 +1,23 @@
-"""What a size or shape expression says about attention heads.
-
-``num_key_value_heads * head_dim`` and ``num_heads * head_dim`` differ in the head *count*;
-``num_heads * qk_head_dim`` and ``num_heads * v_head_dim`` differ only in the head *dim*, which
-K and V may legitimately do (MLA). Rules compare expressions factor by factor, drop the head-dim
-factors, and speak only when what is left provably names different head counts: a Q-side count
-or full width (``num_heads``, ``hidden_size``) against a KV-side one (``num_kv_heads``,
-``kv_dim``, MQA's literal ``1``), or two different integers. Anything unclassifiable (a call, a
-sequence length, a name we do not know) keeps the rules silent.
+"""What a size or shape expression in libcst's tree says about attention heads: ``factors``
+and ``heads_mismatch`` read libcst's nodes for ``heads``, which classifies and compares (the
+``ast`` screens read the standard library's tree for it in ``ast_sizes``), and ``Aliases``
+resolves a name to the one expression its scope assigned it.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 
 import libcst as cst
 
-from linter.names import Role, head_count_side, name_role
+from linter import heads
+from linter.heads import Factor, HeadsMismatch, describe
 from linter.pairs import normalized
+
+__all__ = ["Aliases", "Factor", "HeadsMismatch", "Resolver", "describe", "factors", "heads_mismatch", "int_value"]
 
 # Resolves ``x`` / ``self.x`` to the single expression it was assigned, or None.
 Resolver = Callable[[cst.BaseExpression], "cst.BaseExpression | None"]
-
-
-@dataclass(frozen=True)
-class Factor:
-    key: str  # identifier tail, integer value, or whitespace-free source text
-    role: Role
-    value: int | None = None  # for integer literals
 
 
 def _tail(node: cst.BaseExpression) -> str | None:
@@ -62,102 +51,31 @@ def int_value(node: cst.BaseExpression | None) -> int | None:
     return None
 
 
-_HEADS_ROLES = (Role.Q_HEADS, Role.KV_HEADS)
+class _Reader:
+    """libcst's nodes for ``heads.factors``."""
+
+    int_value = staticmethod(int_value)
+    tail = staticmethod(_tail)
+    key = staticmethod(normalized)
+
+    @staticmethod
+    def operands(node: cst.BaseExpression) -> tuple[str, cst.BaseExpression, cst.BaseExpression] | None:
+        if not isinstance(node, cst.BinaryOperation):
+            return None
+        op = node.operator
+        kind = (
+            "*" if isinstance(op, cst.Multiply) else "/" if isinstance(op, (cst.FloorDivide, cst.Divide))
+            else "+" if isinstance(op, (cst.Add, cst.Subtract)) else "other"
+        )
+        return kind, node.left, node.right
 
 
-def factors(
-    expr: cst.BaseExpression, resolve: Resolver | None = None, _depth: int = 0
-) -> list[Factor]:
+_READER = _Reader()
+
+
+def factors(expr: cst.BaseExpression, resolve: Resolver | None = None) -> list[Factor]:
     """The multiplicative factors of ``expr``, each classified."""
-    value = int_value(expr)
-    if value is not None:
-        return [Factor(str(value), Role.UNKNOWN, value)]
-    if isinstance(expr, cst.BinaryOperation):
-        op = expr.operator
-        if isinstance(op, cst.Multiply):
-            return factors(expr.left, resolve, _depth) + factors(expr.right, resolve, _depth)
-        text = normalized(expr)
-        if isinstance(op, (cst.FloorDivide, cst.Divide)):
-            # hidden_size // num_heads is a head dim.
-            divisor = factors(expr.right, resolve, _depth)
-            if len(divisor) == 1 and divisor[0].role in _HEADS_ROLES:
-                return [Factor(text, Role.HEAD_DIM)]
-        if isinstance(op, (cst.Add, cst.Subtract)):
-            # (qk_nope_head_dim + qk_rope_head_dim) is a head dim.
-            terms = factors(expr.left, resolve, _depth) + factors(expr.right, resolve, _depth)
-            if terms and all(t.role is Role.HEAD_DIM for t in terms):
-                return [Factor(text, Role.HEAD_DIM)]
-        return [Factor(text, Role.UNKNOWN)]
-    tail = _tail(expr)
-    if tail is None:
-        return [Factor(normalized(expr), Role.UNKNOWN)]
-    role = name_role(tail)
-    if role in (Role.HEAD_DIM, *_HEADS_ROLES) or resolve is None or _depth >= 4:
-        return [Factor(tail, role)]
-    target = resolve(expr)
-    if target is None:
-        return [Factor(tail, role)]
-    expanded = factors(target, resolve, _depth + 1)
-    if role is not Role.UNKNOWN and any(f.role is Role.UNKNOWN and f.value is None for f in expanded):
-        # A named width is more telling than an expansion we cannot read.
-        return [Factor(tail, role)]
-    return expanded
-
-
-def _only(found: list[Factor], surplus: Counter[str]) -> list[Factor]:
-    """The factors of one side that the other side lacks."""
-    left = Counter(surplus)
-    picked = []
-    for f in found:
-        if left[f.key] > 0:
-            left[f.key] -= 1
-            picked.append(f)
-    return picked
-
-
-def _kind(diff: Sequence[Factor]) -> str | int | None:
-    """What one side's extra factors name: "q" (query heads or full width), "kv", "k"/"v" (one
-    side's own head count), or an int."""
-    if not diff:
-        return None
-    if all(f.value is not None for f in diff):
-        product = 1
-        for f in diff:
-            product *= f.value  # type: ignore[operator]
-        return product
-    if len(diff) != 1:
-        return None
-    role = diff[0].role
-    if role in (Role.Q_HEADS, Role.Q_WIDTH):
-        return "q"
-    if role is Role.KV_HEADS:
-        return head_count_side(diff[0].key) or "kv"
-    if role is Role.KV_WIDTH:
-        return "kv"
-    return None
-
-
-def _differ(a: str | int, b: str | int) -> bool:
-    if isinstance(a, int) and isinstance(b, int):
-        return a != b
-    if isinstance(a, int) or isinstance(b, int):
-        # MQA's single head is a KV-side count; any other bare integer is unclassifiable.
-        number, word = (a, b) if isinstance(a, int) else (b, a)
-        return number == 1 and word == "q"
-    return a != b
-
-
-@dataclass(frozen=True)
-class HeadsMismatch:
-    """Two sizes that provably name different head counts, with what each side names."""
-
-    left: str | int
-    right: str | int
-
-    @property
-    def linear(self) -> bool:
-        """One side names a head count of its own: K and V heads differ by design here."""
-        return self.left in ("k", "v") or self.right in ("k", "v")
+    return heads.factors(expr, _READER, resolve)
 
 
 def heads_mismatch(
@@ -167,47 +85,10 @@ def heads_mismatch(
     resolve: Resolver | None = None,
     implicit_one: bool = False,
 ) -> HeadsMismatch | None:
-    """Compare two sizes up to head-dim factors.
-
-    ``implicit_one``: a size made only of head dims (``head_dim``) counts as one head, as in an
-    MQA projection ``Linear(hidden, head_dim)``; off for view positions, where the last axis is
-    the head dim itself.
-    """
+    """Compare two sizes up to head-dim factors (``heads.compare``)."""
     if normalized(left) == normalized(right):
         return None
-    lf = [f for f in factors(left, resolve) if f.role is not Role.HEAD_DIM]
-    rf = [f for f in factors(right, resolve) if f.role is not Role.HEAD_DIM]
-    lc, rc = Counter(f.key for f in lf), Counter(f.key for f in rf)
-    if lc == rc:
-        return None
-    lk = 1 if implicit_one and not lf else _kind(_only(lf, lc - rc))
-    rk = 1 if implicit_one and not rf else _kind(_only(rf, rc - lc))
-    if lk is None or rk is None or not _differ(lk, rk):
-        return None
-    if lk == "k" or rk == "v":
-        # Each side on a count of its own (``num_k_heads`` for K, ``num_v_heads`` for V): linear
-        # attention, where value heads differ from query/key heads by design.
-        return None
-    return HeadsMismatch(lk, rk)
-
-
-def describe(kind: str | int, linear: bool = False) -> str:
-    """Words for a side of a mismatch: "query heads", "KV heads", "one head", "8 heads".
-
-    ``linear``: the other side names one side's own head count (linear attention), where the
-    query head count is the key's too.
-    """
-    if kind == "q":
-        return "query/key heads" if linear else "query heads"
-    if kind == "kv":
-        return "KV heads"
-    if kind == "k":
-        return "key heads"
-    if kind == "v":
-        return "value heads"
-    if kind == 1:
-        return "one head"
-    return f"{kind} heads"
+    return heads.compare(factors(left, resolve), factors(right, resolve), implicit_one)
 
 
 class Aliases:

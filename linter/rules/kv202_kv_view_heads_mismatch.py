@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from linter.names import kv_side, value_counterpart
+from linter.names import is_query_name, kv_side, value_counterpart
 from linter.pairs import dotted_name, normalized, source_of
 from linter.rules.base import Example, Rule
 from linter.sizes import Aliases, HeadsMismatch, describe, heads_mismatch
@@ -27,14 +27,6 @@ def _sequence(args: list[cst.Arg]) -> list[cst.BaseExpression] | None:
             return None
         return [e.value for e in elements]
     return [a.value for a in args]
-
-
-_QUERY_PARTS = frozenset({"q", "query", "queries", "xq", "qs"})
-
-
-def _is_query(name: str | None) -> bool:
-    """``q``, ``query_states``, ``q_prefill``: a name only a query tensor carries."""
-    return name is not None and bool(_QUERY_PARTS & set(name.lower().split("_")))
 
 
 def view_parts(call: cst.Call) -> tuple[tuple, dict[str, cst.BaseExpression], cst.BaseExpression] | None:
@@ -264,7 +256,7 @@ def forward(self, k, v, b, s):
         if root is not None and kv_side(root, self.extra_pairs):
             ids.add(root)
         target, chain = self._targets[-1] if self._targets else (None, set())
-        if target is not None and id(call) in chain and not _is_query(root):
+        if target is not None and id(call) in chain and not is_query_name(root):
             ids.add(target)
         if not ids:
             return None

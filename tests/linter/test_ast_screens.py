@@ -365,3 +365,85 @@ def test_kv203_thirds_of_something_else_are_stopped() -> None:
     # A gated MLP's three branches, in a class that also names a KV head count.
     text = KV203_FUSED.replace("query_states, key_states, value_states", "gate, up, skip")
     _stopped_and_silent("KV203", text)
+
+
+# KV202: K and V views of one form naming different head counts, as ``heads`` compares them.
+KV202_REPORTED = {
+    "paged caches, query head count on the value": """\
+def write(key_cache, value_cache, num_blocks, block_size, num_kv_heads, num_heads, head_size):
+    key_cache = key_cache.view(num_blocks, block_size, num_kv_heads, head_size)
+    value_cache = value_cache.view(num_blocks, block_size, num_heads, head_size)
+""",
+    "projections viewed, the count reached through a local alias": """\
+class Attention:
+    def forward(self, x):
+        kv_heads = self.config.num_key_value_heads
+        k = self.k_proj(x).view(2, 4, kv_heads, self.head_dim)
+        v = self.v_proj(x).view(2, 4, self.num_attention_heads, self.head_dim)
+        return k, v
+""",
+    "MQA: one head against the query count, in a decorated method": """\
+class Attention:
+    @torch.no_grad()
+    def forward(self, k, v, b, s):
+        k = k.reshape((b, s, 1, self.head_dim))
+        v = v.reshape((b, s, self.n_heads, self.head_dim))
+""",
+    "einops with the counts as keywords, a getattr naming one": """\
+def split_heads(self, k, v):
+    k = rearrange(k, "b s (h d) -> b s h d", h=self.num_kv_heads)
+    v = rearrange(v, "b s (h d) -> b s h d", h=getattr(self.config, "num_attention_heads"))
+""",
+}
+
+KV202_SILENT = {
+    "each side on a count of its own (linear attention), head dims differing": """\
+def forward_extend(self, layer, k_cache, v_cache):
+    k_cache = k_cache.view(-1, self.page_size, layer.tp_k_head_num, layer.qk_head_dim)
+    v_cache = v_cache.view(-1, self.page_size, layer.tp_v_head_num, layer.v_head_dim)
+""",
+    "a page size against a literal one (unclassifiable)": """\
+def forward_decode(self, layer, k_cache, v_cache):
+    k_cache = k_cache.view(-1, 1, layer.num_kv_heads, layer.head_dim)
+    v_cache = v_cache.view(-1, self.page_size, layer.num_kv_heads, layer.head_dim)
+""",
+    "views in two functions (scopes are functions)": """\
+def view_key(k, num_kv_heads, head_dim):
+    return k.view(2, 4, num_kv_heads, head_dim)
+
+def view_value(v, num_heads, head_dim):
+    return v.view(2, 4, num_heads, head_dim)
+""",
+    "a query viewed into a K-named buffer": """\
+def decode_dummies(q, v, num_heads, num_kv_heads, head_dim):
+    k_pair = q.reshape(2, 1, num_heads, head_dim)
+    v_pair = v.reshape(2, 1, num_kv_heads, head_dim)
+""",
+    "an alias assigned twice resolves to nothing": """\
+def forward(self, k, v, b, s, config):
+    n = config.num_kv_heads
+    n = config.num_attention_heads
+    k = k.view(b, s, n, self.head_dim)
+    v = v.view(b, s, self.num_key_value_heads, self.head_dim)
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(KV202_REPORTED))
+def test_kv202_shapes_it_reports_pass_its_screen(name: str) -> None:
+    _passes_and_reports("KV202", KV202_REPORTED[name])
+
+
+@pytest.mark.parametrize("name", sorted(KV202_SILENT))
+def test_kv202_look_alikes_are_stopped(name: str) -> None:
+    _stopped_and_silent("KV202", KV202_SILENT[name])
+
+
+def test_kv202_a_method_screened_alone_is_its_own_scope() -> None:
+    # The runner screens a class's methods one by one (``METHOD_SCOPED``): the method node
+    # itself, not a module holding it, is the tree.
+    body = KV202_REPORTED["MQA: one head against the query count, in a decorated method"]
+    method = ast.parse(body).body[0].body[0]
+    assert isinstance(method, ast.FunctionDef) and may_report(method, ["KV202"], Settings())
+    silent = ast.parse(KV202_SILENT["a page size against a literal one (unclassifiable)"]).body[0]
+    assert not may_report(silent, ["KV202"], Settings())
