@@ -37,7 +37,7 @@ from linter.code_only import code_only
 from linter.prefilter import ParsePlan, excerpt, identifier_set, parse_plan
 from linter.prefilter.lines import _LONE_CR
 from linter.segments import Segment, header, top_level_segments
-from linter.rules import rules_by_code
+from linter.rules import rule_class, rules_by_code
 from linter.settings import Settings
 from linter.suppress import invalid_directives, unsuppressed
 
@@ -56,6 +56,9 @@ MAX_SOURCE_CHARS = 2_000_000
 _BRACKETS = re.compile(r"[()\[\]{}]")
 # Below this many files a process pool costs more to start than it saves.
 POOL_THRESHOLD = 16
+# At most this many lines outside the planned definitions: libcst parses the definitions in
+# place at once instead of as an excerpt first (which, on a finding, is parsed in place again).
+_IN_PLACE_FIRST = 50
 
 
 @dataclass(frozen=True)
@@ -308,7 +311,14 @@ def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
                 return _not_ignored(unsuppressed(findings, text), path, job.settings)
         else:
             units, parsed, live = _screened_units(text, plan, job, python)
-            if not units or _excerpt_is_clean(excerpt(text, units), path, job, parsed, live):
+            if not units:
+                return []
+            if text.count("\n") + 1 - sum(end - start for start, end in units) <= _IN_PLACE_FIRST:
+                # The definitions are nearly the whole file: parsing them in place costs about
+                # what the excerpt does, and a finding there (a small file under edit is the
+                # likely case) then needs no second parse.
+                python = _python_tree(text, path) if python is None else python
+            elif _excerpt_is_clean(excerpt(text, units), path, job, parsed, live):
                 return []
             # A finding: reported from the definitions in place, once CPython has read the
             # whole file (a syntax error anywhere in it is reported instead, by libcst's verdict
@@ -567,6 +577,8 @@ def _excerpt_is_clean(
 def _classes_of(job: Job, rules: frozenset[str | None]) -> tuple[type[Rule], ...]:
     """The job's rule classes whose code is in ``rules``; a rule that is not kvlint's own
     (its conditions unknown, so None in ``rules``) with them."""
+    if None not in rules and all(isinstance(r, str) for r in job.rules):
+        return tuple(rule_class(code) for code in job.rules if code in rules)
     return tuple(
         rule for rule in job.rule_classes
         if (rule.code if rule.__module__.startswith("linter.rules.") else None) in rules

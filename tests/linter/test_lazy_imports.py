@@ -44,3 +44,26 @@ def test_a_file_with_attention_code_is_still_parsed(tmp_path: Path) -> None:
     result = _check_in_fresh_interpreter(str(path))
     assert result["code"] == 1
     assert "libcst" in result["loaded"]
+
+
+_RULES_PROBE = """
+import json, sys
+from linter.cli import main
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "rules": sorted(m for m in sys.modules if m.startswith("linter.rules.kv"))}))
+"""
+
+
+def test_a_file_only_one_rule_can_report_in_loads_that_rule_alone(tmp_path: Path) -> None:
+    # KV101's shape, nothing any other rule's screen lets through.
+    path = tmp_path / "attn.py"
+    path.write_text("def attention(q, k, v, t):\n    k = k[:, :t]\n    return flash_attn_func(q, k, v)\n")
+    out = subprocess.run([sys.executable, "-c", _RULES_PROBE, "check", "--no-cache", str(path)],
+                         capture_output=True, text=True, check=True).stdout
+    assert json.loads(out.strip().splitlines()[-1]) == {"code": 1, "rules": ["linter.rules.kv101_key_only_reshape"]}
+
+
+def test_rule_class_is_the_registry_s_rule() -> None:
+    from linter.rules import rule_class, rules_by_code
+
+    assert all(rule_class(code) is rule for code, rule in rules_by_code().items())

@@ -102,3 +102,39 @@ def test_a_run_collects_cycles_less_often_and_restores_the_callers_threshold(tmp
     assert [f.code for f in results[0].findings] == ["KV900"]
     assert seen == [runner._GC_THRESHOLD] != [before]
     assert gc.get_threshold() == before
+
+
+def _libcst_texts(monkeypatch, text):
+    """The texts libcst parses to lint ``text`` with every rule, and the findings' codes."""
+    from linter import runner
+    from linter.settings import Settings
+
+    parsed = []
+    parse_and_lint = runner._parse_and_lint
+
+    def counting(source, *args, **kwargs):
+        parsed.append(source)
+        return parse_and_lint(source, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "_parse_and_lint", counting)
+    job = runner.job_for(Settings(select=frozenset(runner.rules_by_code())))
+    codes = [f.code for f in runner._lint_text(text, "m.py", job)]
+    fast = list(parsed)
+    assert codes == [f.code for f in runner._lint_text(text, "m.py", replace(job, prefilter=False))]
+    return fast, codes
+
+
+_ATTENTION = "def attention(q, k, v, t):\n    k = k[:, :t]\n    return flash_attn_func(q, k, v)\n"
+
+
+def test_a_file_that_is_mostly_its_planned_definitions_is_parsed_once_in_place(monkeypatch):
+    # A finding in an excerpt is parsed again in place; a small file goes in place at once.
+    text = "import torch\n\n\n" + _ATTENTION
+    parsed, codes = _libcst_texts(monkeypatch, text)
+    assert codes == ["KV101"] and len(parsed) == 1 and parsed[0].split("\n")[3] == "def attention(q, k, v, t):"
+
+
+def test_a_file_with_much_else_is_screened_as_an_excerpt_first(monkeypatch):
+    other = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(40))
+    parsed, codes = _libcst_texts(monkeypatch, "import torch\n\n" + other + _ATTENTION)
+    assert codes == ["KV101"] and len(parsed) == 2 and parsed[0].startswith("def attention")
