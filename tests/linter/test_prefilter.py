@@ -368,3 +368,19 @@ def test_kv301_needs_an_attribute_of_the_pair_rebuilt_from_itself() -> None:
                  "        if self.k_cache is None or self.k_cache.shape[0] < 4:\n            return k\n",
                  "        out = self.k_cache  # self.k_cache\n"):
         assert not parse_plan(head + body, kv301, Settings()).needed, body
+
+
+def test_a_reshape_call_s_first_dotted_argument_is_read_where_each_call_name_ends() -> None:
+    from linter.prefilter.file import _File
+
+    text = (
+        "a = torch.narrow(self.k_cache, 0, 0, n)\n"
+        "b = torch.split(*parts, key_states)\n"
+        "c = splitter(value_states)\n"  # not a reshape call: a longer word
+        "d = chunk((q), 2)\n"
+        "e = x.expand(2, -1)\n"  # a number first: no name
+        "f = split(torch.narrow, k)\n"  # a reshape name inside the arguments, not called
+    )
+    f = _File(text, Settings())
+    read = {n for n in ("k_cache", "key_states", "value_states", "q", "narrow", "x", "k") if f.argument_reshaped(n)}
+    assert read == {"k_cache", "key_states", "q", "narrow"}
