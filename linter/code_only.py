@@ -16,36 +16,62 @@ import re
 
 # Unrolled loops (``[^"\\]*(?:\\.[^"\\]*)*``) so long strings are consumed without backtracking;
 # an unterminated string runs to the end of its line (or of the text, for triple quotes).
-# The leading lookahead lets ``re`` reject most positions on one character test (3x faster on
-# vllm's files than trying every alternative at every position).
-_LITERAL = re.compile(
+_BODY = re.compile(
     r"""
-    (?=[\#"'rRbBuUfF])
-    (?:
-    \#[^\n]*
-    | (?P<prefix>(?<!\w)[rRbBuUfF]{1,2})?
-      (?P<body>
-          \"\"\"[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*(?:\"\"\"|\Z)
-        | '''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*(?:'''|\Z)
-        | "[^"\\\n]*(?:\\(?:\r\n|.)[^"\\\n]*)*(?:"|$)
-        | '[^'\\\n]*(?:\\(?:\r\n|.)[^'\\\n]*)*(?:'|$)
-      )
-    )
+      \"\"\"[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*(?:\"\"\"|\Z)
+    | '''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*(?:'''|\Z)
+    | "[^"\\\n]*(?:\\(?:\r\n|.)[^"\\\n]*)*(?:"|$)
+    | '[^'\\\n]*(?:\\(?:\r\n|.)[^'\\\n]*)*(?:'|$)
     """,
     re.VERBOSE | re.DOTALL | re.MULTILINE,
 )
+# Where a comment or a string can start. A pattern that starts with a character class lets
+# ``re`` skip to the next candidate in a tight loop; one that starts with the prefix letters
+# (``rb"..."``) stops at every r, b, u and f of the text (twice as slow on sglang).
+_START = re.compile(r"[#\"']")
+_PREFIX_LETTERS = frozenset("rRbBuUfF")
 
 
 def code_only(text: str) -> str:
     """``text`` without comments and with every non-f string literal emptied, lines kept."""
-    return _LITERAL.sub(_reduce, text)
+    pieces = []
+    copied = 0  # text[:copied] is in pieces
+    search, body_at = _START.search, _BODY.match
+    found = search(text)
+    while found is not None:
+        at = found.start()
+        if text[at] == "#":
+            end = text.find("\n", at)
+            end = len(text) if end < 0 else end
+            pieces.append(text[copied:at])
+        else:
+            # A string prefix is one or two letters right before the quote that start a word
+            # (``rb"``, not the ``r`` of ``bar"``), and not inside what was replaced before.
+            first = at
+            while first > max(copied, at - 2) and text[first - 1] in _PREFIX_LETTERS:
+                first -= 1
+            while first < at and first > 0 and _is_word_char(text[first - 1]):
+                first += 1
+            body = body_at(text, at)
+            if body is None:
+                # ``'\\`` ending the text: no literal, the quote stays as text.
+                found = search(text, at + 1)
+                continue
+            end = body.end()
+            pieces.append(text[copied:first])
+            pieces.append(_literal(text[first:at], body.group()))
+        copied = end
+        found = search(text, end)
+    pieces.append(text[copied:])
+    return "".join(pieces)
 
 
-def _reduce(match: re.Match[str]) -> str:
-    body = match.group("body")
-    if body is None:
-        return ""  # a comment
-    prefix = match.group("prefix") or ""
+def _is_word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _literal(prefix: str, body: str) -> str:
+    """What a string literal becomes: its f-string fields, its newlines."""
     kept = " ".join(_fields(body)) if "f" in prefix or "F" in prefix else ""
     lines = body.count("\n")
     # The code after a multi-line string continues its statement: indent it, so the line it

@@ -146,3 +146,19 @@ def test_an_identifier_ending_in_a_prefix_letter_is_not_a_prefix() -> None:
 
 def test_a_field_holding_a_string_with_a_bracket_is_kept() -> None:
     assert re.search(r"\bif k else\b", code_only("x = f\"{'(' if k else ''}\"\n"))
+
+
+@pytest.mark.parametrize(("text", "reduced"), [
+    # A prefix is one or two letters starting a word right before the quote.
+    ('x = rb"a#b"  # c\n', 'x = ""  \n'),
+    ('y = bar"s" + Rf"{k.shape}"\n', 'y = bar"" + "k.shape"\n'),
+    ('z = rrb"q"\n', 'z = rrb""\n'),
+    # A prefix letter right after a replaced literal still starts a word.
+    ('"a"r"b"', '""""'),
+    # A quote then a lone backslash ending the text opens no literal.
+    ("w = '\\", "w = '\\"),
+    # ... where one before a newline continues the literal onto the next line.
+    ("w = '\\\n", 'w = \n ""'),
+])
+def test_string_prefixes_and_a_trailing_backslash(text: str, reduced: str) -> None:
+    assert code_only(text) == reduced
