@@ -58,7 +58,26 @@ Screen = Callable[["Facts", Settings], bool]
 # is ``lines[offset + n - 1]``.
 Source = tuple[list[str], int]
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
+# Per node class, its fields that hold nodes: (name, whether a list). Read from the class's ASDL
+# signature (``Name(identifier id, expr_context ctx)``): identifiers, strings, constants and
+# ints are never nodes, and ``ctx`` no screen asks about; so the walks test no value's type.
+_CHILDREN: dict[type, tuple[tuple[str, bool], ...]] = {}
+_PRIMITIVES = frozenset({"identifier", "string", "constant", "int"})
+_SIGNATURE = re.compile(r"(\w+)([*?]?) (\w+)")
+
+
+def _children(kind: type) -> tuple[tuple[str, bool], ...]:
+    found = _CHILDREN.get(kind)
+    if found is None:
+        signature = (kind.__doc__ or "").split("\n", 1)[0]
+        typed = {name: (type_, mark) for type_, mark, name in _SIGNATURE.findall(signature)}
+        if set(typed) != set(kind._fields):
+            raise TypeError(f"cannot read the fields of ast.{kind.__name__} from {signature!r}")
+        found = _CHILDREN[kind] = tuple(
+            (name, typed[name][1] == "*") for name in kind._fields
+            if name != "ctx" and typed[name][0] not in _PRIMITIVES
+        )
+    return found
 
 
 def walk(node: ast.AST) -> Iterator[ast.AST]:
@@ -66,23 +85,21 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
     gives them less the ``Load``/``Store`` contexts no screen asks about: about five times
     faster than ``ast.walk``, whose per-node generators were the screens' largest cost."""
     todo = [node]
-    pop, append = todo.pop, todo.append
-    fields = _FIELDS
+    pop, append, extend = todo.pop, todo.append, todo.extend
+    children = _CHILDREN
     while todo:
         current = pop()
+        if current is None:
+            continue  # ``kw_defaults`` and ``Dict.keys`` hold None for a missing node
         yield current
         kind = current.__class__
-        names = fields.get(kind)
-        if names is None:
-            names = fields[kind] = tuple(f for f in kind._fields if f != "ctx")
-        for name in names:
+        for name, many in children.get(kind) or _children(kind):
             value = getattr(current, name, None)
-            if value.__class__ is list:
-                for item in value:
-                    if isinstance(item, ast.AST):
-                        append(item)
-            elif isinstance(value, ast.AST):
+            if many:
+                extend(value or ())
+            elif value is not None:
                 append(value)
+
 
 # KV203's vocabulary, as in the rule.
 _SPLITS = frozenset({"chunk", "split", "tensor_split"})
@@ -326,26 +343,25 @@ def _kv202_scopes(tree: ast.AST) -> list[list[ast.AST]]:
     any of them). Classes, lambdas and comprehensions belong to the scope around them."""
     found = []
     todo = [tree]
-    fields = _FIELDS
+    children = _CHILDREN
     while todo:
         root = todo.pop()
         nodes: list[ast.AST] = []
         stack = [root]
         while stack:
             current = stack.pop()
+            if current is None:
+                continue
             kind = current.__class__
             if (kind is ast.FunctionDef or kind is ast.AsyncFunctionDef) and current is not root:
                 todo.append(current)
                 continue
             nodes.append(current)
-            names = fields.get(kind)
-            if names is None:
-                names = fields[kind] = tuple(f for f in kind._fields if f != "ctx")
-            for name in names:
+            for name, many in children.get(kind) or _children(kind):
                 value = getattr(current, name, None)
-                if value.__class__ is list:
-                    stack.extend(item for item in value if isinstance(item, ast.AST))
-                elif isinstance(value, ast.AST):
+                if many:
+                    stack.extend(value or ())
+                elif value is not None:
                     stack.append(value)
         found.append(nodes)
     return found
@@ -551,26 +567,25 @@ _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 def _scopes(tree: ast.AST) -> list[list[ast.AST]]:
     found = []
     todo = [tree]
-    fields = _FIELDS
+    children = _CHILDREN
     while todo:
         root = todo.pop()
         nodes: list[ast.AST] = []
         stack = list(reversed(root.body))
         while stack:
             current = stack.pop()
+            if current is None:
+                continue
             if isinstance(current, _DEFINITIONS):
                 todo.append(current)  # its own scope (a class: its methods are)
                 continue
             nodes.append(current)
             kind = current.__class__
-            names = fields.get(kind)
-            if names is None:
-                names = fields[kind] = tuple(f for f in kind._fields if f != "ctx")
-            for name in names:
+            for name, many in children.get(kind) or _children(kind):
                 value = getattr(current, name, None)
-                if value.__class__ is list:
-                    stack.extend(item for item in value if isinstance(item, ast.AST))
-                elif isinstance(value, ast.AST):
+                if many:
+                    stack.extend(value or ())
+                elif value is not None:
                     stack.append(value)
         if not isinstance(root, ast.ClassDef):
             found.append(nodes)

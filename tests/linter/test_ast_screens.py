@@ -447,3 +447,14 @@ def test_kv202_a_method_screened_alone_is_its_own_scope() -> None:
     assert isinstance(method, ast.FunctionDef) and may_report(method, ["KV202"], Settings())
     silent = ast.parse(KV202_SILENT["a page size against a literal one (unclassifiable)"]).body[0]
     assert not may_report(silent, ["KV202"], Settings())
+
+
+def test_walk_gives_ast_walk_s_nodes_less_the_contexts() -> None:
+    # Keyword-only parameters without defaults and ``**`` in a dict literal leave None among
+    # the nodes; match patterns and ``global`` hold identifiers, not nodes.
+    tree = ast.parse(
+        "def f(a, *, b, c=1, **kw):\n    global g\n    return {**kw, 'a': a}\n"
+        "match f:\n    case Point(x=0, y=[1, *rest]) as p:\n        pass\n"
+    )
+    expected = sorted(id(n) for n in ast.walk(tree) if not isinstance(n, ast.expr_context))
+    assert sorted(id(n) for n in ast_screens.walk(tree)) == expected
