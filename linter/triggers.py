@@ -104,11 +104,21 @@ class Scanner:
             groups = () if trigger is None else tuple(_keys(g, tails) for g in trigger.groups)
             self._rules.append((code, groups))
 
-    def passing(self, text: str, paired: Callable[[], bool] | None = None) -> set[str]:
+    def passing(
+        self, text: str, paired: Callable[[], bool] | None = None, words: Callable[[], str] | None = None
+    ) -> set[str]:
         """The codes whose trigger ``text`` passes; ``paired()`` says whether the text holds a
-        K/V pair of names (asked at most once; without it, ``PAIRED`` always passes)."""
+        K/V pair of names (asked at most once; without it, ``PAIRED`` always passes).
+
+        ``words()``: the text's distinct identifiers, one per line (asked at most once). A
+        word made of word characters is a substring of the text exactly when it is one of
+        an identifier, and that list is a fraction of the text: most files lack most words,
+        and each absent word was a scan of the whole text.
+        """
         seen: dict[str, bool] = {}
         lower: str | None = None
+        joined: str | None = None
+        joined_lower: str | None = None
         found = set()
         for code, groups in self._rules:
             for group in groups:
@@ -117,6 +127,15 @@ class Scanner:
                     if hit is None:
                         if key == _PAIRED_KEY:
                             hit = paired is None or paired()
+                        elif words is not None and _WORDLIKE.match(key):
+                            if joined is None:
+                                joined = words()
+                            if key[0] == "\0":
+                                if joined_lower is None:
+                                    joined_lower = joined.lower()
+                                hit = key[1:] in joined_lower
+                            else:
+                                hit = key in joined
                         elif key[0] == "\0":
                             if lower is None:
                                 lower = text.lower()
@@ -133,6 +152,8 @@ class Scanner:
         return found
 
 
+# A search key (``"\0"`` marks any case) all of word characters: found among the identifiers.
+_WORDLIKE = re.compile(r"\0?\w+\Z")
 _PAIRED_KEY = PAIRED[0]
 
 

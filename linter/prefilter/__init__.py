@@ -174,7 +174,7 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
     report everything they would on all of it."""
     known = _known(tuple(rules), settings.extra_attention_callables)
     raw = _File(text, settings)
-    passing = known.scanner.passing(text, lambda: bool(raw.k_names))
+    passing = known.scanner.passing(text, lambda: bool(raw.k_names), raw.joined_identifiers)
     if not passing:
         return NOTHING
     conditions = list(dict.fromkeys(known.conditions[code] for code in passing))

@@ -119,6 +119,12 @@ class _File:
             self._pairs = self.pairs_among(self.identifiers)
         return self._pairs
 
+    def joined_identifiers(self) -> str:
+        """The distinct identifiers, one per line (computed once)."""
+        if self._joined is None:
+            self._joined = "\n".join(self.identifiers)
+        return self._joined
+
     def pairs_among(self, ids: frozenset[str]) -> list[str]:
         """The K-side names in ``ids`` whose V counterpart is in ``ids`` too."""
         extra = self.settings.extra_pairs
@@ -289,9 +295,7 @@ class _File:
     def _names_containing(self, part: str, ignore_case: bool) -> Iterable[str]:
         # The identifiers, one per line, searched for ``part`` in C; each hit's line is a name.
         # Lower-casing keeps every offset only for ASCII.
-        if self._joined is None:
-            self._joined = "\n".join(self.identifiers)
-        joined = self._joined
+        joined = self.joined_identifiers()
         if ignore_case and not joined.isascii():
             return (n for n in self.identifiers if part in n.lower())
         if ignore_case:

@@ -97,3 +97,31 @@ def test_the_pair_rules_settle_a_file_without_a_kv_pair_from_text() -> None:
     assert {r.code for r in pair_rules} >= {"KV101", "KV102", "KV103", "KV104", "KV301"}
     assert not parse_plan(text, pair_rules, Settings()).needed
     assert parse_plan(text.replace("mask", "v"), pair_rules, Settings()).needed
+
+
+def test_words_of_word_characters_are_found_among_the_identifiers_as_in_the_text() -> None:
+    from linter.prefilter.words import identifier_set
+
+    scanner = Scanner({
+        "A": Trigger(("attn",), ("[",)), "B": Trigger(AnyCase("cache"), ("=",)),
+        "C": Trigger(("Linear",), ("__init__",)), "D": Trigger(ATTENTION),
+    })
+    texts = (
+        "self.self_attn = x[0]",  # inside a longer identifier, and a bracket from the text
+        "KV_CACHE_SIZE = 2",  # any case
+        "y = 3Linear + __init__",  # after leading digits
+        "s = 'attn'  # a string still counts, as in the text",
+        "nothing(here)",
+        "élan_attn[0] = Σcache",  # non-ASCII identifiers
+    )
+    asked = []
+
+    def words(text: str):
+        def joined() -> str:
+            asked.append(text)
+            return "\n".join(identifier_set(text))
+        return joined
+
+    for text in texts:
+        assert scanner.passing(text, words=words(text)) == scanner.passing(text), text
+    assert len(asked) == len(texts)  # asked once per text, not once per word
