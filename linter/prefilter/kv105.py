@@ -12,7 +12,7 @@ from collections.abc import Collection
 from linter.code_only import code_only
 from linter.names import RESHAPE_CALLS, SEE_THROUGH, SHAPE_KEEPING, is_kv_tensor_name
 from linter.prefilter.facts import _recalled, _remembered
-from linter.prefilter.file import _File
+from linter.prefilter.file import _File, _word_spans
 from linter.prefilter.imports import _from_imported
 from linter.prefilter.lines import _DEFINITION, top_level_starts
 from linter.prefilter.statements import _BRACKET, _NESTED_SCOPE, _RETURN_WORD, _statement_end
@@ -21,6 +21,7 @@ from linter.settings import Settings
 
 
 _BEFORE_A_DEF_NAME = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+")
+_CALL_BRACKET = re.compile(rf"{_GAP}\(")
 
 
 def _kv105(f: _File) -> bool:
@@ -57,9 +58,13 @@ def _kv105_helpers(f: _File) -> set[str]:
         key_argument = _compiled(
             rf"[(,=]{_GAP}(?:\({_GAP})*(?:\w+{_GAP}\.{_GAP})*{word_first(keys)}(?!\w){_GAP}(?:\){_GAP})*[,)]"
         )
-        # One pattern for every helper: the names are the file's own, so nothing is reused.
-        for call in re.compile(rf"{word_first(helpers)}{_GAP}\(").finditer(text):
-            if call.start() and (text[call.start() - 1] == "." or _BEFORE_A_DEF_NAME.fullmatch(text, text.rfind("\n", 0, call.start()) + 1, call.start())):
+        # Each helper's name by substring search, its bracket matched where the name ends (the
+        # names are the file's own: a pattern of them would be compiled for this file alone).
+        for at, name_end in _word_spans(text, helpers):
+            call = _CALL_BRACKET.match(text, name_end)
+            if call is None:
+                continue
+            if at and (text[at - 1] == "." or _BEFORE_A_DEF_NAME.fullmatch(text, text.rfind("\n", 0, at) + 1, at)):
                 continue  # a method, or the helper's own ``def`` line
             start = call.end()
             end = _group_end(text, start)
