@@ -9,20 +9,40 @@ import re
 from linter.names import is_kv_tensor_name, kv_side, value_counterpart
 from linter.prefilter.file import _File
 from linter.prefilter.statements import _statement_end
-from linter.prefilter.words import _GAP, _IDENTIFIER, _compiled, word_first
+from linter.prefilter.words import _GAP, _IDENTIFIER, _compiled, _is_word_char
 
 
 # In-place writes through a name (KV104).
 _WRITTEN_BY = frozenset({"copy_", "index_copy", "index_copy_"})
 
 
-_RETURN = word_first(("return",))
+# After a ``return``, as in ``return k, self.k``: group 1 the last part of the first element's
+# dotted name, group 2 the second element's dotted name (dots, blanks and comments between).
+_RETURNED_PAIR = re.compile(
+    rf"{_GAP}\(?{_GAP}(?:\w+{_GAP}\.{_GAP})*(\w+){_GAP},{_GAP}((?:\w+{_GAP}\.{_GAP})*\w+)"
+)
+_COMMENT = re.compile(r"#[^\n]*\n")
+
+
+def _returned_twice(text: str) -> set[str]:
+    """The names some ``return`` gives as the last part of its first element and as a part of
+    its second (``return k, k``, ``return self.k, k.view(...)``): one pass for every name."""
+    found = set()
+    at = text.find("return")
+    while at >= 0:
+        if not at or not _is_word_char(text[at - 1]):
+            match = _RETURNED_PAIR.match(text, at + 6)
+            if match is not None and match.group(1) in _IDENTIFIER.findall(_COMMENT.sub(" ", match.group(2))):
+                found.add(match.group(1))
+        at = text.find("return", at + 6)
+    return found
 
 
 def _kv104(f: _File) -> bool:
     # A K-side name with its V twin present that is called (``self.k_proj(``), written through
     # (``k_cache[``, ``.copy_(``), assigned to its twin (``value = key.``) or returned twice.
     extra = f.settings.extra_pairs
+    returned_twice: set[str] | None = None
     for k in f.k_names:
         if "(" in f.followers(k) and _call_assigned_to_a_value(f, k):
             return True
@@ -31,7 +51,9 @@ def _kv104(f: _File) -> bool:
         v = value_counterpart(k, extra) or k
         if f.subscripted(k) or not f.followers(k).isdisjoint(_WRITTEN_BY) or f.followed_by(v, rf"{_GAP}={_GAP}\(*{_GAP}{k}\b"):
             return True
-        if _compiled(rf"{_RETURN}{_GAP}\(?{_GAP}(?:\w+{_GAP}\.{_GAP})*{k}{_GAP},{_GAP}(?:\w+{_GAP}\.{_GAP})*{k}\b").search(f.text):
+        if returned_twice is None:
+            returned_twice = _returned_twice(f.text)
+        if k in returned_twice:
             return True
         if k in f.returned_attributes:
             return True

@@ -384,3 +384,16 @@ def test_a_reshape_call_s_first_dotted_argument_is_read_where_each_call_name_end
     f = _File(text, Settings())
     read = {n for n in ("k_cache", "key_states", "value_states", "q", "narrow", "x", "k") if f.argument_reshaped(n)}
     assert read == {"k_cache", "key_states", "q", "narrow"}
+
+
+def test_kv104_reads_every_return_of_one_name_twice_in_one_pass() -> None:
+    from linter.prefilter.kv104 import _returned_twice
+
+    assert _returned_twice("def f(k):\n    return k, k\n") == {"k"}
+    assert _returned_twice("    return self.key, key.view(2, -1)\n") == {"key"}
+    assert _returned_twice("    return (k_cache,  # both\n            self.k_cache)\n") == {"k_cache"}
+    # Not twice: another name, a name only a comment holds, a first element that is a call.
+    assert _returned_twice("    return k, k_x\n") == set()
+    assert _returned_twice("    return k, self.  # k\n v\n") == set()
+    assert _returned_twice("    return f(k), k\n") == set()
+    assert _returned_twice("    self.returned_k, k = 1, 2\n") == set()
