@@ -20,7 +20,7 @@ from itertools import pairwise
 from linter.code_only import code_only
 from linter.names import SAME_TENSOR_METHODS, SEE_THROUGH, value_counterpart
 from linter.prefilter.facts import _recalled, _remembered
-from linter.prefilter.file import _File
+from linter.prefilter.file import _File, _word_spans
 from linter.prefilter.imports import _from_imported
 from linter.prefilter.lines import _DEFINITION_LINE, _LONE_CR
 from linter.prefilter.statements import _NESTED_SCOPE, _RETURN_WORD
@@ -94,11 +94,11 @@ def _kv209_facts(f: _File) -> _Kv209Facts | None:
     # K/V name -> (callee, called by its plain name?, the call less its first argument)
     passed: dict[str, set[tuple[str, bool, object]]] = {}
     for name in {*keys, *twins.values()}:
-        # Per name (the same few recur across a tree: their patterns stay compiled), then what
-        # stands before each occurrence: a bracket, a dot, or the start of a line the call's
-        # bracket may have opened before.
-        for match in _compiled(rf"{word_first((name,))}(?!\w)").finditer(text):
-            start = i = match.start()
+        # Each whole-word occurrence of the name (substring search), then what stands before
+        # it: a bracket, a dot, or the start of a line the call's bracket may have opened
+        # before.
+        for start, end in _word_spans(text, (name,)):
+            i = start
             while i and text[i - 1] in " \t":
                 i -= 1
             if not i or text[i - 1] not in "(.\n":
@@ -110,7 +110,7 @@ def _kv209_facts(f: _File) -> _Kv209Facts | None:
                 previous = text[text.rfind("\n", 0, i - 1) + 1:i - 1].rstrip()
                 if previous and previous[-1] not in "(.\\" and "#" not in previous:
                     continue
-            after = _first_root_end(text, match.end())
+            after = _first_root_end(text, end)
             if after is None:
                 continue
             callee = _BEFORE_ARGUMENT.search(text, max(0, start - 200), start)
@@ -120,7 +120,7 @@ def _kv209_facts(f: _File) -> _Kv209Facts | None:
                 # texts close the same number of brackets, so they hold the same further
                 # arguments); where a quote or comment may hide a bracket, this occurrence's own.
                 close = _bracket_end(text, callee.end(3)) if after >= 0 else None
-                rest = (callee.group(1), callee.group(2), text[after:close]) if close is not None else match.start()
+                rest = (callee.group(1), callee.group(2), text[after:close]) if close is not None else start
                 passed.setdefault(name, set()).add((callee.group(2), callee.group(1) is None, rest))
     if not passed:
         return None
