@@ -80,6 +80,16 @@ def _children(kind: type) -> tuple[tuple[str, bool], ...]:
     return found
 
 
+def _push_children(node: ast.AST, kind: type, stack: list) -> None:
+    """Put ``node``'s child nodes (of class ``kind``) on ``stack``, as ``walk`` does."""
+    for name, many in _CHILDREN.get(kind) or _children(kind):
+        value = getattr(node, name, None)
+        if many:
+            stack.extend(value or ())
+        elif value is not None:
+            stack.append(value)
+
+
 def walk(node: ast.AST) -> Iterator[ast.AST]:
     """Every node under ``node`` (itself included), each after its parent, as ``ast.walk``
     gives them less the ``Load``/``Store`` contexts no screen asks about: about five times
@@ -343,7 +353,6 @@ def _kv202_scopes(tree: ast.AST) -> list[list[ast.AST]]:
     any of them). Classes, lambdas and comprehensions belong to the scope around them."""
     found = []
     todo = [tree]
-    children = _CHILDREN
     while todo:
         root = todo.pop()
         nodes: list[ast.AST] = []
@@ -357,12 +366,7 @@ def _kv202_scopes(tree: ast.AST) -> list[list[ast.AST]]:
                 todo.append(current)
                 continue
             nodes.append(current)
-            for name, many in children.get(kind) or _children(kind):
-                value = getattr(current, name, None)
-                if many:
-                    stack.extend(value or ())
-                elif value is not None:
-                    stack.append(value)
+            _push_children(current, kind, stack)
         found.append(nodes)
     return found
 
@@ -567,7 +571,6 @@ _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 def _scopes(tree: ast.AST) -> list[list[ast.AST]]:
     found = []
     todo = [tree]
-    children = _CHILDREN
     while todo:
         root = todo.pop()
         nodes: list[ast.AST] = []
@@ -581,12 +584,7 @@ def _scopes(tree: ast.AST) -> list[list[ast.AST]]:
                 continue
             nodes.append(current)
             kind = current.__class__
-            for name, many in children.get(kind) or _children(kind):
-                value = getattr(current, name, None)
-                if many:
-                    stack.extend(value or ())
-                elif value is not None:
-                    stack.append(value)
+            _push_children(current, kind, stack)
         if not isinstance(root, ast.ClassDef):
             found.append(nodes)
     return found

@@ -103,6 +103,7 @@ class Scanner:
         for code, trigger in triggers.items():
             groups = () if trigger is None else tuple(_keys(g, tails) for g in trigger.groups)
             self._rules.append((code, groups))
+        self._wordlike = frozenset(k for _, groups in self._rules for g in groups for k in g if _WORDLIKE.match(k))
 
     def passing(
         self, text: str, paired: Callable[[], bool] | None = None, words: Callable[[], str] | None = None
@@ -116,9 +117,9 @@ class Scanner:
         and each absent word was a scan of the whole text.
         """
         seen: dict[str, bool] = {}
-        lower: str | None = None
-        joined: str | None = None
-        joined_lower: str | None = None
+        # (searched among the identifiers?, lower-cased?) -> the text searched, built once.
+        haystacks: dict[tuple[bool, bool], str] = {}
+        wordlike = self._wordlike
         found = set()
         for code, groups in self._rules:
             for group in groups:
@@ -127,21 +128,15 @@ class Scanner:
                     if hit is None:
                         if key == _PAIRED_KEY:
                             hit = paired is None or paired()
-                        elif words is not None and _WORDLIKE.match(key):
-                            if joined is None:
-                                joined = words()
-                            if key[0] == "\0":
-                                if joined_lower is None:
-                                    joined_lower = joined.lower()
-                                hit = key[1:] in joined_lower
-                            else:
-                                hit = key in joined
-                        elif key[0] == "\0":
-                            if lower is None:
-                                lower = text.lower()
-                            hit = key[1:] in lower
                         else:
-                            hit = key in text
+                            slot = (words is not None and key in wordlike, key[0] == "\0")
+                            haystack = haystacks.get(slot)
+                            if haystack is None:
+                                plain = haystacks.get((slot[0], False))
+                                if plain is None:
+                                    plain = haystacks[slot[0], False] = words() if slot[0] else text  # type: ignore[misc]
+                                haystack = haystacks[slot] = plain.lower() if slot[1] else plain
+                            hit = (key[1:] if slot[1] else key) in haystack
                         seen[key] = hit
                     if hit:
                         break
