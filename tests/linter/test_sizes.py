@@ -129,3 +129,40 @@ def test_a_name_assigned_twice_does_not_resolve():
 def test_a_named_width_is_kept_when_its_alias_is_unreadable():
     aliases = _aliases("self.hidden_size = compute(config)\n")
     assert _mismatch("self.hidden_size", "num_kv_heads * head_dim", resolve=aliases.resolve) is not None
+
+
+_PAIRS = [
+    ("num_key_value_heads * head_dim", "num_heads * head_dim"),
+    ("num_heads * qk_head_dim", "num_heads * v_head_dim"),
+    ("self.tp_k_head_num", "self.tp_v_head_num"),
+    ("1", "self.num_heads"),
+    ("8", "4"),
+    ("-1", "2"),
+    ("self.page_size", "1"),
+    ("getattr(config, 'num_attention_heads')", "config.num_kv_heads"),
+    ("hidden_size // num_heads", "head_dim"),
+    ("(qk_nope_head_dim + qk_rope_head_dim) * n", "n * v_head_dim"),
+    ("kv_dim", "hidden_size"),
+    ("(num_kv_heads) * d", "num_kv_heads*d"),
+    ("x.shape[2]", "num_heads"),
+    ("kv", "num_heads"),
+]
+
+
+@pytest.mark.parametrize(("left", "right"), _PAIRS)
+@pytest.mark.parametrize("implicit_one", [False, True])
+def test_the_ast_screens_compare_sizes_as_the_rules_do(left: str, right: str, implicit_one: bool) -> None:
+    # ``ast_sizes`` reads the standard library's tree for ``heads``, as ``sizes`` reads
+    # libcst's; ``kv`` resolves to a KV width through an alias on both.
+    import ast
+
+    from linter import ast_sizes
+
+    aliases, tree_aliases = Aliases(), ast_sizes.Aliases()
+    aliases.record(cst.parse_expression("kv"), cst.parse_expression("num_kv_heads * head_dim"))
+    tree_aliases.record(ast.parse("kv", mode="eval").body, ast.parse("num_kv_heads * head_dim", mode="eval").body)
+    expected = heads_mismatch(cst.parse_expression(left), cst.parse_expression(right), resolve=aliases.resolve, implicit_one=implicit_one)
+    found = ast_sizes.heads_mismatch(
+        ast.parse(left, mode="eval").body, ast.parse(right, mode="eval").body, resolve=tree_aliases.resolve, implicit_one=implicit_one
+    )
+    assert found == expected
