@@ -28,7 +28,7 @@ import ast
 import re
 from collections.abc import Callable, Collection, Iterator
 
-from linter.ast_sizes import Aliases, heads_mismatch
+from linter.ast_sizes import Aliases, heads_mismatch, int_value
 from linter.model.twins import key_head_dim_twin
 from linter.names import (
     AXISLESS_RESHAPES,
@@ -117,16 +117,6 @@ _FUNCTION_FORMS = frozenset({"chunk", "tensor_split", "split"})
 _FIRST_KEYWORD = {"split": "split_size_or_sections", "chunk": "chunks", "tensor_split": "indices_or_sections"}
 
 
-def _int_value(node: ast.expr | None) -> int | None:
-    """``3`` or ``-1`` written as a literal (what ``sizes.int_value`` reads), else None."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        inner = _int_value(node.operand)
-        return None if inner is None or not isinstance(node.operand, ast.Constant) else -inner
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        return node.value
-    return None
-
-
 def _argument(args: list[ast.expr], keywords: list[ast.keyword], index: int, keyword: str) -> ast.expr | None:
     for kw in keywords:
         if kw.arg == keyword:
@@ -148,17 +138,17 @@ def _kv203_split(call: ast.Call, three_targets: bool) -> bool:
     if any(isinstance(a, ast.Starred) for a in args) or any(kw.arg is None for kw in keywords):
         return False
     first = _argument(args, keywords, 0, _FIRST_KEYWORD[func.attr])
-    dim = _int_value(_argument(args, keywords, 1, "dim"))
+    dim = int_value(_argument(args, keywords, 1, "dim"))
     if first is None or dim is None or dim == 0:
         return False
     if func.attr != "split":
-        return _int_value(first) == 3
+        return int_value(first) == 3
     if isinstance(first, (ast.List, ast.Tuple)):
         # Equal source text (the rule's test) means equal trees.
         return len(first.elts) == 3 and len({ast.dump(e) for e in first.elts}) == 1
     if isinstance(first, ast.BinOp) and isinstance(first.op, ast.Mult):
         sides = (first.left, first.right)
-        if any(_int_value(n) == 3 for n in sides) and any(
+        if any(int_value(n) == 3 for n in sides) and any(
             isinstance(n, (ast.List, ast.Tuple)) and len(n.elts) == 1 for n in sides
         ):
             return True  # [head_dim] * 3
@@ -833,12 +823,12 @@ def _kv204_lengths(value: ast.AST, position: int | None, width: int | None, leng
             keeps = False
         else:
             element = index[0]
-            keeps = type(element) is ast.Slice or _int_value(element) == 1 or type(element) is ast.Tuple
+            keeps = type(element) is ast.Slice or int_value(element) == 1 or type(element) is ast.Tuple
         return {tensor} if keeps else set()
     if type(value) is ast.Subscript and type(value.value) is ast.Name and value.value.id in lengths:
         # ``input_shape[0]`` is the batch; the index itself may read a length too (where the
         # rule has not yet seen the name carry one and reads the children).
-        own = set() if _int_value(value.slice) == 0 else lengths[value.value.id]
+        own = set() if int_value(value.slice) == 0 else lengths[value.value.id]
         return own | _kv204_lengths(value.slice, None, None, lengths)
     if type(value) is ast.Name:
         return lengths.get(value.id, set())
@@ -1233,7 +1223,7 @@ def _kv101_subscript_cut(node: ast.Subscript, extra) -> str | None:
         if isinstance(e, ast.Slice):
             if e.lower is None and e.upper is None and e.step is None:
                 continue
-        elif _int_value(e) is not None or "layer" in (_dotted(e) or "").lower():
+        elif int_value(e) is not None or "layer" in (_dotted(e) or "").lower():
             continue  # ``kv[0]`` unpacks a stacked cache, ``cache[layer]`` picks a layer
         if ellipsis_at is not None and i > ellipsis_at and position == len(consuming) - 1:
             continue  # axis -1
@@ -1258,7 +1248,7 @@ def _kv101_call_cut(call: ast.Call, extra) -> str | None:
         dim = next((kw.value for kw in call.keywords if kw.arg == "dim"), None)
         if dim is None and len(positional) > position + shift:
             dim = positional[position + shift]
-        axis = default if dim is None else _int_value(dim)
+        axis = default if dim is None else int_value(dim)
         if axis is None or axis == -1:
             return None
     return _kv101_partner(base, call, extra)

@@ -50,7 +50,7 @@ def code_only(text: str) -> str:
             first = at
             while first > max(copied, at - 2) and text[first - 1] in _PREFIX_LETTERS:
                 first -= 1
-            while first < at and first > 0 and _is_word_char(text[first - 1]):
+            while first < at and first > 0 and is_word_char(text[first - 1]):
                 first += 1
             body = body_at(text, at)
             if body is None:
@@ -66,7 +66,8 @@ def code_only(text: str) -> str:
     return "".join(pieces)
 
 
-def _is_word_char(char: str) -> bool:
+def is_word_char(char: str) -> bool:
+    """Is ``char`` one that ``\\w`` matches (a letter, digit or underscore in any script)?"""
     return char.isalnum() or char == "_"
 
 

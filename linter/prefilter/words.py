@@ -10,6 +10,8 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
+from linter.code_only import is_word_char as _is_word_char  # one definition: code_only needs it first
+
 
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
 
@@ -72,7 +74,3 @@ def identifier_set(text: str) -> frozenset[str]:
         else:
             found.update(_IDENTIFIER.findall(word.decode("utf-8", "surrogatepass")))
     return frozenset(found)
-
-
-def _is_word_char(c: str) -> bool:
-    return c.isalnum() or c == "_"
