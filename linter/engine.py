@@ -11,6 +11,7 @@ from linter.finding import Finding
 from linter.rules import all_rules
 from linter.rules.base import Rule, RuleContext
 from linter.settings import Settings
+from linter.traversal import visit_batched
 
 
 class SourceError(Exception):
@@ -49,7 +50,7 @@ def lint_module(
     visitors = [rule(context) for rule in rules]
     if not visitors:
         return []
-    wrapper.visit_batched(visitors)
+    visit_batched(wrapper, visitors)
     findings = [finding for visitor in visitors for finding in visitor.findings]
     return sorted(findings, key=lambda f: f.sort_key)
 
