@@ -23,7 +23,7 @@ what its rule needs; every pair rule needs a K-side name and its V counterpart
 (``pairs.value_counterpart``, with the configured extra pairs) both present. They read a file's
 text through ``file._File`` (facts computed once and shared) and the text primitives of
 ``words`` (identifiers, word patterns), ``lines`` (definition lines, top-level definitions),
-``statements`` (statement ends, brackets), ``imports`` (``from`` imports), ``vocabulary`` (words
+``statements`` (statement ends, brackets), ``chains`` (method chains), ``imports`` (``from`` imports), ``vocabulary`` (words
 more than one rule looks for) and ``facts`` (what a module rule's condition found, kept for its
 text screen).
 

@@ -9,7 +9,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Collection, Iterable, Iterator
 
-from linter.chains import assigned_reaches, root_reaches
+from linter.prefilter.chains import assigned_reaches, root_reaches
 from linter.code_only import code_only
 from linter.names import (
     ATTENTION_CALLABLES,
@@ -24,7 +24,7 @@ from linter.names import (
 )
 from linter.prefilter.lines import definition_lines
 from linter.prefilter.vocabulary import _VIEW_CALLS
-from linter.prefilter.words import _GAP, _compiled, _is_word_char, identifier_set, word_first
+from linter.prefilter.words import _GAP, _compiled, identifier_set, word_first, word_spans
 from linter.settings import Settings
 
 
@@ -63,6 +63,15 @@ _PROJECTION_WORDS = ("proj", "linear", "dense", "wk", "wv", "to_k", "to_v")
 # Methods after which a name counts as reshaped (KV101) or cut (KV102), seen through included.
 _RESHAPED_BY = RESHAPE_CALLS | SEE_THROUGH
 _CUT_BY = SEE_THROUGH | {"split", "chunk", "tensor_split", "narrow"}
+# What may follow a name: a bracket, or a dot and an attribute's name.
+_FOLLOWER = re.compile(rf"{_GAP}(?:([\[(])|\.{_GAP}(\w+))")
+_ASSIGNED_NAME = re.compile(rf"{_GAP}={_GAP}\(*{_GAP}(\w+)")
+# A function-style view and the dotted name it takes first (looked ahead, so a view inside
+# that name, ``reshape(x.reshape(k))``, is matched too); ``_DOT`` parts the name.
+_FUNCTION_VIEW = re.compile(
+    rf"{word_first(('reshape', 'unflatten', 'rearrange'))}(?={_GAP}\((?:{_GAP}\()*{_GAP}((?:\w+{_GAP}\.{_GAP})*\w+))"
+)
+_DOT = re.compile(rf"{_GAP}\.{_GAP}")
 _RETURN_SELF = re.compile(rf"return(?<![A-Za-z0-9_]return){_GAP}self{_GAP}\.{_GAP}(\w+)")
 
 
@@ -82,8 +91,10 @@ class _File:
         self._attention: bool | None = None
         self._reshaped_arguments: frozenset[str] | None = None
         self._views: str | None = None
+        self._view_arguments: frozenset[str] | None = None
         self._code: str | None = None
         self._followers: dict[str, frozenset[str]] = {}
+        self._assigned: dict[str, frozenset[str]] = {}
         self._returned: frozenset[str] | None = None
         self._joined: str | None = None
         self._joined_lower: str | None = None
@@ -177,16 +188,6 @@ class _File:
             self._with[words] = found
         return found
 
-    def followed_by(self, name: str, pattern: str) -> bool:
-        # No leading \b: a literal prefix lets ``re`` skip ahead; the boundary is checked here.
-        # An ASCII word character before the name is ruled out inside ``re`` (behind the
-        # literal, so ``re`` still jumps from one occurrence of the name to the next); the
-        # loop checks the rest.
-        for match in _compiled(rf"{re.escape(name)}(?<![A-Za-z0-9_]{re.escape(name)}){_GAP}{pattern}").finditer(self.text):
-            if self._starts_word(match.start()):
-                return True
-        return False
-
     def _starts_word(self, start: int) -> bool:
         return start == 0 or not (self.text[start - 1].isalnum() or self.text[start - 1] == "_")
 
@@ -194,19 +195,29 @@ class _File:
         """What follows ``name`` anywhere in the text (past blanks, comments and line
         continuations): ``[``, ``(``, or an attribute's name (``.view`` gives ``view``).
 
-        One scan per name answers every question about it; the pattern, built per name, is
-        shared by every file. Only the name is consumed (the rest is looked ahead), so an
-        occurrence inside another's attribute (``k.k[0]``) is still seen.
+        One scan per name answers every question about it: each whole-word occurrence
+        (``word_spans``), what follows matched where it ends, so an occurrence inside
+        another's attribute (``k.k[0]``) is still seen.
         """
         found = self._followers.get(name)
         if found is None:
-            pattern = _compiled(
-                rf"{re.escape(name)}(?<![A-Za-z0-9_]{re.escape(name)})(?={_GAP}(?:([\[(])|\.{_GAP}(\w+)))"
+            text = self.text
+            found = set()
+            for _, end in word_spans(text, (name,)):
+                after = _FOLLOWER.match(text, end)
+                if after is not None:
+                    found.add(after.group(1) or after.group(2))
+            found = self._followers[name] = frozenset(found)
+        return found
+
+    def assigned_names(self, name: str) -> frozenset[str]:
+        """The first name of every value assigned to ``name`` (``v = k``, ``v = (k.t())``)."""
+        found = self._assigned.get(name)
+        if found is None:
+            text = self.text
+            found = self._assigned[name] = frozenset(
+                match.group(1) for _, end in word_spans(text, (name,)) if (match := _ASSIGNED_NAME.match(text, end))
             )
-            found = frozenset(
-                m.group(1) or m.group(2) for m in pattern.finditer(self.text) if self._starts_word(m.start())
-            )
-            self._followers[name] = found
         return found
 
     @property
@@ -243,7 +254,7 @@ class _File:
             # ends: one expression scanning for an alternation of the names was tried at every
             # offset (a tenth of a second per thousand units on transformers).
             text, found = self.text, set()
-            for at, end in _word_spans(text, self.identifiers & RESHAPE_CALLS):
+            for at, end in word_spans(text, self.identifiers & RESHAPE_CALLS):
                 match = _ARGUMENT_OF_RESHAPE.match(text, end)
                 if match is not None:
                     found.add(match.group(1))
@@ -251,7 +262,8 @@ class _File:
         return name in self._reshaped_arguments
 
     def viewed(self, name: str) -> bool:
-        """Can a KV202 view be about ``name``: its receiver's root, or the target assigned it?
+        """Can a KV202 view be about ``name``: its receiver's root, the target assigned it, or
+        a part of the dotted name a function-style view takes first (``reshape(self.k, s)``)?
 
         Read in the statements that mention a view call: a view's chain lies within one.
         """
@@ -259,10 +271,15 @@ class _File:
         return (
             root_reaches(text, name, _VIEW_CALLS, SAME_TENSOR_METHODS, raw)
             or assigned_reaches(text, name, _VIEW_CALLS, raw)
-            or _compiled(
-                rf"{word_first(('reshape', 'unflatten', 'rearrange'))}{_GAP}\((?:{_GAP}\()*{_GAP}(?:\w+{_GAP}\.{_GAP})*{re.escape(name)}\b"
-            ).search(text) is not None
+            or name in self._function_view_arguments()
         )
+
+    def _function_view_arguments(self) -> frozenset[str]:
+        if self._view_arguments is None:
+            self._view_arguments = frozenset(
+                part for match in _FUNCTION_VIEW.finditer(self._view_text()) for part in _DOT.split(match.group(1))
+            )
+        return self._view_arguments
 
     def _view_text(self) -> str:
         if self._views is None:
@@ -317,15 +334,4 @@ class _File:
 def _word_offsets(text: str, words: Iterable[str]) -> Iterator[int]:
     """Where each of ``words`` occurs in ``text`` as a whole word (substring search in C, the
     boundaries checked here: an alternation of the words in ``re`` is tried at every offset)."""
-    return (at for at, _ in _word_spans(text, words))
-
-
-def _word_spans(text: str, words: Iterable[str]) -> Iterator[tuple[int, int]]:
-    """(start, end) of each whole-word occurrence of each of ``words`` in ``text``."""
-    for word in words:
-        at = text.find(word)
-        while at >= 0:
-            end = at + len(word)
-            if (at == 0 or not _is_word_char(text[at - 1])) and (end == len(text) or not _is_word_char(text[end])):
-                yield at, end
-            at = text.find(word, end)
+    return (at for at, _ in word_spans(text, words))

@@ -9,7 +9,7 @@ import re
 from linter.names import is_kv_tensor_name, kv_side, value_counterpart
 from linter.prefilter.file import _File
 from linter.prefilter.statements import _statement_end
-from linter.prefilter.words import _GAP, _IDENTIFIER, _compiled, _is_word_char
+from linter.prefilter.words import _CALL_BRACKET, _GAP, _IDENTIFIER, _is_word_char, word_spans
 
 
 # In-place writes through a name (KV104).
@@ -49,7 +49,7 @@ def _kv104(f: _File) -> bool:
         if not is_kv_tensor_name(k, extra):
             continue
         v = value_counterpart(k, extra) or k
-        if f.subscripted(k) or not f.followers(k).isdisjoint(_WRITTEN_BY) or f.followed_by(v, rf"{_GAP}={_GAP}\(*{_GAP}{k}\b"):
+        if f.subscripted(k) or not f.followers(k).isdisjoint(_WRITTEN_BY) or k in f.assigned_names(v):
             return True
         if returned_twice is None:
             returned_twice = _returned_twice(f.text)
@@ -70,9 +70,8 @@ def _call_assigned_to_a_value(f: _File, k: str) -> bool:
     any call (strings and comments may hide where the statement began).
     """
     text = f.text
-    for match in _compiled(rf"{re.escape(k)}(?<![A-Za-z0-9_]{re.escape(k)}){_GAP}\(").finditer(text):
-        at = match.start()
-        if not f._starts_word(at):
+    for at, end in word_spans(text, (k,)):
+        if _CALL_BRACKET.match(text, end) is None:
             continue
         line = text.rfind("\n", 0, at) + 1
         head = text[line:at]

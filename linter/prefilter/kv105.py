@@ -12,16 +12,15 @@ from collections.abc import Collection
 from linter.code_only import code_only
 from linter.names import RESHAPE_CALLS, SEE_THROUGH, SHAPE_KEEPING, is_kv_tensor_name
 from linter.prefilter.facts import _recalled, _remembered
-from linter.prefilter.file import _File, _word_spans
+from linter.prefilter.file import _File
 from linter.prefilter.imports import _from_imported
 from linter.prefilter.lines import _DEFINITION, top_level_starts
 from linter.prefilter.statements import _BRACKET, _NESTED_SCOPE, _RETURN_WORD, _statement_end
-from linter.prefilter.words import _GAP, _IDENTIFIER, _compiled, _is_word_char, word_first
+from linter.prefilter.words import _CALL_BRACKET, _GAP, _IDENTIFIER, _compiled, _is_word_char, word_first, word_spans
 from linter.settings import Settings
 
 
 _BEFORE_A_DEF_NAME = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+")
-_CALL_BRACKET = re.compile(rf"{_GAP}\(")
 
 
 def _kv105(f: _File) -> bool:
@@ -60,7 +59,7 @@ def _kv105_helpers(f: _File) -> set[str]:
         )
         # Each helper's name by substring search, its bracket matched where the name ends (the
         # names are the file's own: a pattern of them would be compiled for this file alone).
-        for at, name_end in _word_spans(text, helpers):
+        for at, name_end in word_spans(text, helpers):
             call = _CALL_BRACKET.match(text, name_end)
             if call is None:
                 continue
@@ -284,12 +283,22 @@ _CUT_METHODS = SEE_THROUGH | RESHAPE_CALLS | SHAPE_KEEPING
 def _assigned_a_cut(body: str, name: str, parameters: Collection[str]) -> bool:
     """Is ``name`` a target of an assignment whose value may be a cut of one of
     ``parameters``?"""
-    escaped = re.escape(name)  # literal first: ``re`` jumps between the name's occurrences
-    for match in _compiled(rf"{escaped}(?<![\w.]{escaped})(?!\w)[^\n=]*=(?!=)").finditer(body):
-        stop = _statement_end(body, match.end(), len(body))
-        if stop is None or _may_cut(body[match.end():stop], parameters):
+    resume = 0  # past the ``=`` an occurrence reached: occurrences before it reach the same
+    for at, end in word_spans(body, (name,)):
+        if at < resume or (at and body[at - 1] == "."):
+            continue
+        equals = _TO_EQUALS.match(body, end)
+        if equals is None:
+            continue
+        resume = equals.end()
+        stop = _statement_end(body, resume, len(body))
+        if stop is None or _may_cut(body[resume:stop], parameters):
             return True
     return False
+
+
+# From a name to the ``=`` of its line (no ``==``).
+_TO_EQUALS = re.compile(r"[^\n=]*=(?!=)")
 
 
 # A name, perhaps in parentheses (``return (out)``), across lines.

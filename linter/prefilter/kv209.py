@@ -20,12 +20,12 @@ from itertools import pairwise
 from linter.code_only import code_only
 from linter.names import SAME_TENSOR_METHODS, SEE_THROUGH, value_counterpart
 from linter.prefilter.facts import _recalled, _remembered
-from linter.prefilter.file import _File, _word_spans
+from linter.prefilter.file import _File
 from linter.prefilter.imports import _from_imported
 from linter.prefilter.lines import _DEFINITION_LINE, _LONE_CR
 from linter.prefilter.statements import _NESTED_SCOPE, _RETURN_WORD
 from linter.prefilter.vocabulary import _VIEW_CALLS
-from linter.prefilter.words import _GAP, _compiled, identifier_set, word_first
+from linter.prefilter.words import _GAP, _compiled, identifier_set, word_first, word_spans
 from linter.settings import Settings
 
 
@@ -97,7 +97,7 @@ def _kv209_facts(f: _File) -> _Kv209Facts | None:
         # Each whole-word occurrence of the name (substring search), then what stands before
         # it: a bracket, a dot, or the start of a line the call's bracket may have opened
         # before.
-        for start, end in _word_spans(text, (name,)):
+        for start, end in word_spans(text, (name,)):
             i = start
             while i and text[i - 1] in " \t":
                 i -= 1
@@ -270,11 +270,11 @@ def _view_returning_defs(f: _File, names: set[str]) -> set[str]:
     text = f.text
     if "def" not in text:
         return set()
-    names = names & frozenset(_DEF_NAME.findall(text))
+    definitions = _definitions_by_name(text)
     found = set()
-    for name in names:
+    for name in names & definitions.keys():
         verdicts = []
-        for definition in _compiled(rf"def{_DEF_GAP}{re.escape(name)}(?!\w)").finditer(text):
+        for definition in definitions[name]:
             line = text.rfind("\n", 0, definition.start()) + 1
             prefix = text[line:definition.start()]
             if prefix.strip() not in ("", "async"):
@@ -295,7 +295,7 @@ def _view_returning_defs(f: _File, names: set[str]) -> set[str]:
             found.add(name)
         elif None in verdicts:
             code = f.code
-            for definition in _compiled(rf"def{_DEF_GAP}{re.escape(name)}(?!\w)").finditer(code):
+            for definition in _definitions_by_name(code).get(name, ()):
                 line = code.rfind("\n", 0, definition.start()) + 1
                 if code[line:definition.start()].strip() in ("", "async") and _returns_a_view(code, line, definition.end(), text, True, True):
                     found.add(name)
@@ -348,6 +348,15 @@ def _returns_a_view(code: str, line: int, header: int, raw: str, complete: bool,
 
 _DEF_GAP = r"(?:[ \t]|\\\r?\n)+"
 _DEF_NAME = re.compile(rf"def{_DEF_GAP}(\w+)")
+
+
+def _definitions_by_name(text: str) -> dict[str, list[re.Match[str]]]:
+    """Each ``def NAME`` match of ``text`` (perhaps inside a string: the caller checks), by
+    name: one scan, where a pattern per name was compiled for names most files alone use."""
+    found: dict[str, list[re.Match[str]]] = {}
+    for match in _DEF_NAME.finditer(text):
+        found.setdefault(match.group(1), []).append(match)
+    return found
 _VIEWED = "<view>"
 
 

@@ -18,10 +18,11 @@ def _kv301(f: _File) -> bool:
     if "class" not in f.text or "self" not in f.text or not f.has_class():
         return False
     extra = f.settings.extra_pairs
+    attributes = f.followers("self")
     return any(
-        is_kv_tensor_name(k, extra) and f.followed_by("self", rf"\.{_GAP}{(v := value_counterpart(k, extra) or k)}\b")
+        is_kv_tensor_name(k, extra) and (v := value_counterpart(k, extra) or k) in attributes
         and (_rebuilt(f, k) or _rebuilt(f, v))
-        for k in f.k_names if f.followed_by("self", rf"\.{_GAP}{k}\b")
+        for k in f.k_names if k in attributes
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from linter.chains import assigned_reaches, root_reaches
+from linter.prefilter.chains import assigned_reaches, root_reaches
 from linter.tensor_roots import SAME_TENSOR_METHODS
 
 VIEWS = frozenset({"view", "reshape", "unflatten", "rearrange"})

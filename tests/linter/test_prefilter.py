@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from linter.prefilter import parse_plan
 from linter.rules import all_rules, rules_by_code
 from linter.settings import Settings
@@ -397,3 +400,18 @@ def test_kv104_reads_every_return_of_one_name_twice_in_one_pass() -> None:
     assert _returned_twice("    return k, self.  # k\n v\n") == set()
     assert _returned_twice("    return f(k), k\n") == set()
     assert _returned_twice("    self.returned_k, k = 1, 2\n") == set()
+
+
+_WORD_PIECES = ["k", "key", "k_cache", "self", "é", "_", "1", " ", ".", "(", "\n", "kk", "ключ"]
+
+
+@given(st.lists(st.sampled_from(_WORD_PIECES), max_size=120), st.sampled_from(["k", "key", "k_cache", "self", "ключ"]))
+def test_word_spans_are_the_whole_word_matches(pieces: list[str], word: str) -> None:
+    from linter.prefilter.words import _FEW, word_spans
+
+    text = "".join(pieces)
+    expected = [m.span() for m in re.finditer(rf"(?<!\w){re.escape(word)}(?!\w)", text)]
+    assert list(word_spans(text, (word,))) == expected
+    # Past ``_FEW`` occurrences the rest are found by a pattern, with the same answers.
+    many = " ".join([text] * (_FEW + 2))
+    assert list(word_spans(many, (word,))) == [m.span() for m in re.finditer(rf"(?<!\w){re.escape(word)}(?!\w)", many)]

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from functools import lru_cache
+
+from linter.prefilter.words import word_spans
 
 _BRACKET = re.compile(r"[()\[\]{}]")
 # Whitespace, and backslash line continuations.
@@ -22,15 +23,6 @@ _ASSIGN = re.compile(r"\s*=(?!=)")
 
 
 _UNREADABLE = re.compile(r"[\"'#]")
-
-
-@lru_cache(maxsize=4096)
-def _word(name: str) -> re.Pattern[str]:
-    """``name`` as a whole word, written literal first with its boundary checked behind: ``re``
-    then jumps from one occurrence of the name to the next instead of trying a leading
-    boundary at every offset (KV202's condition spent most of its time there)."""
-    escaped = re.escape(name)
-    return re.compile(rf"{escaped}(?<!\w{escaped})(?!\w)")
 
 
 def _after_group(text: str, start: int, raw: bool) -> int | None:
@@ -87,8 +79,8 @@ def _chain_reaches(text: str, i: int, targets: Collection[str], passes: Collecti
 
 def root_reaches(text: str, name: str, targets: Collection[str], passes: Collection[str], raw: bool = False) -> bool:
     """Is some chain rooted at identifier ``name`` continued through ``passes`` to ``.target``?"""
-    for match in _word(name).finditer(text):
-        if _chain_reaches(text, match.end(), targets, passes, raw):
+    for _, end in word_spans(text, (name,)):
+        if _chain_reaches(text, end, targets, passes, raw):
             return True
     return False
 
@@ -98,8 +90,8 @@ def assigned_reaches(text: str, name: str, targets: Collection[str], raw: bool =
 
     ``k = x.view(...)``, ``k = torch.reshape(x, ...)`` and ``k = rearrange(x, ...)`` all do.
     """
-    for match in _word(name).finditer(text):
-        assign = _ASSIGN.match(text, match.end())
+    for _, end in word_spans(text, (name,)):
+        assign = _ASSIGN.match(text, end)
         if assign is None:
             continue
         i = _SPACE.match(text, assign.end()).end()
