@@ -157,28 +157,28 @@ def _kv203_split(call: ast.Call, three_targets: bool) -> bool:
     return isinstance(first, ast.Name) or three_targets
 
 
-def _kv203(tree: ast.Module, settings: Settings) -> bool:
+def _kv203(facts: Facts, settings: Settings) -> bool:
     """A split into equal thirds of what reads as a fused QKV output (``_is_qkv``), and a KV
     head count named anywhere but as a keyword."""
     three: set[int] = set()
     unpacked: dict[int, list[str | None]] = {}  # call -> the names its assignment unpacks into
-    split = heads = False
-    for node in walk(tree):
-        if isinstance(node, ast.Assign):
-            target = node.targets[0] if len(node.targets) == 1 else None
-            if isinstance(target, (ast.Tuple, ast.List)):
-                names = [_tail(e) for e in target.elts]
-                calls = [id(n) for n in walk(node.value) if isinstance(n, ast.Call)]
-                unpacked.update((call, names) for call in calls)
-                if len(target.elts) == 3:
-                    three.update(calls)
-        elif isinstance(node, ast.Call):
-            split = split or (_kv203_split(node, id(node) in three) and _kv203_qkv(node, unpacked.get(id(node))))
-        if not heads:
-            heads = any(is_kv_head_count_name(name) for name in _identifiers(node))
-        if split and heads:
-            return True
-    return False
+    for node in facts.assigns:
+        target = node.targets[0] if len(node.targets) == 1 else None
+        if isinstance(target, (ast.Tuple, ast.List)):
+            names = [_tail(e) for e in target.elts]
+            calls = [id(n) for n in walk(node.value) if isinstance(n, ast.Call)]
+            unpacked.update((call, names) for call in calls)
+            if len(target.elts) == 3:
+                three.update(calls)
+    if not any(
+        _kv203_split(call, id(call) in three) and _kv203_qkv(call, unpacked.get(id(call))) for call in facts.calls
+    ):
+        return False
+    # The names the walk collected first; the rarer spellings (a class, an import) by a walk.
+    spelled = facts.names | facts.attrs | facts.params | {fn.name for fn in facts.functions}
+    return any(is_kv_head_count_name(name) for name in spelled) or any(
+        is_kv_head_count_name(name) for node in walk(facts.tree) for name in _identifiers(node)
+    )
 
 
 def _kv203_qkv(call: ast.Call, names: list[str | None] | None) -> bool:
@@ -380,13 +380,14 @@ def _seen_through(node: ast.expr) -> ast.expr:
 _SPLIT_CALLS = frozenset({"split", "chunk", "tensor_split", "narrow"})
 
 
-def _cut_bases(tree: ast.Module):
+def _cut_bases(facts: Facts):
     """What KV102 compares: every tensor subscripted with slices only, or split, chunked or
     narrowed (``k.split(...)``, ``torch.split(k, ...)``), seen through axis-moving steps."""
-    for node in walk(tree):
-        if isinstance(node, ast.Subscript) and _only_slices(node):
+    for node in facts.subscripts:
+        if _only_slices(node):
             yield node.value
-        elif isinstance(node, ast.Call) and _tail(node.func) in _SPLIT_CALLS:
+    for node in facts.calls:
+        if _tail(node.func) in _SPLIT_CALLS:
             if isinstance(node.func, ast.Attribute):
                 yield node.func.value
             positional = [a for a in node.args if type(a) is not ast.Starred]
@@ -400,7 +401,7 @@ def _kv102(facts: Facts, settings: Settings) -> bool:
     site's bounds with the V sites' as text, K names swapped to V, and reports only a pair
     that differs."""
     extra = settings.extra_pairs
-    if not _kv102_anywhere(facts.tree, extra):
+    if not _kv102_anywhere(facts, extra):
         return False
     if facts.source is None:
         return True
@@ -462,10 +463,10 @@ def _written(text: Callable[[ast.AST, ast.AST], str], after: ast.AST, node: ast.
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _kv102_anywhere(tree: ast.AST, extra) -> bool:
+def _kv102_anywhere(facts: Facts, extra) -> bool:
     """A K tensor and its V counterpart both cut (sliced, split, chunked or narrowed)."""
     sliced = {
-        base for node in _cut_bases(tree)
+        base for node in _cut_bases(facts)
         if (base := _dotted(_seen_through(node))) is not None and is_kv_tensor_name(base, extra)
     }
     return any(
@@ -521,6 +522,7 @@ class Facts:
         self.returns: list[ast.Return] = []
         # (flattened targets, value) of every assignment with a value.
         self.assignments: list[tuple[list[ast.expr], ast.expr]] = []
+        self.assigns: list[ast.Assign] = []
         self.params: set[str] = set()
         self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
         self.none_default = False  # some parameter defaults to None
@@ -541,6 +543,7 @@ class Facts:
             elif kind is ast.Subscript:
                 self.subscripts.append(node)
             elif kind is ast.Assign:
+                self.assigns.append(node)
                 self.assignments.append((_flat(node.targets), node.value))
             elif kind is ast.AnnAssign:
                 if node.value is not None:
@@ -652,8 +655,39 @@ def _kv104(facts: Facts, settings: Settings) -> bool:
     names = facts.params | _assigned_tails(facts) | {fn.name for fn in facts.functions}
     if not any(kv_side(n, extra) == "v" for n in names):
         return False
-    # The rest needs its function: its parameters, its name, its own assignments.
+    # The rest needs its function: its parameters, its name, its own assignments. Each
+    # function's assignments are among the unit's, so one that may count anywhere is asked
+    # for first (walking every function cost this screen most of its time).
+    if not any(kv_side(fn.name, extra) == "v" for fn in facts.functions) and not any(
+        _kv104_may_count(target, value, extra) for targets, value in facts.assignments for target in targets
+    ):
+        return False
     return any(_kv104_function(fn, extra) for fn in facts.functions)
+
+
+def _kv104_may_count(target: ast.expr, value: ast.expr, extra) -> bool:
+    """Can ``target = value`` be what ``_kv104_function`` reports, in some function (its
+    conditions less the function's parameters)?"""
+    tail = _tail(target)
+    if tail is None:
+        return False
+    if (
+        isinstance(target, ast.Name) and isinstance(value, (ast.Call, ast.Subscript))
+        and is_kv_tensor_name(tail, extra) and (key := key_counterpart(tail, extra)) is not None
+        and _tensor_root(value) == key
+    ):
+        return True
+    if kv_side(tail, extra) != "v":
+        return False
+    for call in walk(value):
+        if isinstance(call, ast.Call):
+            callee = _dotted(call.func)
+            if callee is None or callee.count(".") > 1 or ("." in callee and not callee.startswith("self.")):
+                continue
+            k_name = callee.rsplit(".", 1)[-1]
+            if kv_side(k_name, extra) == "k" and (twin := value_counterpart(k_name, extra)) is not None and twin != tail:
+                return True
+    return False
 
 
 def _assigned_tails(facts: Facts) -> set[str]:
@@ -1443,7 +1477,7 @@ def _kv106(facts: Facts, settings: Settings) -> bool:
 SCREENS: dict[str, Screen] = {
     "KV102": _kv102,
     "KV202": lambda facts, settings: _kv202(facts.tree, settings),
-    "KV203": lambda facts, settings: _kv203(facts.tree, settings),
+    "KV203": _kv203,
     "KV101": _kv101, "KV103": _kv103, "KV106": _kv106, "KV104": _kv104, "KV201": _kv201, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV301": _kv301,
 }
 
