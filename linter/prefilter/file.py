@@ -24,7 +24,7 @@ from linter.names import (
 )
 from linter.prefilter.lines import definition_lines
 from linter.prefilter.vocabulary import _VIEW_CALLS
-from linter.prefilter.words import _GAP, _compiled, identifier_set, word_first, word_spans
+from linter.prefilter.words import _DOT, _GAP, _compiled, identifier_set, word_first, word_spans
 from linter.settings import Settings
 
 
@@ -67,11 +67,10 @@ _CUT_BY = SEE_THROUGH | {"split", "chunk", "tensor_split", "narrow"}
 _FOLLOWER = re.compile(rf"{_GAP}(?:([\[(])|\.{_GAP}(\w+))")
 _ASSIGNED_NAME = re.compile(rf"{_GAP}={_GAP}\(*{_GAP}(\w+)")
 # A function-style view and the dotted name it takes first (looked ahead, so a view inside
-# that name, ``reshape(x.reshape(k))``, is matched too); ``_DOT`` parts the name.
+# that name, ``reshape(x.reshape(k))``, is matched too).
 _FUNCTION_VIEW = re.compile(
     rf"{word_first(('reshape', 'unflatten', 'rearrange'))}(?={_GAP}\((?:{_GAP}\()*{_GAP}((?:\w+{_GAP}\.{_GAP})*\w+))"
 )
-_DOT = re.compile(rf"{_GAP}\.{_GAP}")
 _RETURN_SELF = re.compile(rf"return(?<![A-Za-z0-9_]return){_GAP}self{_GAP}\.{_GAP}(\w+)")
 
 

@@ -16,11 +16,18 @@ from linter.prefilter.file import _File
 from linter.prefilter.imports import _from_imported
 from linter.prefilter.lines import _DEFINITION, top_level_starts
 from linter.prefilter.statements import _BRACKET, _NESTED_SCOPE, _RETURN_WORD, _statement_end
-from linter.prefilter.words import _CALL_BRACKET, _GAP, _IDENTIFIER, _compiled, _is_word_char, word_first, word_spans
+from linter.prefilter.words import _CALL_BRACKET, _DOT, _GAP, _IDENTIFIER, _is_word_char, word_first, word_spans
 from linter.settings import Settings
 
 
 _BEFORE_A_DEF_NAME = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+")
+# The dotted name that is an argument by itself (``trim(self.k, n)``, ``trim(x, n=k)``), and
+# the one a call's bracket opens on (``trim(self.k.t(), n)`` gives ``self.k.t``), matched by
+# one pattern for every file: the keys are the file's own, a pattern of them was compiled for
+# it alone.
+_ARGUMENT = re.compile(rf"[(,=]{_GAP}(?:\({_GAP})*((?:\w+{_GAP}\.{_GAP})*\w+)(?={_GAP}(?:\){_GAP})*[,)])")
+_FIRST_ARGUMENT_CHAIN = re.compile(rf"\({_GAP}((?:\w+{_GAP}\.{_GAP})*\w+)")
+_KEYWORD_EQUALS = re.compile(rf"{_GAP}=(?!=)")
 
 
 def _kv105(f: _File) -> bool:
@@ -54,9 +61,7 @@ def _kv105_helpers(f: _File) -> set[str]:
     if helpers:
         # The key is an argument by itself, a dotted name (``trim(self.k, n)``, ``trim(x, n=k)``),
         # as ``module_screens.kv105`` reads it: ``trim(k.t(), n)`` passes no key.
-        key_argument = _compiled(
-            rf"[(,=]{_GAP}(?:\({_GAP})*(?:\w+{_GAP}\.{_GAP})*{word_first(keys)}(?!\w){_GAP}(?:\){_GAP})*[,)]"
-        )
+        key_set = frozenset(keys)
         # Each helper's name by substring search, its bracket matched where the name ends (the
         # names are the file's own: a pattern of them would be compiled for this file alone).
         for at, name_end in word_spans(text, helpers):
@@ -70,7 +75,10 @@ def _kv105_helpers(f: _File) -> set[str]:
             if any(c in text[start:end] for c in "'\"#"):
                 after = _DEFINITION.search(text, start)
                 end = after.start() if after else len(text)
-            if key_argument.search(text, start - 1, min(end + 1, len(text))):
+            if any(
+                _DOT.split(argument.group(1))[-1] in key_set
+                for argument in _ARGUMENT.finditer(text, start - 1, min(end + 1, len(text)))
+            ):
                 return {""}
     # An imported helper (read from its file) cuts only a key passed first, and its result is
     # assigned or passed on: ``k = trim(k, n)``, ``attn(q, trim(self.k, n), v)``. Found from
@@ -80,8 +88,13 @@ def _kv105_helpers(f: _File) -> set[str]:
     if not imported:
         return set()
     called = set()
-    key_first = _compiled(rf"\({_GAP}(?:\w+{_GAP}\.{_GAP})*{word_first(keys)}(?!\w|{_GAP}=(?!=))")
-    for call in key_first.finditer(text):
+    key_set = frozenset(keys)
+    for call in _calls_on_a_key(text, keys):
+        chain = call.group(1)
+        parts = _DOT.split(chain) if "." in chain else (chain,)
+        # A key anywhere in the chain, but not as a keyword's name (``f(k=x)``).
+        if (parts[-1] not in key_set or _KEYWORD_EQUALS.match(text, call.end())) and key_set.isdisjoint(parts[:-1]):
+            continue
         end = _blank_before(text, call.start())
         if end is None:
             return {""}  # a comment may stand between the callee and its bracket
@@ -91,6 +104,33 @@ def _kv105_helpers(f: _File) -> set[str]:
         if text[start:end] in imported and _result_used(text, start):
             called.add(text[start:end])
     return called
+
+
+def _calls_on_a_key(text: str, keys: list[str]) -> list[re.Match[str]]:
+    """``_FIRST_ARGUMENT_CHAIN`` at each bracket that may open on a chain holding a key.
+
+    Found from the keys' side, each a few times in a file where brackets are many: the
+    bracket is where the run of name, dot and blank characters before the key begins. A
+    comment may hide it (``f(  # note`` on one line, the key on the next): where one may
+    stand in between, or the run is long, every bracket of the text is matched instead.
+    """
+    brackets = set()
+    for at, _ in word_spans(text, keys):
+        low = max(0, at - _RUN_WINDOW)
+        run = _CHAIN_RUN.match(text[low:at][::-1]).end()
+        before = at - run - 1
+        if run == at - low and low:
+            return list(_FIRST_ARGUMENT_CHAIN.finditer(text))
+        if "\n" in text[before + 1:at] and "#" in text[text.rfind("\n", 0, max(before, 0)) + 1:at]:
+            return list(_FIRST_ARGUMENT_CHAIN.finditer(text))
+        if before >= 0 and text[before] == "(":
+            brackets.add(before)
+    return [call for at in sorted(brackets) if (call := _FIRST_ARGUMENT_CHAIN.match(text, at))]
+
+
+# The characters of a dotted name and the blanks around its parts, read backwards from a key.
+_CHAIN_RUN = re.compile(r"[\w\s.\\]*")
+_RUN_WINDOW = 256
 
 
 def _blank_before(text: str, at: int) -> int | None:

@@ -35,6 +35,8 @@ def word_first(words: Iterable[str]) -> str:
 # Each alternative matches in only one way (a comment runs to its newline), so no backtracking
 # blow-up on banner lines such as ``########``.
 _GAP = r"(?:\s|\\\r?\n|#[^\n]*\n)*"
+# The dot between the parts of a dotted name (``re.split`` on it parts the name).
+_DOT = re.compile(rf"{_GAP}\.{_GAP}")
 # A call's opening bracket, where a callee's name ends.
 _CALL_BRACKET = re.compile(rf"{_GAP}\(")
 

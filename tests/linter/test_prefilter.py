@@ -161,7 +161,10 @@ def test_kv105_a_local_helper_needs_the_key_passed_as_an_argument_by_itself() ->
 def test_kv105_an_imported_helper_needs_a_key_first_and_its_result_used() -> None:
     head = "from .windows import keep_recent\n\n\ndef attention(q, k, v, n):\n"
     for used in ("    k = keep_recent(k, n)\n", "    out = attn(q, keep_recent(self.k, n), v)\n",
-                 "    k = (  # recent tokens only\n        keep_recent(k, n))\n"):
+                 "    k = (  # recent tokens only\n        keep_recent(k, n))\n",
+                 # A comment between the bracket and the key, with a bracket and a comma of its own.
+                 "    k = keep_recent(  # the key (trimmed), n tokens\n        k, n)\n",
+                 "    k = keep_recent(self.  # the cache\n        k, n)\n"):
         assert parse_plan(head + used + ATTENTION_CALL, KV105, Settings()).module_rules == {"KV105"}, used
     for unused in ("    keep_recent(k, n)\n", "    ok = n == keep_recent(k, n)\n", "    k = lib.keep_recent(k, n)\n",
                    "    q = keep_recent(q, k)\n"):
