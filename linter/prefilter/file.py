@@ -65,6 +65,7 @@ _RESHAPED_BY = RESHAPE_CALLS | SEE_THROUGH
 _CUT_BY = SEE_THROUGH | {"split", "chunk", "tensor_split", "narrow"}
 # What may follow a name: a bracket, or a dot and an attribute's name.
 _FOLLOWER = re.compile(rf"{_GAP}(?:([\[(])|\.{_GAP}(\w+))")
+_SELF_ATTRIBUTE = re.compile(rf"self(?<![A-Za-z0-9_]self)(?={_GAP}\.{_GAP}(\w+))")
 _ASSIGNED_NAME = re.compile(rf"{_GAP}={_GAP}\(*{_GAP}(\w+)")
 # A function-style view and the dotted name it takes first (looked ahead, so a view inside
 # that name, ``reshape(x.reshape(k))``, is matched too).
@@ -94,6 +95,7 @@ class _File:
         self._code: str | None = None
         self._followers: dict[str, frozenset[str]] = {}
         self._assigned: dict[str, frozenset[str]] = {}
+        self._self_attributes: frozenset[str] | None = None
         self._returned: frozenset[str] | None = None
         self._joined: str | None = None
         self._joined_lower: str | None = None
@@ -218,6 +220,16 @@ class _File:
                 match.group(1) for _, end in word_spans(text, (name,)) if (match := _ASSIGNED_NAME.match(text, end))
             )
         return found
+
+    @property
+    def self_attributes(self) -> frozenset[str]:
+        """The ``x`` of every ``self.x``: ``followers("self")`` less the brackets."""
+        if self._self_attributes is None:
+            if self.text.isascii():  # no letter of another script before a ``self``: ``re`` reads it all
+                self._self_attributes = frozenset(_SELF_ATTRIBUTE.findall(self.text))
+            else:
+                self._self_attributes = self.followers("self") - {"[", "("}
+        return self._self_attributes
 
     @property
     def returned_attributes(self) -> frozenset[str]:

@@ -18,7 +18,7 @@ def _kv301(f: _File) -> bool:
     if "class" not in f.text or "self" not in f.text or not f.has_class():
         return False
     extra = f.settings.extra_pairs
-    attributes = f.followers("self")
+    attributes = f.self_attributes
     return any(
         is_kv_tensor_name(k, extra) and (v := value_counterpart(k, extra) or k) in attributes
         and (_rebuilt(f, k) or _rebuilt(f, v))

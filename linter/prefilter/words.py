@@ -95,6 +95,9 @@ def word_spans(text: str, words: Iterable[str]) -> Iterator[tuple[int, int]]:
             if found == _FEW:
                 escaped = re.escape(word)
                 pattern = _compiled(rf"{escaped}(?<![A-Za-z0-9_]{escaped})(?![A-Za-z0-9_])")
+                if text.isascii():  # ``re`` checked every boundary (``isascii`` takes no scan)
+                    yield from (match.span() for match in pattern.finditer(text, at))
+                    break
                 for match in pattern.finditer(text, at):
                     at, end = match.span()
                     # ``re`` checked the ASCII boundaries; a letter of another script is left.

@@ -418,3 +418,15 @@ def test_word_spans_are_the_whole_word_matches(pieces: list[str], word: str) -> 
     # Past ``_FEW`` occurrences the rest are found by a pattern, with the same answers.
     many = " ".join([text] * (_FEW + 2))
     assert list(word_spans(many, (word,))) == [m.span() for m in re.finditer(rf"(?<!\w){re.escape(word)}(?!\w)", many)]
+
+
+def test_self_attributes_read_ascii_and_other_text_alike() -> None:
+    from linter.prefilter.file import _File
+
+    text = "x = self.k_cache\ny = self . v_cache[0]\nz = obj.self.inner\nmyself.not_this = 1\nself(k)\n"
+    expected = {"k_cache", "v_cache", "inner"}
+    assert _File(text, Settings()).self_attributes == expected
+    # Text with a letter of another script takes the per-occurrence path, with one more rule:
+    # ``éself`` is one identifier, not ``self``.
+    other = text + "# ключ\néself.nor_this = 2\n"
+    assert _File(other, Settings()).self_attributes == expected
