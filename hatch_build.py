@@ -1,9 +1,11 @@
-"""Hatchling build hook: compile runtime_guard/_lengths.c when a C compiler is at hand.
+"""Hatchling build hook: compile kvlint's two C helpers when a C compiler is at hand.
 
-The extension only speeds up the runtime guard's check of length lists; it is never required.
-Without a compiler, on a platform this hook does not know how to drive (Windows), with
-KVLINT_PURE_PYTHON set, or on any build error, the wheel stays pure Python and the guard uses
-runtime_guard.fast_paths.cumulative_py, which gives the same answers. The linter never uses it.
+``runtime_guard/_lengths.c`` speeds up the runtime guard's check of length lists;
+``linter/_identifiers.c`` the pre-filter's identifier sets of ASCII text. Neither is ever
+required. Without a compiler, on a platform this hook does not know how to drive (Windows),
+with KVLINT_PURE_PYTHON set, or on any build error, the wheel stays pure Python (a helper that
+fails alone is left out alone) and the Python code it stands for gives the same answers:
+``runtime_guard.fast_paths.cumulative_py`` and ``linter.prefilter.words.identifier_set``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,11 @@ from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-SOURCE = Path("runtime_guard", "_lengths.c")
+# Each C source, and what its helper speeds up (for the message when it cannot be built).
+SOURCES = {
+    Path("runtime_guard", "_lengths.c"): "the guard's length-list check (the pure-Python check is used instead)",
+    Path("linter", "_identifiers.c"): "the pre-filter's identifier sets (read in Python instead)",
+}
 
 
 def compile_extension(source: Path, target: Path) -> str | None:
@@ -47,20 +53,21 @@ class CustomBuildHook(BuildHookInterface):
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         if self.target_name != "wheel" or os.environ.get("KVLINT_PURE_PYTHON"):
             return
-        name = "_lengths" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
-        if version == "editable":
-            target = Path(self.root, "runtime_guard", name)  # imported from the source tree
-        else:
-            self._scratch = tempfile.mkdtemp(prefix="kvlint-build-")
-            target = Path(self._scratch, name)
-        why_not = compile_extension(Path(self.root, SOURCE), target)
-        if why_not is not None:
-            print(f"kvlint: building without the compiled guard helper ({why_not}); the pure-Python check is used instead", file=sys.stderr)
-            return
-        build_data["pure_python"] = False
-        build_data["infer_tag"] = True
+        suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
         if version != "editable":
-            build_data["force_include"][str(target)] = f"runtime_guard/{name}"
+            self._scratch = tempfile.mkdtemp(prefix="kvlint-build-")
+        for source, helps in SOURCES.items():
+            name = source.stem + suffix
+            # Editable: beside its source, imported from the source tree.
+            target = Path(self.root, source.parent, name) if version == "editable" else Path(self._scratch, name)
+            why_not = compile_extension(Path(self.root, source), target)
+            if why_not is not None:
+                print(f"kvlint: building without the compiled helper for {helps} ({why_not})", file=sys.stderr)
+                continue
+            build_data["pure_python"] = False
+            build_data["infer_tag"] = True
+            if version != "editable":
+                build_data["force_include"][str(target)] = f"{source.parent.as_posix()}/{name}"
 
     def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
         scratch = getattr(self, "_scratch", None)

@@ -1,0 +1,102 @@
+"""The compiled identifier sets (linter/_identifiers.c) answer exactly as the Python reading.
+
+Differential: generated ASCII texts (names, digits, underscores, punctuation, blanks, long
+runs) and every Python file of the repository give the same frozenset from both; text with
+another script is left to the Python reading.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from linter.prefilter import words
+
+_IDENTIFIER = re.compile(r"[^\W\d]\w*")
+_ROOT = Path(__file__).resolve().parents[2]
+
+try:
+    from linter._identifiers import identifiers as native
+except ImportError:
+    native = None
+
+needs_native = pytest.mark.skipif(native is None, reason="linter._identifiers was not built (no C compiler): identifier sets are read in Python")
+
+
+def _compiler_at_hand() -> bool:
+    """What hatch_build.py needs: a shared-library command that exists, and Python's headers."""
+    linker = sysconfig.get_config_var("LDSHARED")
+    headers = os.path.join(sysconfig.get_paths()["include"], "Python.h")
+    return bool(linker) and shutil.which(shlex.split(linker)[0]) is not None and os.path.exists(headers) and not os.environ.get("KVLINT_PURE_PYTHON")
+
+
+def _python_reading(text: str, monkeypatch: pytest.MonkeyPatch) -> frozenset[str]:
+    with monkeypatch.context() as patch:
+        patch.setattr(words, "_compiled_identifiers", None)
+        return words.identifier_set(text)
+
+
+def test_the_pre_filter_uses_the_compiled_sets_where_they_could_be_built() -> None:
+    if not _compiler_at_hand():
+        pytest.skip("no C compiler or Python headers here: the wheel is pure Python")
+    assert native is not None and words._compiled_identifiers is native
+
+
+_PIECES = ["k", "k_cache", "_", "__init__", "0", "12", "0x1f", "9a", "é", " ", "\n", "\t", ".", "(", "[", "#", "'", "\\", "x" * 300]
+
+
+@needs_native
+@given(st.lists(st.sampled_from([p for p in _PIECES if p.isascii()]), max_size=200))
+def test_ascii_text_gives_the_pythons_answer(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    found = native(text)
+    assert found == frozenset(_IDENTIFIER.findall(text))
+    assert isinstance(found, frozenset)
+
+
+@needs_native
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=300))
+def test_any_ascii_text_gives_the_patterns_answer(text: str) -> None:
+    assert native(text) == frozenset(_IDENTIFIER.findall(text))
+
+
+@needs_native
+def test_other_scripts_are_left_to_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "ключ = k_cache[0]  # café\n"
+    assert native(text) is None
+    assert words.identifier_set(text) == _python_reading(text, monkeypatch) == frozenset(_IDENTIFIER.findall(text))
+    with pytest.raises(TypeError):
+        native(b"k = 1")
+
+
+@needs_native
+def test_the_repositorys_files_read_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = sorted([*(_ROOT / "linter").rglob("*.py"), *(_ROOT / "tests").rglob("*.py"), *(_ROOT / "benchmarks").rglob("*.py")])
+    assert len(paths) > 100
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        assert words.identifier_set(text) == _python_reading(text, monkeypatch), path
+    # A table that grows many times: tens of thousands of distinct names.
+    many = " ".join(f"name_{i}" for i in range(50_000)) + " name_7 7name"
+    assert native(many) == frozenset(_IDENTIFIER.findall(many))
+
+
+def test_without_the_compiled_helper_the_python_reading_answers() -> None:
+    # What a build without a C compiler gets: the import fails, identifier sets are read in Python.
+    code = (
+        "import sys; sys.modules['linter._identifiers'] = None\n"
+        "from linter.prefilter import words\n"
+        "print(words._compiled_identifiers is None, sorted(words.identifier_set('k_cache = 2k + v')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=_ROOT)
+    assert out.stdout.strip() == "True ['k', 'k_cache', 'v']"
