@@ -1,12 +1,11 @@
-/* The distinct identifiers of an ASCII text, in C, for the linter's pre-filter.
+/* The distinct identifiers of a text, in C, for the linter's pre-filter.
  *
- * identifiers(text) answers linter.prefilter.words.identifier_set's question for a str whose
- * characters are all ASCII: the frozenset of what [^\W\d]\w* finds, that is every maximal run
- * of letters, digits and underscores less its leading digits, where anything is left. Each
- * distinct identifier becomes one Python string: the runs are told apart in a hash table of
- * offsets into the text, so the millions of repeated names of a large tree cost no objects.
- * Any other text gives None, and the pure-Python reading (which also knows other scripts)
- * answers; so does a build without a C compiler.
+ * identifiers(text) answers linter.prefilter.words.identifier_set's question: the frozenset of
+ * what [^\W\d]\w* finds in a str, that is every maximal run of word characters (letters,
+ * digits and underscores of any script, as re's \w reads them) less its leading decimal
+ * digits, where anything is left. Each distinct identifier becomes one Python string: the runs
+ * are told apart in a hash table of offsets into the text, so the millions of repeated names
+ * of a large tree cost no objects. A build without a C compiler reads the same sets in Python.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -14,46 +13,128 @@
 #include <string.h>
 
 typedef struct {
-    Py_ssize_t start; /* -1: empty slot */
+    Py_ssize_t start; /* in characters; -1: empty slot */
     Py_ssize_t length;
     uint64_t hash;
 } Slot;
 
-/* Per byte: 0 not a word character, 1 a letter or underscore, 2 a digit (filled at import). */
-static unsigned char WORD[256];
+typedef struct {
+    Slot *slots;
+    size_t capacity; /* a power of two, never more than half full: every probe ends */
+    size_t used;
+    const char *data; /* the text's characters, `width` bytes each */
+    int width;
+} Table;
 
-/* Insert text[start:start+length] unless present (1 when inserted). The table is never more
- * than half full, so the probe ends. */
-static int
-insert(Slot *slots, size_t mask, const unsigned char *text, Py_ssize_t start, Py_ssize_t length, uint64_t hash)
+/* Per ASCII character: 0 not a word character, 1 a letter or underscore, 2 a digit. */
+static unsigned char WORD[128];
+
+static void
+place(Slot *slots, size_t mask, const Table *table, Py_ssize_t start, Py_ssize_t length, uint64_t hash, int *inserted)
 {
     size_t i = (size_t)hash & mask;
+    size_t bytes = (size_t)length * (size_t)table->width;
     while (slots[i].start >= 0) {
         if (slots[i].hash == hash && slots[i].length == length
-            && memcmp(text + slots[i].start, text + start, (size_t)length) == 0)
-            return 0;
+            && memcmp(table->data + slots[i].start * table->width, table->data + start * table->width, bytes) == 0) {
+            *inserted = 0;
+            return;
+        }
         i = (i + 1) & mask;
     }
     slots[i].start = start;
     slots[i].length = length;
     slots[i].hash = hash;
-    return 1;
+    *inserted = 1;
 }
 
-/* The table at twice its capacity, or NULL (the old one is then still the caller's). */
-static Slot *
-grown(Slot *slots, size_t capacity, size_t new_capacity, const unsigned char *text)
+/* Add text[start:start+length] unless present; -1 when out of memory. */
+static int
+add(Table *table, Py_ssize_t start, Py_ssize_t length, uint64_t hash)
 {
-    Slot *bigger = PyMem_Malloc(new_capacity * sizeof(Slot));
-    if (bigger == NULL)
-        return NULL;
-    for (size_t i = 0; i < new_capacity; i++)
-        bigger[i].start = -1;
+    int inserted;
+    place(table->slots, table->capacity - 1, table, start, length, hash, &inserted);
+    table->used += (size_t)inserted;
+    if (table->used * 2 <= table->capacity)
+        return 0;
+    size_t capacity = table->capacity * 2;
+    Slot *slots = PyMem_Malloc(capacity * sizeof(Slot));
+    if (slots == NULL)
+        return -1;
     for (size_t i = 0; i < capacity; i++)
-        if (slots[i].start >= 0)
-            insert(bigger, new_capacity - 1, text, slots[i].start, slots[i].length, slots[i].hash);
-    PyMem_Free(slots);
-    return bigger;
+        slots[i].start = -1;
+    for (size_t i = 0; i < table->capacity; i++)
+        if (table->slots[i].start >= 0)
+            place(slots, capacity - 1, table, table->slots[i].start, table->slots[i].length, table->slots[i].hash, &inserted);
+    PyMem_Free(table->slots);
+    table->slots = slots;
+    table->capacity = capacity;
+    return 0;
+}
+
+#define FNV_START 1469598103934665603ULL
+#define FNV_STEP(hash, c) (((hash) ^ (uint64_t)(c)) * 1099511628211ULL)
+
+/* ASCII text: one byte a character, classified by table. */
+static int
+scan_ascii(Table *table, const unsigned char *s, Py_ssize_t n)
+{
+    Py_ssize_t at = 0;
+    while (at < n) {
+        while (at < n && !WORD[s[at]])
+            at++;
+        while (at < n && WORD[s[at]] == 2)
+            at++; /* an identifier starts at its first non-digit */
+        if (at >= n || !WORD[s[at]])
+            continue;
+        Py_ssize_t start = at;
+        uint64_t hash = FNV_START;
+        while (at < n && WORD[s[at]]) {
+            hash = FNV_STEP(hash, s[at]);
+            at++;
+        }
+        if (add(table, start, at - start, hash) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* \w and \d of re for str patterns, for any character. */
+static int
+is_word(Py_UCS4 c)
+{
+    return c < 128 ? WORD[c] != 0 : Py_UNICODE_ISALNUM(c);
+}
+
+static int
+is_decimal(Py_UCS4 c)
+{
+    return c < 128 ? WORD[c] == 2 : Py_UNICODE_ISDECIMAL(c);
+}
+
+/* Any other text, character by character. */
+static int
+scan_any(Table *table, int kind, const void *data, Py_ssize_t n)
+{
+    Py_ssize_t at = 0;
+    while (at < n) {
+        while (at < n && !is_word(PyUnicode_READ(kind, data, at)))
+            at++;
+        while (at < n && is_decimal(PyUnicode_READ(kind, data, at)))
+            at++;
+        if (at >= n || !is_word(PyUnicode_READ(kind, data, at)))
+            continue;
+        Py_ssize_t start = at;
+        uint64_t hash = FNV_START;
+        Py_UCS4 c;
+        while (at < n && is_word(c = PyUnicode_READ(kind, data, at))) {
+            hash = FNV_STEP(hash, c);
+            at++;
+        }
+        if (add(table, start, at - start, hash) < 0)
+            return -1;
+    }
+    return 0;
 }
 
 static PyObject *
@@ -67,81 +148,59 @@ identifiers(PyObject *module, PyObject *text)
     if (PyUnicode_READY(text) < 0)
         return NULL;
 #endif
-    if (!PyUnicode_IS_ASCII(text))
-        Py_RETURN_NONE;
-    const unsigned char *s = PyUnicode_1BYTE_DATA(text);
-    PyObject *found = NULL;
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    size_t capacity = 1024, used = 0;
-    Slot *slots = PyMem_Malloc(capacity * sizeof(Slot));
-    if (slots == NULL)
+    int kind = PyUnicode_KIND(text);
+    Table table = {NULL, 1024, 0, (const char *)PyUnicode_DATA(text), kind};
+    table.slots = PyMem_Malloc(table.capacity * sizeof(Slot));
+    if (table.slots == NULL)
         return PyErr_NoMemory();
-    for (size_t i = 0; i < capacity; i++)
-        slots[i].start = -1;
-    Py_ssize_t at = 0;
-    while (at < n) {
-        while (at < n && !WORD[s[at]])
-            at++;
-        while (at < n && WORD[s[at]] == 2)
-            at++; /* an identifier starts at its first non-digit */
-        if (at >= n || !WORD[s[at]])
-            continue;
-        Py_ssize_t start = at;
-        uint64_t hash = 1469598103934665603ULL; /* FNV-1a */
-        while (at < n && WORD[s[at]]) {
-            hash = (hash ^ s[at]) * 1099511628211ULL;
-            at++;
-        }
-        used += (size_t)insert(slots, capacity - 1, s, start, at - start, hash);
-        if (used * 2 > capacity) {
-            Slot *bigger = grown(slots, capacity, capacity * 2, s);
-            if (bigger == NULL) {
-                PyMem_Free(slots);
-                return PyErr_NoMemory();
-            }
-            slots = bigger;
-            capacity *= 2;
-        }
+    for (size_t i = 0; i < table.capacity; i++)
+        table.slots[i].start = -1;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int failed = PyUnicode_IS_ASCII(text) ? scan_ascii(&table, PyUnicode_1BYTE_DATA(text), n)
+                                          : scan_any(&table, kind, PyUnicode_DATA(text), n);
+    if (failed) {
+        PyMem_Free(table.slots);
+        return PyErr_NoMemory();
     }
     /* A brand-new frozenset may be filled with PySet_Add before anyone sees it. */
-    found = PyFrozenSet_New(NULL);
+    PyObject *found = PyFrozenSet_New(NULL);
     if (found == NULL)
         goto fail;
-    for (size_t i = 0; i < capacity; i++) {
-        if (slots[i].start < 0)
+    for (size_t i = 0; i < table.capacity; i++) {
+        Slot *slot = &table.slots[i];
+        if (slot->start < 0)
             continue;
-        PyObject *name = PyUnicode_New(slots[i].length, 127);
+        PyObject *name = PyUnicode_Substring(text, slot->start, slot->start + slot->length);
         if (name == NULL)
             goto fail;
-        memcpy(PyUnicode_1BYTE_DATA(name), s + slots[i].start, (size_t)slots[i].length);
         int added = PySet_Add(found, name);
         Py_DECREF(name);
         if (added < 0)
             goto fail;
     }
-    PyMem_Free(slots);
+    PyMem_Free(table.slots);
     return found;
 fail:
     Py_XDECREF(found);
-    PyMem_Free(slots);
+    PyMem_Free(table.slots);
     return NULL;
 }
 
 static PyMethodDef methods[] = {
     {"identifiers", identifiers, METH_O,
-     "identifiers(text) -> frozenset[str] | None: the distinct identifiers of an ASCII str; None for other text."},
+     "identifiers(text) -> frozenset[str]: the distinct identifiers of text, as re's [^\\W\\d]\\w* finds them."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_identifiers",
-    "The distinct identifiers of an ASCII text, for linter.prefilter.words.identifier_set.", -1, methods,
+    "The distinct identifiers of a text, for linter.prefilter.words.identifier_set.", -1, methods,
 };
 
 PyMODINIT_FUNC
 PyInit__identifiers(void)
 {
-    for (int c = 0; c < 256; c++)
+    for (int c = 0; c < 128; c++)
         WORD[c] = (c >= '0' && c <= '9') ? 2 : ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_');
     return PyModule_Create(&module);
 }

@@ -1,8 +1,8 @@
 """The compiled identifier sets (linter/_identifiers.c) answer exactly as the Python reading.
 
-Differential: generated ASCII texts (names, digits, underscores, punctuation, blanks, long
-runs) and every Python file of the repository give the same frozenset from both; text with
-another script is left to the Python reading.
+Differential: generated texts (names, digits, underscores, punctuation, blanks and long runs;
+any character, other scripts' letters and digits, lone surrogates) and every Python file of the
+repository give the same frozenset from both, and from the identifier pattern itself.
 """
 
 from __future__ import annotations
@@ -71,10 +71,20 @@ def test_any_ascii_text_gives_the_patterns_answer(text: str) -> None:
 
 
 @needs_native
-def test_other_scripts_are_left_to_python(monkeypatch: pytest.MonkeyPatch) -> None:
-    text = "ключ = k_cache[0]  # café\n"
-    assert native(text) is None
-    assert words.identifier_set(text) == _python_reading(text, monkeypatch) == frozenset(_IDENTIFIER.findall(text))
+@given(st.text(max_size=200))
+def test_any_text_gives_the_patterns_answer(text: str) -> None:
+    assert native(text) == frozenset(_IDENTIFIER.findall(text))
+
+
+@needs_native
+@pytest.mark.parametrize("text", [
+    "ключ = k_cache[0]  # café\n",
+    "x×y = 3·k_cache  # 形状 2d→3d, 4ª café_crème\nv\u00a0w ½z 7seg ²k ٣v_٣\n",
+    "k\udcffv = 1\n",  # a byte decoded with surrogateescape
+    "\U0001d4b3 = 𝒽ead_dim\n",  # four-byte characters
+])
+def test_other_scripts_read_as_the_pattern_reads_them(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert native(text) == _python_reading(text, monkeypatch) == frozenset(_IDENTIFIER.findall(text))
     with pytest.raises(TypeError):
         native(b"k = 1")
 
