@@ -306,8 +306,12 @@ def main(argv: list[str] | None = None) -> int:
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), "unknown CPU")
     load = Path("/proc/loadavg").read_text().split()[0]
+    from linter.prefilter import words
+
+    # kvlint runs from this environment: its identifier sets are read as this import reads them.
+    identifiers = "compiled (linter._identifiers)" if words._compiled_identifiers is not None else "pure Python (not built)"
     print(f"machine: {os.cpu_count()} CPUs ({len(os.sched_getaffinity(0))} usable), {cpu}, load average {load}; "
-          f"torch tree: {tree or 'not measured'}")
+          f"torch tree: {tree or 'not measured'}; pre-filter identifier sets: {identifiers}")
     print_table(rows)
     return 1 if any(r.verdict == "FAIL" for r in rows) else 0
 
