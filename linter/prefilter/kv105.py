@@ -52,6 +52,7 @@ def _kv105_helpers(f: _File) -> set[str]:
     keys = [k for k in f.k_names if is_kv_tensor_name(k, extra)]
     if not keys:
         return set()
+    key_set = frozenset(keys)
     helpers = [name for name in cut_returning_defs(f.text) if f.text.count(name) >= 2]
     # A K name between the brackets of a call of a helper. Brackets are counted in the raw
     # text; where a quote or a comment lies before the close found, a string or comment may
@@ -61,7 +62,6 @@ def _kv105_helpers(f: _File) -> set[str]:
     if helpers:
         # The key is an argument by itself, a dotted name (``trim(self.k, n)``, ``trim(x, n=k)``),
         # as ``module_screens.kv105`` reads it: ``trim(k.t(), n)`` passes no key.
-        key_set = frozenset(keys)
         # Each helper's name by substring search, its bracket matched where the name ends (the
         # names are the file's own: a pattern of them would be compiled for this file alone).
         for at, name_end in word_spans(text, helpers):
@@ -88,7 +88,6 @@ def _kv105_helpers(f: _File) -> set[str]:
     if not imported:
         return set()
     called = set()
-    key_set = frozenset(keys)
     for call in _calls_on_a_key(text, keys):
         chain = call.group(1)
         parts = _DOT.split(chain) if "." in chain else (chain,)
