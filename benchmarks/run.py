@@ -306,12 +306,15 @@ def main(argv: list[str] | None = None) -> int:
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), "unknown CPU")
     load = Path("/proc/loadavg").read_text().split()[0]
+    from linter import code_only
     from linter.prefilter import words
 
-    # kvlint runs from this environment: its identifier sets are read as this import reads them.
-    identifiers = "compiled (linter._identifiers)" if words._compiled_identifiers is not None else "pure Python (not built)"
+    # kvlint runs from this environment: its text helpers are loaded as these imports load them.
+    compiled = [name for name, helper in (("identifier sets", words._compiled_identifiers),
+                                          ("code_only", code_only._compiled_reduced)) if helper is not None]
+    helpers = f"compiled: {', '.join(compiled)}" if compiled else "pure Python (not built)"
     print(f"machine: {os.cpu_count()} CPUs ({len(os.sched_getaffinity(0))} usable), {cpu}, load average {load}; "
-          f"torch tree: {tree or 'not measured'}; pre-filter identifier sets: {identifiers}")
+          f"torch tree: {tree or 'not measured'}; pre-filter text helpers {helpers}")
     print_table(rows)
     return 1 if any(r.verdict == "FAIL" for r in rows) else 0
 

@@ -79,11 +79,11 @@ def test_the_wheel_is_named_kvlint_npu_and_carries_the_command_and_rule_pages(tm
     assert "kvlint = linter.cli:main" in entry_points
     # JSON `url` and SARIF `helpUri` link to these pages in an installed kvlint.
     assert "linter/rule_pages/KV101.md" in names
-    # The two C helpers, compiled where a compiler is at hand; their sources stay out.
+    # The C helpers, compiled where a compiler is at hand; their sources stay out.
     assert not [n for n in names if n.endswith(".c")]
     if _compiler_at_hand():
-        assert [n for n in names if n.startswith("linter/_identifiers.")]
-        assert [n for n in names if n.startswith("runtime_guard/_lengths.")]
+        for helper in ("linter/_identifiers.", "linter/_code_only.", "runtime_guard/_lengths."):
+            assert [n for n in names if n.startswith(helper)], helper
 
 
 def test_slow_marker_is_registered_and_selects_the_whole_tree_tests():

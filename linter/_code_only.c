@@ -1,0 +1,204 @@
+/* linter.code_only.code_only in C: source text with comments dropped and string literals
+ * emptied, lines kept.
+ *
+ * reduced(text, literal) answers code_only(text) exactly. It finds each comment or literal as
+ * code_only does (the next '#', '"' or '\'', a literal's body as code_only's _BODY pattern
+ * matches it, its prefix read behind the quote); a plain literal becomes "" (after as many
+ * newlines as it spans, and a blank), and an f-string is handed to literal(prefix, body), the
+ * Python function that keeps its replacement fields. Without a C compiler code_only does the
+ * same in Python.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+static int
+is_prefix_letter(Py_UCS4 c)
+{
+    return c == 'r' || c == 'R' || c == 'b' || c == 'B' || c == 'u' || c == 'U' || c == 'f' || c == 'F';
+}
+
+static int
+is_word_char(Py_UCS4 c)
+{
+    return c == '_' || Py_UNICODE_ISALNUM(c);
+}
+
+#define READ(i) PyUnicode_READ(kind, data, (i))
+
+/* The end of the literal whose quote is at `at`, as _BODY matches it; -1 when it does not. */
+static Py_ssize_t
+body_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t at)
+{
+    Py_UCS4 q = READ(at);
+    if (at + 2 < n && READ(at + 1) == q && READ(at + 2) == q) {
+        /* Triple quotes: runs to the closing three, or to the end of the text. A backslash
+         * with nothing after it ends no alternative of the pattern here: the one-quote
+         * alternative below is tried instead. */
+        Py_ssize_t i = at + 3;
+        for (;;) {
+            if (i >= n)
+                return n;
+            Py_UCS4 c = READ(i);
+            if (c == '\\') {
+                if (i + 1 >= n)
+                    break;
+                i += 2;
+            } else if (c == q && i + 2 < n && READ(i + 1) == q && READ(i + 2) == q) {
+                return i + 3;
+            } else {
+                i++;
+            }
+        }
+    }
+    /* One quote: runs to the closing quote, or up to the end of its line or of the text; a
+     * backslash takes the next character (a CRLF as one) with it. A backslash ending the text
+     * leaves the pattern one way back: the last escaped CRLF read as an escaped CR, the
+     * literal ending before its LF. */
+    Py_ssize_t i = at + 1, last_crlf = -1;
+    for (;;) {
+        if (i >= n)
+            return n;
+        Py_UCS4 c = READ(i);
+        if (c == q)
+            return i + 1;
+        if (c == '\n')
+            return i;
+        if (c == '\\') {
+            if (i + 1 >= n)
+                return last_crlf;
+            if (i + 2 < n && READ(i + 1) == '\r' && READ(i + 2) == '\n') {
+                last_crlf = i + 2;
+                i += 3;
+            } else {
+                i += 2;
+            }
+        } else {
+            i++;
+        }
+    }
+}
+
+static int
+append_slice(PyObject *pieces, PyObject *text, Py_ssize_t start, Py_ssize_t end)
+{
+    if (start >= end)
+        return 0;
+    PyObject *piece = PyUnicode_Substring(text, start, end);
+    if (piece == NULL)
+        return -1;
+    int failed = PyList_Append(pieces, piece);
+    Py_DECREF(piece);
+    return failed;
+}
+
+static PyObject *
+reduced(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "reduced(text, literal) takes a str and a function");
+        return NULL;
+    }
+    PyObject *text = args[0], *literal = args[1];
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(text) < 0)
+        return NULL;
+#endif
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    PyObject *pieces = PyList_New(0);
+    if (pieces == NULL)
+        return NULL;
+    Py_ssize_t copied = 0, at = 0;
+    while (at < n) {
+        Py_UCS4 c = READ(at);
+        if (c != '#' && c != '"' && c != '\'') {
+            at++;
+            continue;
+        }
+        Py_ssize_t end;
+        if (c == '#') {
+            end = at;
+            while (end < n && READ(end) != '\n')
+                end++;
+            if (append_slice(pieces, text, copied, at) < 0)
+                goto fail;
+        } else {
+            /* The prefix: one or two letters right before the quote that start a word, and
+             * not inside what was replaced before. */
+            Py_ssize_t first = at, low = copied > at - 2 ? copied : at - 2;
+            while (first > low && is_prefix_letter(READ(first - 1)))
+                first--;
+            while (first < at && first > 0 && is_word_char(READ(first - 1)))
+                first++;
+            end = body_end(kind, data, n, at);
+            if (end < 0) {
+                at++; /* a quote and a backslash ending the text: no literal, the quote stays */
+                continue;
+            }
+            if (append_slice(pieces, text, copied, first) < 0)
+                goto fail;
+            int formatted = 0;
+            Py_ssize_t lines = 0;
+            for (Py_ssize_t i = first; i < at; i++)
+                formatted |= READ(i) == 'f' || READ(i) == 'F';
+            PyObject *replacement;
+            if (formatted) {
+                PyObject *prefix = PyUnicode_Substring(text, first, at);
+                PyObject *body = prefix ? PyUnicode_Substring(text, at, end) : NULL;
+                replacement = body ? PyObject_CallFunctionObjArgs(literal, prefix, body, NULL) : NULL;
+                Py_XDECREF(prefix);
+                Py_XDECREF(body);
+            } else {
+                for (Py_ssize_t i = at; i < end; i++)
+                    lines += READ(i) == '\n';
+                if (lines == 0) {
+                    replacement = PyUnicode_FromString("\"\"");
+                } else {
+                    replacement = PyUnicode_New(lines + 3, 127);
+                    if (replacement != NULL) {
+                        Py_UCS1 *out = PyUnicode_1BYTE_DATA(replacement);
+                        memset(out, '\n', (size_t)lines);
+                        memcpy(out + lines, " \"\"", 3);
+                    }
+                }
+            }
+            if (replacement == NULL)
+                goto fail;
+            int failed = PyList_Append(pieces, replacement);
+            Py_DECREF(replacement);
+            if (failed < 0)
+                goto fail;
+        }
+        copied = end;
+        at = end;
+    }
+    if (append_slice(pieces, text, copied, n) < 0)
+        goto fail;
+    PyObject *empty = PyUnicode_New(0, 0);
+    if (empty == NULL)
+        goto fail;
+    PyObject *joined = PyUnicode_Join(empty, pieces);
+    Py_DECREF(empty);
+    Py_DECREF(pieces);
+    return joined;
+fail:
+    Py_DECREF(pieces);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"reduced", (PyCFunction)(void (*)(void))reduced, METH_FASTCALL,
+     "reduced(text, literal) -> str: code_only(text); literal(prefix, body) gives an f-string's replacement."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_code_only", "linter.code_only.code_only in C.", -1, methods,
+};
+
+PyMODINIT_FUNC
+PyInit__code_only(void)
+{
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,87 @@
+"""The compiled code-only reduction (linter/_code_only.c) answers exactly as code_only in Python.
+
+Differential: generated texts built from the pieces that decide where a literal or comment
+starts and ends (quotes single and triple, backslashes before quotes, CR, LF and CRLF, ``#``,
+string prefixes, f-string braces, other scripts) and every Python file of the repository
+give the same text from both.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from linter import code_only as module
+from tests.linter.test_identifiers_compiled import _compiler_at_hand
+
+_ROOT = Path(__file__).resolve().parents[2]
+
+try:
+    from linter._code_only import reduced as native
+except ImportError:
+    native = None
+
+needs_native = pytest.mark.skipif(native is None, reason="linter._code_only was not built (no C compiler): code_only runs in Python")
+
+
+def _python(text: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    with monkeypatch.context() as patch:
+        patch.setattr(module, "_compiled_reduced", None)
+        return module.code_only(text)
+
+
+def test_code_only_uses_the_compiled_reduction_where_it_could_be_built() -> None:
+    if not _compiler_at_hand():
+        pytest.skip("no C compiler or Python headers here: the wheel is pure Python")
+    assert native is not None and module._compiled_reduced is native
+
+
+_PIECES = ['"', "'", '"""', "'''", "\\", "\\\r\n", "\r\n", "\r", "\n", "#", " ", "x", "k[0]",
+           "r", "b", "f", "F", "rb", "u", "{", "}", "{{", "(", ")", "é", "形", "_", "1"]
+
+
+@needs_native
+@settings(max_examples=2000)
+@given(st.lists(st.sampled_from(_PIECES), max_size=60))
+def test_generated_text_reduces_as_in_python(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    with pytest.MonkeyPatch.context() as patch:
+        assert native(text, module._literal) == _python(text, patch)
+
+
+@needs_native
+@pytest.mark.parametrize("text", [
+    '"a\\\r\nb\\',  # a backslash ending the text, after an escaped CRLF: the literal ends at the CR
+    '"""abc\\',  # triple quotes that cannot close: two quotes are a literal
+    "x = '\\",  # a quote and a backslash ending the text: no literal
+    'f"{k[\'}\']}" # c\n',  # an f-string keeps its fields, a bracket in a string inside one
+    "rb'''\nx\n''' + Fr\"{v}\" + bar'k'\n",
+])
+def test_the_patterns_corners_reduce_as_in_python(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert native(text, module._literal) == _python(text, monkeypatch)
+
+
+@needs_native
+def test_the_repositorys_files_reduce_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = sorted([*(_ROOT / "linter").rglob("*.py"), *(_ROOT / "tests").rglob("*.py"), *(_ROOT / "examples").rglob("*.py")])
+    assert len(paths) > 100
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        assert module.code_only(text) == _python(text, monkeypatch), path
+    with pytest.raises(TypeError):
+        native(b"x = 1", module._literal)
+
+
+def test_without_the_compiled_helper_code_only_runs_in_python() -> None:
+    code = (
+        "import sys; sys.modules['linter._code_only'] = None\n"
+        "from linter import code_only\n"
+        "print(code_only._compiled_reduced is None, repr(code_only.code_only('k = \"v\"  # c')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=_ROOT)
+    assert out.stdout.strip() == "True 'k = \"\"  '"
