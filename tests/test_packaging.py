@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.linter.test_identifiers_compiled import _compiler_at_hand
+from tests.compiled import compiler_at_hand as _compiler_at_hand
 
 if sys.version_info >= (3, 11):
     import tomllib

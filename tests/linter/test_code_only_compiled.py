@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from linter import code_only as module
-from tests.linter.test_identifiers_compiled import _compiler_at_hand
+from tests.compiled import compiler_at_hand as _compiler_at_hand
 
 _ROOT = Path(__file__).resolve().parents[2]
 

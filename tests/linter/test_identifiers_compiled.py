@@ -7,13 +7,9 @@ repository give the same frozenset from both, and from the identifier pattern it
 
 from __future__ import annotations
 
-import os
 import re
-import shlex
-import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
@@ -21,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from linter.prefilter import words
+from tests.compiled import compiler_at_hand as _compiler_at_hand
 
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
 _ROOT = Path(__file__).resolve().parents[2]
@@ -31,13 +28,6 @@ except ImportError:
     native = None
 
 needs_native = pytest.mark.skipif(native is None, reason="linter._identifiers was not built (no C compiler): identifier sets are read in Python")
-
-
-def _compiler_at_hand() -> bool:
-    """What hatch_build.py needs: a shared-library command that exists, and Python's headers."""
-    linker = sysconfig.get_config_var("LDSHARED")
-    headers = os.path.join(sysconfig.get_paths()["include"], "Python.h")
-    return bool(linker) and shutil.which(shlex.split(linker)[0]) is not None and os.path.exists(headers) and not os.environ.get("KVLINT_PURE_PYTHON")
 
 
 def _python_reading(text: str, monkeypatch: pytest.MonkeyPatch) -> frozenset[str]:

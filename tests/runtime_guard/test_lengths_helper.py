@@ -9,31 +9,21 @@ read back from its device.
 from __future__ import annotations
 
 import itertools
-import os
-import shlex
-import shutil
 import subprocess
 import sys
-import sysconfig
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runtime_guard import fast_paths
+from tests.compiled import compiler_at_hand as _compiler_at_hand
 from tests.runtime_guard.hypothesis_profiles import PROFILE, count
 
 try:
     from runtime_guard._lengths import cumulative as native
 except ImportError:
     native = None
-
-
-def _compiler_at_hand() -> bool:
-    """What hatch_build.py needs: a shared-library command that exists, and Python's headers."""
-    linker = sysconfig.get_config_var("LDSHARED")
-    headers = os.path.join(sysconfig.get_paths()["include"], "Python.h")
-    return bool(linker) and shutil.which(shlex.split(linker)[0]) is not None and os.path.exists(headers) and not os.environ.get("KVLINT_PURE_PYTHON")
 
 
 needs_native = pytest.mark.skipif(native is None, reason="runtime_guard._lengths was not built (no C compiler): the guard uses cumulative_py")
