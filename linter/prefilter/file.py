@@ -23,6 +23,7 @@ from linter.names import (
     value_counterpart,
 )
 from linter.prefilter.lines import definition_lines
+from linter.prefilter.statements import _statement_extent
 from linter.prefilter.vocabulary import _VIEW_CALLS
 from linter.prefilter.words import _DOT, _GAP, _compiled, identifier_set, word_first, word_spans
 from linter.settings import Settings
@@ -100,6 +101,7 @@ class _File:
         self._joined: str | None = None
         self._joined_lower: str | None = None
         self._containing: dict[tuple[str, bool], frozenset[str]] = {}
+        self._statements: dict[int, tuple[list[int], int]] = {}
 
     @property
     def extra_tails(self) -> frozenset[str]:
@@ -168,6 +170,31 @@ class _File:
         if self._cuts is None:
             self._cuts = [0, *definition_lines(self.text), len(self.text)]
         return self._cuts[bisect_right(self._cuts, at) - 1]
+
+    def statement_start(self, at: int) -> int | None:
+        """Where the statement of reduced text holding offset ``at`` begins, read statement by
+        statement from its chunk's start (where a statement begins); None when the brackets
+        do not add up before ``at``.
+
+        The chunk's statements are read once, up to its first that does not add up: asked
+        from the chunk's start for every offset, a long function cost its length per call.
+        """
+        start = self.chunk_start(at)
+        known = self._statements.get(start)
+        if known is None:
+            text, starts = self.text, [start]
+            cuts = self._cuts  # set by ``chunk_start``
+            end = cuts[bisect_right(cuts, start)] if start < cuts[-1] else len(text)  # type: ignore[index]
+            while True:
+                stop, broken = _statement_extent(text, starts[-1], end)
+                if stop is None or stop >= end:
+                    break
+                starts.append(stop + 1)
+            known = self._statements[start] = (starts, broken if stop is None else len(text))
+        starts, broken = known
+        if broken < at:
+            return None
+        return starts[bisect_right(starts, at) - 1]
 
     def _chunks_with(self, words: frozenset[str]) -> list[str]:
         """The text's chunks in which one of ``words`` occurs as a whole word.

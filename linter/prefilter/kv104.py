@@ -8,7 +8,6 @@ import re
 
 from linter.names import is_kv_tensor_name, kv_side, value_counterpart
 from linter.prefilter.file import _File
-from linter.prefilter.statements import _statement_end
 from linter.prefilter.words import _CALL_BRACKET, _GAP, _IDENTIFIER, _is_word_char, word_spans
 
 
@@ -87,7 +86,7 @@ def _call_assigned_to_a_value(f: _File, k: str) -> bool:
         closed = text.count(")", start, line) + text.count("]", start, line) + text.count("}", start, line)
         if opened > closed or text[start:line].rstrip(" \t\r\n").endswith("\\"):
             # The statement began on an earlier line: its head, from where it began.
-            begun = _statement_start(text, start, at)
+            begun = f.statement_start(at)
             if begun is None:
                 return True
             head = text[begun:at]
@@ -95,19 +94,6 @@ def _call_assigned_to_a_value(f: _File, k: str) -> bool:
             if equals is not None and any(kv_side(n, f.settings.extra_pairs) == "v" for n in _IDENTIFIER.findall(head, 0, equals)):
                 return True
     return False
-
-
-def _statement_start(code: str, start: int, at: int) -> int | None:
-    """Where the statement of reduced text holding offset ``at`` begins, read statement by
-    statement from ``start`` (a chunk's start, where a statement begins); None when the
-    brackets do not add up."""
-    while True:
-        end = _statement_end(code, start, at)
-        if end is None:
-            return None
-        if end >= at:
-            return start
-        start = end + 1
 
 
 def _last_assignment(head: str) -> int | None:

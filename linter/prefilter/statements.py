@@ -21,6 +21,12 @@ def _statement_end(code: str, start: int, end: int) -> int | None:
     line after which its brackets are closed and no backslash continues it (a multi-line
     string's rest, indented by ``code_only`` on a later line, continues it too); None when the
     brackets do not add up."""
+    return _statement_extent(code, start, end)[0]
+
+
+def _statement_extent(code: str, start: int, end: int) -> tuple[int | None, int]:
+    """``_statement_end``'s answer, and where it was None the newline after which the
+    brackets closed more than they opened (else -1)."""
     depth = 0
     at = start
     while True:
@@ -33,9 +39,9 @@ def _statement_end(code: str, start: int, end: int) -> int | None:
             - counted.count(")") - counted.count("]") - counted.count("}")
         )
         if newline < 0:
-            return end
+            return end, -1
         if depth < 0:
-            return None
+            return None, newline
         at = newline + 1
         if depth or line.rstrip().endswith("\\"):
             continue
@@ -44,7 +50,7 @@ def _statement_end(code: str, start: int, end: int) -> int | None:
         while following < end and code[following] in " \t\r\n" and not code.startswith(' "', following):
             following += 1
         if not code.startswith(' "', following) or code.rfind("\n", 0, following) + 1 != following:
-            return newline
+            return newline, -1
         at = following
 
 

@@ -430,3 +430,27 @@ def test_self_attributes_read_ascii_and_other_text_alike() -> None:
     # ``éself`` is one identifier, not ``self``.
     other = text + "# ключ\néself.nor_this = 2\n"
     assert _File(other, Settings()).self_attributes == expected
+
+
+_STATEMENT_PIECES = ["    x = f(", "k", ")", "]", "[", "\\", "\n", "\n", "def g():\n", "    return (", " \"", "y", "  "]
+
+
+@given(st.lists(st.sampled_from(_STATEMENT_PIECES), max_size=40))
+def test_a_statement_start_is_what_a_walk_from_the_chunk_start_finds(pieces: list[str]) -> None:
+    from linter.prefilter.file import _File
+    from linter.prefilter.statements import _statement_end
+
+    def walked(code: str, start: int, at: int) -> int | None:
+        # Statement by statement from the chunk's start, each end looked for before ``at``.
+        while True:
+            end = _statement_end(code, start, at)
+            if end is None:
+                return None
+            if end >= at:
+                return start
+            start = end + 1
+
+    code = "".join(pieces) + "k"
+    f = _File(code, Settings(), reduced=True)
+    for at in (m.start() for m in re.finditer("k", code)):
+        assert f.statement_start(at) == walked(code, f.chunk_start(at), at), (code, at)
