@@ -6,6 +6,10 @@
  * digits, where anything is left. Each distinct identifier becomes one Python string: the runs
  * are told apart in a hash table of offsets into the text, so the millions of repeated names
  * of a large tree cost no objects. A build without a C compiler reads the same sets in Python.
+ *
+ * with_part(names, parts) answers linter.prefilter.file._k_candidates's question: the set of
+ * the names that have one of parts as a "_"-separated part (name.split("_")), compared
+ * character by character, so no part of a name becomes a string.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -186,9 +190,107 @@ fail:
     return NULL;
 }
 
+/* Is name[start:end] equal to one of parts (a tuple of str)? */
+static int
+is_part(int kind, const void *data, Py_ssize_t start, Py_ssize_t end, PyObject *parts)
+{
+    Py_ssize_t count = PyTuple_GET_SIZE(parts);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *part = PyTuple_GET_ITEM(parts, i);
+        if (PyUnicode_GET_LENGTH(part) != end - start)
+            continue;
+        int part_kind = PyUnicode_KIND(part);
+        const void *part_data = PyUnicode_DATA(part);
+        Py_ssize_t j = 0;
+        while (j < end - start && PyUnicode_READ(kind, data, start + j) == PyUnicode_READ(part_kind, part_data, j))
+            j++;
+        if (j == end - start)
+            return 1;
+    }
+    return 0;
+}
+
+static PyObject *
+with_part(PyObject *module, PyObject *args)
+{
+    PyObject *names, *parts;
+    if (!PyArg_ParseTuple(args, "OO!:with_part", &names, &PyTuple_Type, &parts))
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(parts); i++) {
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(parts, i))) {
+            PyErr_SetString(PyExc_TypeError, "with_part(names, parts): parts is a tuple of str");
+            return NULL;
+        }
+#if PY_VERSION_HEX < 0x030C0000
+        if (PyUnicode_READY(PyTuple_GET_ITEM(parts, i)) < 0)
+            return NULL;
+#endif
+    }
+    /* The parts' lengths and ASCII first characters (any other first character is compared). */
+    Py_ssize_t shortest = PY_SSIZE_T_MAX, longest = -1;
+    unsigned char starts[128] = {0};
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(parts); i++) {
+        PyObject *part = PyTuple_GET_ITEM(parts, i);
+        Py_ssize_t length = PyUnicode_GET_LENGTH(part);
+        shortest = length < shortest ? length : shortest;
+        longest = length > longest ? length : longest;
+        Py_UCS4 first = length ? PyUnicode_READ_CHAR(part, 0) : 0; /* 0 stands for an empty part */
+        if (first < 128)
+            starts[first] = 1;
+    }
+    PyObject *found = PySet_New(NULL);
+    PyObject *iterator = found == NULL ? NULL : PyObject_GetIter(names);
+    if (iterator == NULL) {
+        Py_XDECREF(found);
+        return NULL;
+    }
+    PyObject *name;
+    while ((name = PyIter_Next(iterator)) != NULL) {
+        if (!PyUnicode_Check(name)) {
+            PyErr_SetString(PyExc_TypeError, "with_part(names, parts): names holds str only");
+            goto fail;
+        }
+#if PY_VERSION_HEX < 0x030C0000
+        if (PyUnicode_READY(name) < 0)
+            goto fail;
+#endif
+        int kind = PyUnicode_KIND(name);
+        const void *data = PyUnicode_DATA(name);
+        Py_ssize_t n = PyUnicode_GET_LENGTH(name), start = 0;
+        for (Py_ssize_t at = 0; at <= n; at++) {
+            if (at < n && PyUnicode_READ(kind, data, at) != '_')
+                continue;
+            /* Most parts are told apart by their length or first character alone. */
+            Py_ssize_t length = at - start;
+            Py_UCS4 first = length ? PyUnicode_READ(kind, data, start) : 0;
+            if (length >= shortest && length <= longest && (first >= 128 || starts[first])
+                && is_part(kind, data, start, at, parts)) {
+                if (PySet_Add(found, name) < 0)
+                    goto fail;
+                break;
+            }
+            start = at + 1;
+        }
+        Py_DECREF(name);
+    }
+    Py_DECREF(iterator);
+    if (PyErr_Occurred()) {
+        Py_DECREF(found);
+        return NULL;
+    }
+    return found;
+fail:
+    Py_DECREF(name);
+    Py_DECREF(iterator);
+    Py_DECREF(found);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"identifiers", identifiers, METH_O,
      "identifiers(text) -> frozenset[str]: the distinct identifiers of text, as re's [^\\W\\d]\\w* finds them."},
+    {"with_part", with_part, METH_VARARGS,
+     "with_part(names, parts) -> set[str]: the names with one of parts as a '_'-separated part."},
     {NULL, NULL, 0, NULL},
 };
 

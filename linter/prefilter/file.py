@@ -29,10 +29,28 @@ from linter.prefilter.words import _DOT, _GAP, _compiled, identifier_set, word_f
 from linter.settings import Settings
 
 
+try:
+    from linter._identifiers import with_part as _compiled_with_part
+except ImportError:  # a build without a C compiler: the search below answers alike
+    _compiled_with_part = None
+
+_K_TOKENS = tuple(sorted(K_SIDE_TOKENS))
+
+
 def _k_candidates(ids: Iterable[str]) -> set[str]:
     """The identifiers with a K-side part (``k``, ``cache_k``, ``key_states``): candidates for
-    ``kv_side``. Each identifier is wrapped in ``_`` and put on a line of its own, so a part is
-    ``_k_`` found by substring search."""
+    ``kv_side``.
+
+    The compiled helper (``linter/_identifiers.c``) compares each name's parts in place where
+    the build made one (about a fifth of the time of the search below). Without it, each
+    identifier is wrapped in ``_`` and put on a line of its own, so a part is ``_k_`` found by
+    substring search."""
+    if _compiled_with_part is not None:
+        return _compiled_with_part(ids, _K_TOKENS)
+    return _k_candidates_searched(ids)
+
+
+def _k_candidates_searched(ids: Iterable[str]) -> set[str]:
     wrapped = "_" + "_\n_".join(ids) + "_"
     found = set()
     for token in K_SIDE_TOKENS:

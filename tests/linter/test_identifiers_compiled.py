@@ -1,8 +1,10 @@
-"""The compiled identifier sets (linter/_identifiers.c) answer exactly as the Python reading.
+"""The compiled identifier sets (linter/_identifiers.c) answer exactly as the Python reading,
+and so do the names it finds with a K-side part.
 
 Differential: generated texts (names, digits, underscores, punctuation, blanks and long runs;
 any character, other scripts' letters and digits, lone surrogates) and every Python file of the
-repository give the same frozenset from both, and from the identifier pattern itself.
+repository give the same frozenset from both, and from the identifier pattern itself; generated
+names and the repository's identifiers give the same K-side candidates from both.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from linter.prefilter import words
+from linter.prefilter import file, words
 from tests.compiled import compiler_at_hand as _compiler_at_hand
 
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
@@ -24,8 +26,9 @@ _ROOT = Path(__file__).resolve().parents[2]
 
 try:
     from linter._identifiers import identifiers as native
+    from linter._identifiers import with_part
 except ImportError:
-    native = None
+    native = with_part = None
 
 needs_native = pytest.mark.skipif(native is None, reason="linter._identifiers was not built (no C compiler): identifier sets are read in Python")
 
@@ -40,6 +43,7 @@ def test_the_pre_filter_uses_the_compiled_sets_where_they_could_be_built() -> No
     if not _compiler_at_hand():
         pytest.skip("no C compiler or Python headers here: the wheel is pure Python")
     assert native is not None and words._compiled_identifiers is native
+    assert with_part is not None and file._compiled_with_part is with_part
 
 
 _PIECES = ["k", "k_cache", "_", "__init__", "0", "12", "0x1f", "9a", "é", " ", "\n", "\t", ".", "(", "[", "#", "'", "\\", "x" * 300]
@@ -100,3 +104,29 @@ def test_without_the_compiled_helper_the_python_reading_answers() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=_ROOT)
     assert out.stdout.strip() == "True ['k', 'k_cache', 'v']"
+
+
+_NAME_PIECES = ["k", "K", "key", "Keys", "KEY", "wk", "xk", "kk", "v", "_", "__", "ключ", "é", "a1", "keyk"]
+
+
+@needs_native
+@given(st.lists(st.lists(st.sampled_from(_NAME_PIECES), max_size=6).map("".join), max_size=30))
+def test_k_candidates_are_the_pythons(names: list[str]) -> None:
+    found = file._k_candidates(names)
+    assert found == file._k_candidates_searched(names)
+    assert found == {n for n in names if any(part in file.K_SIDE_TOKENS for part in n.split("_"))}
+
+
+@needs_native
+def test_k_candidates_of_the_repositorys_files_read_alike() -> None:
+    for path in sorted((_ROOT / "linter").rglob("*.py")):
+        names = words.identifier_set(path.read_text(encoding="utf-8"))
+        assert file._k_candidates(names) == file._k_candidates_searched(names), path
+    # Parts of any length and script, an empty part, and what is not a tuple of str.
+    names = ["ключ_x", "x__y", "k", "_"]
+    assert with_part(names, ("ключ", "")) == {"ключ_x", "x__y", "_"}
+    assert with_part(iter(names), ()) == set()
+    with pytest.raises(TypeError):
+        with_part(names, ["k"])
+    with pytest.raises(TypeError):
+        with_part([b"k"], ("k",))
