@@ -23,7 +23,8 @@ def key_head_dim_twin(name: str) -> str | None:
 def is_value_head_dim(name: str) -> bool:
     """``v_head_dim``, ``head_v_dim``, ``value_head_dim``, ``v_head_size``: the value's own head dim."""
     low = name.lower()
-    if ("dim" not in low and "size" not in low) or name_role(name) is not Role.HEAD_DIM:
+    if "dim" not in low and "size" not in low:
         return False
     parts = low.split("_")
-    return ("v" in parts or "value" in parts) and not ({"k", "key", "qk"} & set(parts))
+    # The parts first: most names fail there, and ``name_role`` matches patterns.
+    return ("v" in parts or "value" in parts) and not ({"k", "key", "qk"} & set(parts)) and name_role(name) is Role.HEAD_DIM

@@ -6,7 +6,7 @@ the same top-level definition, its decorators included.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 
 from linter.code_only import code_only
 from linter.model.twins import is_value_head_dim
@@ -17,7 +17,7 @@ from linter.prefilter.imports import _from_imported
 from linter.prefilter.lines import TOP_LEVEL_CLASS, top_level_starts
 from linter.prefilter.statements import _BRACKET
 from linter.prefilter.vocabulary import _HEAD_DIM_PARTS
-from linter.prefilter.words import _GAP, _compiled, word_first
+from linter.prefilter.words import _GAP, _compiled, word_spans
 from linter.settings import Settings
 
 
@@ -62,8 +62,8 @@ def _head_dim_callees(f: _File) -> set[str]:
         return set()
     named = set().union(*(f.names_containing(part, True) for part in (*_HEAD_DIM_PARTS, "d_v", "dv")))
     keywords = sorted(n for n in named if name_role(n) is Role.HEAD_DIM)
-    value_word = _compiled(rf"{word_first(sorted(values))}(?!\w)")
     starts: list[int] | None = None
+    reads: list[int] | None = None
     callees = set()
     if not keywords:
         return callees
@@ -76,7 +76,12 @@ def _head_dim_callees(f: _File) -> set[str]:
             continue
         if starts is None:
             starts = [m.start() for m in top_level_starts(text)]
-        if value_word.search(text, *_top_level_region(text, starts, keyword.start())):
+            # Where a value head-dim name is read (by substring search: a pattern of the names
+            # would be compiled for this file alone).
+            reads = sorted(at for at, _ in word_spans(text, values))
+        first, end = _top_level_region(text, starts, keyword.start())
+        index = bisect_left(reads, first)  # type: ignore[arg-type]
+        if index < len(reads) and reads[index] < end:  # type: ignore[arg-type]
             callees.add(callee)
     return callees
 
