@@ -287,54 +287,82 @@ def _kv202_view(call: ast.Call) -> tuple[tuple, dict[str, ast.expr], ast.expr] |
     return form, {str(i): size for i, size in enumerate(shape)}, receiver
 
 
-def _kv202(tree: ast.AST, settings: Settings) -> bool:
+def _kv202(facts: Facts, settings: Settings) -> bool:
     """A K view and a V view of one form in one scope whose sizes name different head counts
     at some axis (``ast_sizes.heads_mismatch``, names resolved through the scope's single
     assignments), read as the rule reads them. The rule also wants every V view it pairs with
-    a K view to differ; one is enough here."""
+    a K view to differ; one is enough here.
+
+    Asked first of the whole unit's calls and assignments (read in the facts' one walk),
+    without the sizes: every scope's views are among the unit's, so a unit with no pair of
+    views anywhere needs no walk of its scopes (most units the condition lets through)."""
     extra = settings.extra_pairs
-    for nodes in _kv202_scopes(tree):
+    if not any(True for _ in _kv202_pairs(_kv202_views(facts.assigns, facts.calls, extra), extra)):
+        return False
+    for nodes in _kv202_scopes(facts.tree):
         aliases = Aliases()
-        chains: dict[int, str] = {}  # a call of a K/V-named assignment's method chain -> its target
-        calls = []
+        assigns, calls = [], []
         for node in nodes:
             kind = type(node)
-            if kind is ast.Assign and len(node.targets) == 1:
-                target = node.targets[0]
-                aliases.record(target, node.value)
-                name = _tensor_root(target) if type(target) in (ast.Name, ast.Attribute) else None
-                if name is not None and kv_side(name, extra):
-                    value = node.value
-                    while type(value) is ast.Call:
-                        chains[id(value)] = name
-                        if type(value.func) is not ast.Attribute:
-                            break
-                        value = value.func.value
+            if kind is ast.Assign:
+                assigns.append(node)
+                if len(node.targets) == 1:
+                    aliases.record(node.targets[0], node.value)
             elif kind is ast.Call:
                 calls.append(node)
-        views = []
-        for call in calls:
-            view = _kv202_view(call)
-            if view is None:
-                continue
-            form, sizes, receiver = view
-            root = _tensor_root(receiver)
-            ids = {root} if root is not None and kv_side(root, extra) else set()
-            if id(call) in chains and not is_query_name(root):
-                ids.add(chains[id(call)])
-            if ids:
-                views.append((form, sizes, ids))
-        for k_form, k_sizes, k_ids in views:
-            partners = {value_counterpart(i, extra) for i in k_ids} - {None}
-            if not partners or any(kv_side(i, extra) != "k" for i in k_ids):
-                continue
-            for v_form, v_sizes, v_ids in views:
-                if v_form == k_form and v_ids & partners and any(
-                    axis in v_sizes and heads_mismatch(size, v_sizes[axis], resolve=aliases.resolve)
-                    for axis, size in k_sizes.items()
-                ):
-                    return True
+        for (_, k_sizes, _), (_, v_sizes, _) in _kv202_pairs(_kv202_views(assigns, calls, extra), extra):
+            if any(
+                axis in v_sizes and heads_mismatch(size, v_sizes[axis], resolve=aliases.resolve)
+                for axis, size in k_sizes.items()
+            ):
+                return True
     return False
+
+
+_View = tuple[tuple, dict[str, ast.expr], set[str]]
+
+
+def _kv202_views(assigns: list[ast.Assign], calls: list[ast.Call], extra) -> list[_View]:
+    """(form, axis -> size, the K/V names it is about) of each of ``calls`` KV202 reads as a
+    view of a K/V tensor: its receiver's root, or the target of the assignment whose method
+    chain it is."""
+    chains: dict[int, str] = {}  # a call of a K/V-named assignment's method chain -> its target
+    for node in assigns:
+        if len(node.targets) == 1:
+            target = node.targets[0]
+            name = _tensor_root(target) if type(target) in (ast.Name, ast.Attribute) else None
+            if name is not None and kv_side(name, extra):
+                value = node.value
+                while type(value) is ast.Call:
+                    chains[id(value)] = name
+                    if type(value.func) is not ast.Attribute:
+                        break
+                    value = value.func.value
+    views = []
+    for call in calls:
+        view = _kv202_view(call)
+        if view is None:
+            continue
+        form, sizes, receiver = view
+        root = _tensor_root(receiver)
+        ids = {root} if root is not None and kv_side(root, extra) else set()
+        if id(call) in chains and not is_query_name(root):
+            ids.add(chains[id(call)])
+        if ids:
+            views.append((form, sizes, ids))
+    return views
+
+
+def _kv202_pairs(views: list[_View], extra) -> Iterator[tuple[_View, _View]]:
+    """Each (K view, V view) of one form about a K name and its V partner."""
+    for k_view in views:
+        k_form, _, k_ids = k_view
+        partners = {value_counterpart(i, extra) for i in k_ids} - {None}
+        if not partners or any(kv_side(i, extra) != "k" for i in k_ids):
+            continue
+        for v_view in views:
+            if v_view[0] == k_form and v_view[2] & partners:
+                yield k_view, v_view
 
 
 def _kv202_scopes(tree: ast.AST) -> list[list[ast.AST]]:
@@ -1476,7 +1504,7 @@ def _kv106(facts: Facts, settings: Settings) -> bool:
 
 SCREENS: dict[str, Screen] = {
     "KV102": _kv102,
-    "KV202": lambda facts, settings: _kv202(facts.tree, settings),
+    "KV202": _kv202,
     "KV203": _kv203,
     "KV101": _kv101, "KV103": _kv103, "KV106": _kv106, "KV104": _kv104, "KV201": _kv201, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV301": _kv301,
 }
