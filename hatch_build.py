@@ -1,13 +1,14 @@
 """Hatchling build hook: compile kvlint's C helpers when a C compiler is at hand.
 
 ``runtime_guard/_lengths.c`` speeds up the runtime guard's check of length lists;
-``linter/_identifiers.c`` and ``linter/_code_only.c`` the pre-filter's identifier sets (and
-K-side candidates among them) and code-only text. None is ever required. Without a compiler, on a platform this hook does not
-know how to drive (Windows), with KVLINT_PURE_PYTHON set, or on any build error, the wheel stays
-pure Python (a helper that fails alone is left out alone) and the Python code it stands for
-gives the same answers:
-``runtime_guard.fast_paths.cumulative_py``, ``linter.prefilter.words.identifier_set``,
-``linter.prefilter.file._k_candidates_searched`` and ``linter.code_only.code_only``.
+``linter/_identifiers.c`` the pre-filter's identifier sets and the K-side candidates among
+them; ``linter/_code_only.c`` its code-only text and that text's top-level statements. None is
+ever required. Without a compiler, on a platform this hook does not know how to drive
+(Windows), with KVLINT_PURE_PYTHON set, or on any build error, the wheel stays pure Python (a
+helper that fails alone is left out alone) and the Python code it stands for gives the same
+answers: ``runtime_guard.fast_paths.cumulative_py``, ``linter.prefilter.words.identifier_set``,
+``linter.prefilter.file._k_candidates_searched``, ``linter.code_only.code_only`` and
+``linter.segments._top_level_cuts``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 SOURCES = {
     Path("runtime_guard", "_lengths.c"): "the guard's length-list check (the pure-Python check is used instead)",
     Path("linter", "_identifiers.c"): "the pre-filter's identifier sets and K-side candidates (read in Python instead)",
-    Path("linter", "_code_only.c"): "the pre-filter's code-only text (reduced in Python instead)",
+    Path("linter", "_code_only.c"): "the pre-filter's code-only text and top-level statements (read in Python instead)",
 }
 
 

@@ -7,6 +7,9 @@
  * newlines as it spans, and a blank), and an f-string is handed to literal(prefix, body), the
  * Python function that keeps its replacement fields. Without a C compiler code_only does the
  * same in Python.
+ *
+ * top_level_cuts(code) answers linter.segments._top_level_cuts on code-only text: where each
+ * top-level statement starts, read in one pass that counts brackets and lines as it goes.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -187,9 +190,123 @@ fail:
     return NULL;
 }
 
+/* Per character up to '}': +1 an opening bracket, -1 a closing one, 2 a newline, else 0. */
+static signed char BRACKET[128];
+
+/* Does the text at `at` start with the ASCII `word`, followed by no word character (re's \b)? */
+static int
+starts_word(int kind, const void *data, Py_ssize_t n, Py_ssize_t at, const char *word)
+{
+    Py_ssize_t i = 0;
+    for (; word[i]; i++)
+        if (at + i >= n || READ(at + i) != (Py_UCS4)(unsigned char)word[i])
+            return 0;
+    return at + i >= n || !is_word_char(READ(at + i));
+}
+
+/* A line that starts a top-level statement may start one: segments._DEFINITION. */
+static int
+is_definition(int kind, const void *data, Py_ssize_t n, Py_ssize_t at)
+{
+    if (starts_word(kind, data, n, at, "def") || starts_word(kind, data, n, at, "class"))
+        return 1;
+    const char *async = "async";
+    for (Py_ssize_t i = 0; i < 5; i++)
+        if (at + i >= n || READ(at + i) != (Py_UCS4)async[i])
+            return 0;
+    Py_ssize_t i = at + 5;
+    if (i >= n || !Py_UNICODE_ISSPACE(READ(i)))
+        return 0;
+    while (i < n && Py_UNICODE_ISSPACE(READ(i)))
+        i++;
+    return starts_word(kind, data, n, i, "def");
+}
+
+static PyObject *
+top_level_cuts(PyObject *module, PyObject *code)
+{
+    if (!PyUnicode_Check(code)) {
+        PyErr_SetString(PyExc_TypeError, "top_level_cuts(code) takes a str");
+        return NULL;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(code) < 0)
+        return NULL;
+#endif
+    int kind = PyUnicode_KIND(code);
+    const void *data = PyUnicode_DATA(code);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(code);
+    PyObject *cuts = PyList_New(0);
+    if (cuts == NULL)
+        return NULL;
+    Py_ssize_t depth = 0, line = 0, at = 0;
+    int decorating = 0;
+    while (at < n) {
+        /* `at` starts a line: segments._COLUMN_0, then the checks of top_level_segments. */
+        Py_ssize_t first = at;
+        while (first < n && READ(first) == '\f')
+            first++;
+        if (first < n) {
+            Py_UCS4 c = READ(first);
+            if (!Py_UNICODE_ISSPACE(c) && c != ')' && c != ']' && c != '}' && depth <= 0) {
+                /* segments._continued: the (at most three) characters before, less line ends. */
+                Py_ssize_t low = at - 3 > 0 ? at - 3 : 0, i = at;
+                while (i > low && (READ(i - 1) == '\r' || READ(i - 1) == '\n'))
+                    i--;
+                int continued = i > low && READ(i - 1) == '\\';
+                int clause = starts_word(kind, data, n, first, "else") || starts_word(kind, data, n, first, "elif")
+                             || starts_word(kind, data, n, first, "except") || starts_word(kind, data, n, first, "finally");
+                if (!continued && !clause) {
+                    int decorator = c == '@';
+                    int definition = decorator || is_definition(kind, data, n, first);
+                    if (!(decorating && definition)) {
+                        PyObject *cut = Py_BuildValue("(nnO)", at, line, definition ? Py_True : Py_False);
+                        if (cut == NULL || PyList_Append(cuts, cut) < 0) {
+                            Py_XDECREF(cut);
+                            Py_DECREF(cuts);
+                            return NULL;
+                        }
+                        Py_DECREF(cut);
+                    }
+                    decorating = decorator;
+                }
+            }
+        }
+        /* On to the next line, counting its brackets (byte by byte in one-byte text). */
+        if (kind == PyUnicode_1BYTE_KIND) {
+            const Py_UCS1 *bytes = (const Py_UCS1 *)data;
+            while (at < n) {
+                Py_UCS1 c = bytes[at++];
+                if (c > '}' || !BRACKET[c])
+                    continue;
+                if (c == '\n') {
+                    line++;
+                    break;
+                }
+                depth += BRACKET[c];
+            }
+            continue;
+        }
+        while (at < n) {
+            Py_UCS4 c = READ(at++);
+            if (c == '\n') {
+                line++;
+                break;
+            }
+            if (c == '(' || c == '[' || c == '{')
+                depth++;
+            else if (c == ')' || c == ']' || c == '}')
+                depth--;
+        }
+    }
+    return cuts;
+}
+
 static PyMethodDef methods[] = {
     {"reduced", (PyCFunction)(void (*)(void))reduced, METH_FASTCALL,
      "reduced(text, literal) -> str: code_only(text); literal(prefix, body) gives an f-string's replacement."},
+    {"top_level_cuts", top_level_cuts, METH_O,
+     "top_level_cuts(code) -> list[(offset, line, definition)]: where each top-level statement of code-only text starts."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -200,5 +317,8 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__code_only(void)
 {
+    BRACKET['('] = BRACKET['['] = BRACKET['{'] = 1;
+    BRACKET[')'] = BRACKET[']'] = BRACKET['}'] = -1;
+    BRACKET['\n'] = 2;
     return PyModule_Create(&module);
 }

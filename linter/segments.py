@@ -32,9 +32,35 @@ class Segment:
         return self.kind != "statement"
 
 
+try:
+    from linter._code_only import top_level_cuts as _compiled_cuts
+except ImportError:  # a build without a C compiler: the reading below answers alike
+    _compiled_cuts = None
+
+
 def top_level_segments(code: str) -> list[Segment]:
     """The top-level statements of ``code`` in order; together they cover every line."""
-    cuts: list[tuple[int, int, bool]] = []  # (offset, line, definition)
+    cuts = _compiled_cuts(code) if _compiled_cuts is not None else _top_level_cuts(code)
+    if not cuts or cuts[0][0] != 0:
+        cuts.insert(0, (0, 0, False))
+    total = code.count("\n") + 1
+    ends = [(offset, line) for offset, line, _ in cuts[1:]] + [(len(code), total)]
+    segments = []
+    for (offset, line, definition), (end, end_line) in zip(cuts, ends):
+        text = code[offset:end]
+        kind = "statement"
+        if definition:
+            kind = "class" if _header(text).startswith("class") else "def"
+        segments.append(Segment(line, end_line, kind, text))
+    return segments
+
+
+def _top_level_cuts(code: str) -> list[tuple[int, int, bool]]:
+    """(offset, line, is it a definition?) where each top-level statement of ``code`` starts
+    on a column-0 line (``top_level_segments`` adds the text's start where none does). The
+    compiled helper (``linter/_code_only.c``) reads the same in one pass where the build made
+    one."""
+    cuts: list[tuple[int, int, bool]] = []
     depth = line = counted = 0
     decorating = False
     for match in _COLUMN_0.finditer(code):
@@ -49,18 +75,7 @@ def top_level_segments(code: str) -> list[Segment]:
         if not (decorating and definition):
             cuts.append((start, line, definition))
         decorating = decorator
-    if not cuts or cuts[0][0] != 0:
-        cuts.insert(0, (0, 0, False))
-    total = code.count("\n") + 1
-    ends = [(offset, line) for offset, line, _ in cuts[1:]] + [(len(code), total)]
-    segments = []
-    for (offset, line, definition), (end, end_line) in zip(cuts, ends):
-        text = code[offset:end]
-        kind = "statement"
-        if definition:
-            kind = "class" if _header(text).startswith("class") else "def"
-        segments.append(Segment(line, end_line, kind, text))
-    return segments
+    return cuts
 
 
 def _opened(code: str, start: int, end: int) -> int:

@@ -1,9 +1,13 @@
-"""The compiled code-only reduction (linter/_code_only.c) answers exactly as code_only in Python.
+"""The compiled code-only reduction (linter/_code_only.c) answers exactly as code_only in Python,
+and so do its top-level statement starts (``segments``).
 
 Differential: generated texts built from the pieces that decide where a literal or comment
 starts and ends (quotes single and triple, backslashes before quotes, CR, LF and CRLF, ``#``,
 string prefixes, f-string braces, other scripts) and every Python file of the repository
-give the same text from both.
+give the same text from both; generated texts built from what decides where a top-level
+statement starts (brackets, backslashes before line ends, form feeds, decorators, ``async``
+before ``def``, clause words and their look-alikes, other scripts' spaces and letters) and the
+repository's files reduced give the same starts from both.
 """
 
 from __future__ import annotations
@@ -17,14 +21,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from linter import code_only as module
+from linter import segments
 from tests.compiled import compiler_at_hand as _compiler_at_hand
 
 _ROOT = Path(__file__).resolve().parents[2]
 
 try:
     from linter._code_only import reduced as native
+    from linter._code_only import top_level_cuts
 except ImportError:
-    native = None
+    native = top_level_cuts = None
 
 needs_native = pytest.mark.skipif(native is None, reason="linter._code_only was not built (no C compiler): code_only runs in Python")
 
@@ -39,6 +45,7 @@ def test_code_only_uses_the_compiled_reduction_where_it_could_be_built() -> None
     if not _compiler_at_hand():
         pytest.skip("no C compiler or Python headers here: the wheel is pure Python")
     assert native is not None and module._compiled_reduced is native
+    assert top_level_cuts is not None and segments._compiled_cuts is top_level_cuts
 
 
 _PIECES = ['"', "'", '"""', "'''", "\\", "\\\r\n", "\r\n", "\r", "\n", "#", " ", "x", "k[0]",
@@ -80,8 +87,31 @@ def test_the_repositorys_files_reduce_alike(monkeypatch: pytest.MonkeyPatch) -> 
 def test_without_the_compiled_helper_code_only_runs_in_python() -> None:
     code = (
         "import sys; sys.modules['linter._code_only'] = None\n"
-        "from linter import code_only\n"
-        "print(code_only._compiled_reduced is None, repr(code_only.code_only('k = \"v\"  # c')))"
+        "from linter import code_only, segments\n"
+        "print(code_only._compiled_reduced is None, repr(code_only.code_only('k = \"v\"  # c')))\n"
+        "print(segments._compiled_cuts is None, [s.kind for s in segments.top_level_segments('@d\\ndef f(): pass\\nx = 1\\n')])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=_ROOT)
-    assert out.stdout.strip() == "True 'k = \"\"  '"
+    assert out.stdout.strip().splitlines() == ["True 'k = \"\"  '", "True ['def', 'statement']"]
+
+
+_STATEMENT_PIECES = ["\n", "\r\n", "\f", " ", "\t", "(", ")", "[", "]", "{", "}", "\\", "@d\n", "def f():\n",
+                     "async  def g", "async\ndef", "class C", "else:", "elif", "except", "finally", "elsewhere",
+                     "class_", "defé", "x = 1", "é", "\u00a0", "\u2028", "~"]
+
+
+@needs_native
+@settings(max_examples=2000)
+@given(st.lists(st.sampled_from(_STATEMENT_PIECES), max_size=40))
+def test_generated_text_cuts_as_in_python(pieces: list[str]) -> None:
+    code = "".join(pieces)
+    assert top_level_cuts(code) == segments._top_level_cuts(code)
+
+
+@needs_native
+def test_the_repositorys_files_cut_alike() -> None:
+    for path in sorted([*(_ROOT / "linter").rglob("*.py"), *(_ROOT / "tests").rglob("*.py")]):
+        code = module.code_only(path.read_text(encoding="utf-8"))
+        assert top_level_cuts(code) == segments._top_level_cuts(code), path
+    with pytest.raises(TypeError):
+        top_level_cuts(b"x = 1\n")
