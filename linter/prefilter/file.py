@@ -42,7 +42,7 @@ def _k_candidates(ids: Iterable[str]) -> set[str]:
     ``kv_side``.
 
     The compiled helper (``linter/_identifiers.c``) compares each name's parts in place where
-    the build made one (about a fifth of the time of the search below). Without it, each
+    the build made one (about a third of the time of the search below). Without it, each
     identifier is wrapped in ``_`` and put on a line of its own, so a part is ``_k_`` found by
     substring search."""
     if _compiled_with_part is not None:
