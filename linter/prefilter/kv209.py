@@ -12,6 +12,7 @@ a view word (where the screen's viewed names all are).
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
@@ -113,7 +114,7 @@ def _kv209_facts(f: _File) -> _Kv209Facts | None:
             after = _first_root_end(text, end)
             if after is None:
                 continue
-            callee = _BEFORE_ARGUMENT.search(text, max(0, start - 200), start)
+            callee = _BEFORE_ARGUMENT.search(text, _call_head_start(text, start), start)
             if callee is not None:
                 # The call less its first argument, as the screen compares two: the callee and
                 # the text from the end of the name's chain to the call's closing bracket (equal
@@ -139,6 +140,27 @@ def _kv209_facts(f: _File) -> _Kv209Facts | None:
 _BEFORE_ARGUMENT = re.compile(
     rf"(?<![\w.])(?:(self|cls){_GAP}\.{_GAP})?(\w+){_GAP}(\(){_GAP}(?:\({_GAP})*(?:\w+{_GAP}\.{_GAP})*\Z"
 )
+
+
+def _call_head_start(text: str, end: int) -> int:
+    """Where ``_BEFORE_ARGUMENT`` ending at ``end`` may start at the earliest: 200 characters
+    back, or just after the last character there it cannot hold. Without a comment in the
+    window it holds only names, dots, brackets, backslashes and white space; a character of
+    another script may be a letter or a space to ``re``, so the whole window is searched
+    then. The search from the start tries every position up to ``end``: a third of this
+    condition's time before the window was cut (sglang)."""
+    start = max(0, end - 200)
+    window = text[start:end]
+    if "#" in window:
+        return start
+    rest = window.rstrip(_CALL_HEAD_CHARS)
+    if rest and not rest[-1].isascii():
+        return start
+    return start + len(rest)
+
+
+# Names, dots, brackets, backslashes and ASCII white space (as ``re`` reads ``\s``).
+_CALL_HEAD_CHARS = string.ascii_letters + string.digits + "_.(\\ \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
 
 
 def _first_root_end(text: str, at: int) -> int | None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from linter.module_screens import kv209 as screen
 from linter.prefilter import parse_plan
@@ -228,3 +230,23 @@ def test_the_condition_admits_whatever_the_screen_reports_on(body: str) -> None:
                     assert admitted(text), (layout, text)
     if "if n else" not in body and "[0]" not in body and "inner" not in body:
         assert yes, body
+
+
+_HEAD_PIECES = ["self", ".", "heads", "(", " ", "\n", "\\\n", "k_proj", "x", ",", "=", "é", "ключ", "\u3000", "# c\n", "1", ")", "\t"]
+
+
+@given(
+    st.lists(st.sampled_from(_HEAD_PIECES), max_size=80),
+    st.sampled_from(["", "heads(", "self.heads(", "cls . heads (\n ", "f(self.k_proj(", "heads((", "x.heads("]),
+)
+@settings(max_examples=300)
+def test_the_call_head_is_found_from_the_cut_window_as_from_the_whole(pieces: list[str], head: str) -> None:
+    # The search for the call before a first argument starts after the last character that
+    # cannot be part of it; from 200 characters back, it must find the same call.
+    from linter.prefilter.kv209 import _BEFORE_ARGUMENT, _call_head_start
+
+    text = "".join(pieces) + head + "k"
+    end = len(text) - 1
+    whole = _BEFORE_ARGUMENT.search(text, max(0, end - 200), end)
+    cut = _BEFORE_ARGUMENT.search(text, _call_head_start(text, end), end)
+    assert (whole and whole.span(), whole and whole.groups()) == (cut and cut.span(), cut and cut.groups())
