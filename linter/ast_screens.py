@@ -397,6 +397,17 @@ def _only_slices(node: ast.Subscript) -> bool:
     )
 
 
+def _cuts_nothing(node: ast.Subscript) -> bool:
+    """``x[:, None]``, ``x[..., :]``: whole axes and new ones only. The rule reads no axis in
+    it (``reshapes.reshape_of`` is None), so it compares with no other site: a Triton kernel's
+    ``offs_k[:, None]`` beside ``offs_v[None, :]`` is no pair of cuts."""
+    elements = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    return all(
+        not isinstance(e, ast.Slice) or (e.lower is None and e.upper is None and e.step is None)
+        for e in elements
+    )
+
+
 def _seen_through(node: ast.expr) -> ast.expr:
     """``k`` of ``k.transpose(1, 2).contiguous()``: the rules read a cut after axis-moving
     steps as a cut of the tensor itself."""
@@ -442,8 +453,8 @@ def _kv102_scope(nodes: list[ast.AST], extra, text: Callable[[ast.AST, ast.AST],
     sites: dict[tuple[str, str], set[str]] = {}
     for node in nodes:
         if type(node) is ast.Subscript:
-            if type(node.value) is ast.Subscript or not _only_slices(node):
-                continue  # a chain: no access KV102 compares
+            if type(node.value) is ast.Subscript or not _only_slices(node) or _cuts_nothing(node):
+                continue  # a chain, or no cut: no access KV102 compares
             base, kind, after = _dotted(_seen_through(node.value)), "slice", node.value
         elif type(node) is ast.Call and _tail(node.func) in _SPLIT_CALLS:
             found = _call_base(node)

@@ -308,6 +308,20 @@ def chunked_attention(query, key, value, n):
     _text_compared("KV102", reported, alike)
 
 
+def test_kv102_whole_and_new_axes_are_no_cuts() -> None:
+    # A Triton kernel's offsets broadcast along new axes: K and V are named, nothing is cut.
+    reported = """\
+def attention_kernel(q_ptr, k_ptr, v_ptr, offs_k, offs_v, n):
+    b_k = tl.load(k_ptr + offs_k[:, None] * n)
+    b_v = tl.load(v_ptr + offs_v[None, :] * n)
+    o_k = offs_k[:n]
+    o_v = offs_v[:n - 1]
+    return tl.dot(b_k, b_v)
+"""
+    alike = reported.replace("    o_k = offs_k[:n]\n    o_v = offs_v[:n - 1]\n", "    o_k = offs_k[..., :]\n    o_v = offs_v[:n]\n")
+    _text_compared("KV102", reported, alike)
+
+
 def test_kv103_indices_compared_as_the_rule_compares_them() -> None:
     reported = """\
 class PagedAttention:
