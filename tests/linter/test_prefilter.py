@@ -420,6 +420,28 @@ def test_word_spans_are_the_whole_word_matches(pieces: list[str], word: str) -> 
     assert list(word_spans(many, (word,))) == [m.span() for m in re.finditer(rf"(?<!\w){re.escape(word)}(?!\w)", many)]
 
 
+@given(
+    st.lists(st.sampled_from(_WORD_PIECES), max_size=60),
+    st.lists(st.sampled_from(_WORD_PIECES), max_size=60),
+    st.sampled_from(["k", "key", "k_cache", "ключ"]),
+)
+def test_word_spans_asked_again_answer_for_the_text_asked_about(first: list[str], second: list[str], word: str) -> None:
+    from linter.prefilter.words import word_spans
+
+    def spans(text: str) -> list[tuple[int, int]]:
+        return [m.span() for m in re.finditer(rf"(?<!\w){re.escape(word)}(?!\w)", text)]
+
+    a, b = "".join(first), "".join(second) + " k"
+    # A search left half-way, another text asked in between, the first asked again: each
+    # answer is its own text's, whatever the spans kept from the one before.
+    partial = word_spans(a, (word,))
+    next(partial, None)
+    assert list(word_spans(b, (word,))) == spans(b)
+    assert list(word_spans(a, (word, word))) == spans(a) * 2
+    assert list(word_spans(a, (word,))) == spans(a)
+    assert list(word_spans(b, (word,))) == spans(b)
+
+
 def test_self_attributes_read_ascii_and_other_text_alike() -> None:
     from linter.prefilter.file import _File
 
