@@ -11,8 +11,9 @@ Each positional group is a tuple of substrings, matched as they are written; ``A
 matches its (lower-case) words in any case; ``ATTENTION`` is the attention vocabulary (any
 spelling of "attn"/"attention"/"mla", the K/V projection words, and the tails of the
 ``extra-attention-callables`` of the configuration); ``PAIRED`` stands for a K-side identifier
-and its V twin both present (``k_cache`` and ``v_cache``, ``key`` and ``value``, or a configured
-``extra-pairs`` pair), the one fact every pair rule needs. A file passes a rule's trigger when
+and its V twin both present in code (``k_cache`` and ``v_cache``, ``key`` and ``value``, or a
+configured ``extra-pairs`` pair; ``prefilter`` asks it of the text less comments and strings),
+the one fact every pair rule needs. A file passes a rule's trigger when
 it holds at least one word of every group (and, with ``PAIRED``, a pair). A rule without a
 trigger always passes. Write the cheap, rare words first: groups are tried in order and
 ``PAIRED`` (which collects the file's identifiers) only after every word group passed::

@@ -20,7 +20,8 @@ slow path (every file parsed).
 
 The conditions, one module per rule (``kv101`` ... ``kv301``), each module's docstring saying
 what its rule needs; every pair rule needs a K-side name and its V counterpart
-(``pairs.value_counterpart``, with the configured extra pairs) both present. They read a file's
+(``pairs.value_counterpart``, with the configured extra pairs) both present in code: a pair that
+meets only in comments and strings passes no trigger (the rules read names of code). They read a file's
 text through ``file._File`` (facts computed once and shared) and the text primitives of
 ``words`` (identifiers, word patterns), ``lines`` (definition lines, top-level definitions),
 ``statements`` (statement ends, brackets), ``chains`` (method chains), ``imports`` (``from`` imports), ``vocabulary`` (words
@@ -174,7 +175,22 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
     report everything they would on all of it."""
     known = _known(tuple(rules), settings.extra_attention_callables)
     raw = _File(text, settings)
-    passing = known.scanner.passing(text, lambda: bool(raw.k_names), raw.joined_identifiers)
+    lone_cr = _LONE_CR.search(text) is not None
+    reduced: _File | None = None
+
+    def paired() -> bool:
+        # A K/V pair in code: every pair rule reads names of code, so a ``key`` and a
+        # ``value`` that meet only in comments and docstrings (dictionary code) are no
+        # evidence. Old Mac line ends keep the raw pair: code_only counts lines by "\n" only.
+        nonlocal reduced
+        if not raw.k_names:
+            return False
+        if lone_cr:
+            return True
+        reduced = _File(raw.code, settings, reduced=True)
+        return bool(reduced.k_names)
+
+    passing = known.scanner.passing(text, paired, raw.joined_identifiers)
     if not passing:
         return NOTHING
     conditions = list(dict.fromkeys(known.conditions[code] for code in passing))
@@ -185,12 +201,13 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
     # the reduced text alone only makes the plan larger.
     if not module_live and not any(c(raw) for c in unit_conditions):
         return NOTHING
-    if _LONE_CR.search(text):
+    if lone_cr:
         # Old Mac line ends: code_only and segments count lines by "\n" only.
         return ParsePlan(True, rules=frozenset(_CODES.get(c) for c in [*module_live, *unit_conditions] if c(raw)))
     module_rules = frozenset(_CODES.get(c) for c in module_live)
     code = raw.code
-    reduced = _File(code, settings, reduced=True)
+    if reduced is None:
+        reduced = _File(code, settings, reduced=True)
     live = [c for c in unit_conditions if c(reduced)]
     if not live:
         return ParsePlan(False, rules=module_rules, module_rules=module_rules) if module_rules else NOTHING

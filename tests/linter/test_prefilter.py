@@ -74,6 +74,18 @@ def test_kv_code_only_in_strings_and_comments_needs_no_parse() -> None:
     assert not parse_plan(as_text, KV101, Settings()).needed
 
 
+def test_a_kv_pair_only_in_a_docstring_asks_no_module_rule() -> None:
+    # The module docstring holds a helper that cuts and a key passed to it, in column 0: read
+    # as text, KV105's condition holds. Its pair of names is in no code, so no rule is asked.
+    usage = "def trim(x, n):\n    return x[:n]\n\nkey = trim(key, n)\nvalue = value\n"
+    tail = "import torch\n\n\ndef scale(x):\n    return x * 2\n"
+    as_code = f'"""Attention helpers."""\n{usage}{tail}'
+    as_text = f'"""Attention helpers. Usage:\n\n{usage}"""\n{tail}'
+    rules = [rules_by_code()["KV105"], rules_by_code()["KV209"]]
+    assert parse_plan(as_code, rules, Settings()).module_rules == {"KV105"}
+    assert not parse_plan(as_text, rules, Settings()).needed
+
+
 def test_a_module_wide_rule_always_sees_the_whole_file() -> None:
     text = ("num_key_value_heads = 2\n\ndef split(qkv, num_heads):\n"
             "    q, k, v = qkv.chunk(3, dim=-1)\n    return q, k, v\n")
