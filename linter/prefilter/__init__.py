@@ -188,7 +188,8 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
         if lone_cr:
             return True
         reduced = _File(raw.code, settings, reduced=True)
-        return bool(reduced.k_names)
+        raw.keep_pairs(reduced)
+        return bool(raw.k_names)
 
     passing = known.scanner.passing(text, paired, raw.joined_identifiers)
     if not passing:

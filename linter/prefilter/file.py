@@ -151,6 +151,13 @@ class _File:
             self._pairs = self.pairs_among(self.identifiers)
         return self._pairs
 
+    def keep_pairs(self, code: _File) -> None:
+        """Read only the K-side names whose pair ``code`` (this text reduced to code) holds:
+        a name that meets its twin in comments and strings alone is no evidence for any
+        condition (the rules read names of code)."""
+        kept = frozenset(code.k_names)
+        self._pairs = [name for name in self.k_names if name in kept]
+
     def joined_identifiers(self) -> str:
         """The distinct identifiers, one per line (computed once)."""
         if self._joined is None:

@@ -84,6 +84,9 @@ def test_a_kv_pair_only_in_a_docstring_asks_no_module_rule() -> None:
     rules = [rules_by_code()["KV105"], rules_by_code()["KV209"]]
     assert parse_plan(as_code, rules, Settings()).module_rules == {"KV105"}
     assert not parse_plan(as_text, rules, Settings()).needed
+    # With another pair in code, the docstring's pair is still no evidence.
+    coded = as_text + "\n\ndef project(k, v):\n    return k @ v\n"
+    assert not parse_plan(coded, rules, Settings()).needed
 
 
 def test_a_module_wide_rule_always_sees_the_whole_file() -> None:
