@@ -151,12 +151,15 @@ class _File:
             self._pairs = self.pairs_among(self.identifiers)
         return self._pairs
 
-    def keep_pairs(self, code: _File) -> None:
-        """Read only the K-side names whose pair ``code`` (this text reduced to code) holds:
-        a name that meets its twin in comments and strings alone is no evidence for any
-        condition (the rules read names of code)."""
-        kept = frozenset(code.k_names)
-        self._pairs = [name for name in self.k_names if name in kept]
+    def read_names_of(self, code: _File) -> None:
+        """From now on, take the names of ``code`` (this text reduced to code) for this text's:
+        its identifiers, and with them its K/V pairs and every name a condition looks for. A
+        name met only in comments and strings is no evidence for any condition (the rules read
+        names of code); the text, and where things stand in it, stay this text's."""
+        self._identifiers = code.identifiers
+        self._pairs = list(code.k_names)
+        self._joined = self._joined_lower = None
+        self._containing = {}
 
     def joined_identifiers(self) -> str:
         """The distinct identifiers, one per line (computed once)."""

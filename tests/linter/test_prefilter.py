@@ -89,6 +89,16 @@ def test_a_kv_pair_only_in_a_docstring_asks_no_module_rule() -> None:
     assert not parse_plan(coded, rules, Settings()).needed
 
 
+def test_a_projection_named_only_in_a_comment_is_no_attention_context() -> None:
+    # KV105's condition reads attention from K/V projection names; a comment's are not code.
+    body = "def trim(x, n):\n    return x[:n]\n\n\ndef f(k, v, n, w):\n    k = trim(k, n)\n    return {}, v\n"
+    rules = [rules_by_code()["KV105"]]
+    in_code = body.format("k_proj(k), v_proj(v)")
+    in_comment = "# w is k_proj, beside v_proj\n" + body.format("w")
+    assert parse_plan(in_code, rules, Settings()).module_rules == {"KV105"}
+    assert not parse_plan(in_comment, rules, Settings()).needed
+
+
 def test_a_module_wide_rule_always_sees_the_whole_file() -> None:
     text = ("num_key_value_heads = 2\n\ndef split(qkv, num_heads):\n"
             "    q, k, v = qkv.chunk(3, dim=-1)\n    return q, k, v\n")
