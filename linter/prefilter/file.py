@@ -104,7 +104,6 @@ class _File:
         self.reduced = reduced
         self._identifiers: frozenset[str] | None = None
         self._pairs: list[str] | None = None
-        self._lower: str | None = None
         self._cuts: list[int] | None = None
         self._with: dict[frozenset[str], list[str]] = {}
         self._attention: bool | None = None
@@ -133,10 +132,14 @@ class _File:
         return self._code
 
     @property
-    def lower(self) -> str:
-        if self._lower is None:
-            self._lower = self.text.lower()
-        return self._lower
+    def lower_names(self) -> str:
+        """The identifiers, one per line, lower-cased (computed once). A word of word
+        characters occurs in the lower-cased text exactly when it occurs in one of these (a
+        name's leading digits, left out, cannot start a word that begins with a letter), and
+        these are the names of code where ``read_names_of`` was told them."""
+        if self._joined_lower is None:
+            self._joined_lower = self.joined_identifiers().lower()
+        return self._joined_lower
 
     @property
     def identifiers(self) -> frozenset[str]:
@@ -185,9 +188,9 @@ class _File:
         if self._attention is None:
             self._attention = (
                 # ``scopes`` also reads multi-head latent attention (``forward_mla``) as attention.
-                "attn" in self.lower or "attention" in self.lower or "mla" in self.lower
+                "attn" in self.lower_names or "attention" in self.lower_names or "mla" in self.lower_names
                 # Hand-written attention (``scopes.Scope.hand_attention``) needs a softmax call.
-                or "softmax" in self.text
+                or "softmax" in self.joined_identifiers()
                 or self.has_any(_UNWORDED_CALLABLES | self.extra_tails)
                 or any(is_kv_projection(n) for part in _PROJECTION_WORDS for n in self.names_containing(part))
             )
@@ -367,7 +370,7 @@ class _File:
 
     def names_containing(self, part: str, ignore_case: bool = False) -> set[str]:
         """Every identifier with ``part`` in it (any case: ``part`` is lower case)."""
-        if self._identifiers is None and part not in (self.lower if ignore_case else self.text):
+        if self._identifiers is None and not ignore_case and part not in self.text:
             return set()
         key = (part, ignore_case)
         found = self._containing.get(key)
@@ -382,9 +385,7 @@ class _File:
         if ignore_case and not joined.isascii():
             return (n for n in self.identifiers if part in n.lower())
         if ignore_case:
-            if self._joined_lower is None:
-                self._joined_lower = joined.lower()
-            haystack = self._joined_lower
+            haystack = self.lower_names
         else:
             haystack = joined
         names, at = [], haystack.find(part)

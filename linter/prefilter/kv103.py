@@ -15,7 +15,7 @@ _CACHE_SCOPE_WORDS = ("kv", "cache", "pool")
 
 
 def _kv103(f: _File) -> bool:
-    if not (f.attention_context() or any(word in f.lower for word in _CACHE_SCOPE_WORDS)):
+    if not (f.attention_context() or any(word in f.lower_names for word in _CACHE_SCOPE_WORDS)):
         return False
     extra = f.settings.extra_pairs
     names = set().union(*(f.names_containing(part, ignore_case=True) for part in _CACHE_PARTS_SHORT))

@@ -16,7 +16,7 @@ from linter.prefilter.words import _GAP, _compiled, word_first
 
 
 def _kv106(f: _File) -> bool:
-    if "scale" not in f.lower and "amax" not in f.lower:
+    if "scale" not in f.lower_names and "amax" not in f.lower_names:
         return False
     extra = f.settings.extra_pairs
     text = f.text

@@ -20,7 +20,7 @@ def _kv203(f: _File) -> bool:
     return (
         ("head" in f.text or "group" in f.text) and f.has_any(_SPLIT_CALLS)
         and any(is_kv_head_count_name(w) for w in f.names_containing("head") | f.names_containing("group"))
-        and ("qkv" in f.lower or "query_key_value" in f.lower or _names_both_sides_near_a_split(f))
+        and ("qkv" in f.lower_names or "query_key_value" in f.lower_names or _names_both_sides_near_a_split(f))
     )
 
 

@@ -78,7 +78,7 @@ def test_a_kv_pair_only_in_a_docstring_asks_no_module_rule() -> None:
     # The module docstring holds a helper that cuts and a key passed to it, in column 0: read
     # as text, KV105's condition holds. Its pair of names is in no code, so no rule is asked.
     usage = "def trim(x, n):\n    return x[:n]\n\nkey = trim(key, n)\nvalue = value\n"
-    tail = "import torch\n\n\ndef scale(x):\n    return x * 2\n"
+    tail = "import torch\n\n\ndef attention_scale(x):\n    return x * 2\n"
     as_code = f'"""Attention helpers."""\n{usage}{tail}'
     as_text = f'"""Attention helpers. Usage:\n\n{usage}"""\n{tail}'
     rules = [rules_by_code()["KV105"], rules_by_code()["KV209"]]
@@ -97,6 +97,20 @@ def test_a_projection_named_only_in_a_comment_is_no_attention_context() -> None:
     in_comment = "# w is k_proj, beside v_proj\n" + body.format("w")
     assert parse_plan(in_code, rules, Settings()).module_rules == {"KV105"}
     assert not parse_plan(in_comment, rules, Settings()).needed
+    # Nor is the word "attention" in the module's docstring.
+    in_docstring = '"""Attention helpers."""\n' + body.format("w")
+    assert not parse_plan(in_docstring, rules, Settings()).needed
+
+
+@given(
+    st.lists(st.sampled_from(["Attention", "ATTN", "x", "1", "2mla", "_", " ", "\n", "#", "é", "İ", "K", "(", "."]), max_size=30),
+    st.sampled_from(["attn", "attention", "mla", "kv", "cache", "qkv", "scale"]),
+)
+def test_a_word_is_in_the_lower_cased_names_as_in_the_lower_cased_text(pieces: list[str], word: str) -> None:
+    from linter.prefilter.file import _File
+
+    text = "".join(pieces)
+    assert (word in _File(text, Settings()).lower_names) == (word in text.lower())
 
 
 def test_a_module_wide_rule_always_sees_the_whole_file() -> None:
