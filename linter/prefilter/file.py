@@ -161,8 +161,10 @@ class _File:
         names of code); the text, and where things stand in it, stay this text's."""
         self._identifiers = code.identifiers
         self._pairs = list(code.k_names)
+        # Whatever was read of the names before is read again from these.
         self._joined = self._joined_lower = None
         self._containing = {}
+        self._attention = None
 
     def joined_identifiers(self) -> str:
         """The distinct identifiers, one per line (computed once)."""
