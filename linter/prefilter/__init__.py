@@ -189,7 +189,7 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
             return False
         if lone_cr:
             return True
-        reduced = _File(raw.code, settings, reduced=True)
+        reduced = _File(raw.code, settings, reduced=True, source=text)
         raw.read_names_of(reduced)
         return bool(raw.k_names)
 
@@ -197,7 +197,9 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
     if not passing:
         return NOTHING
     conditions = list(dict.fromkeys(known.conditions[code] for code in passing))
-    module_live = [c for c in conditions if c not in _OWN_UNIT and c(raw)]
+    # The module rules' conditions read the code alone where it is at hand (a pair was asked
+    # for): an occurrence in a docstring or comment is no call, no helper and no view.
+    module_live = [c for c in conditions if c not in _OWN_UNIT and c(reduced or raw)]
     unit_conditions = [c for c in conditions if c in _OWN_UNIT]
     # The raw text settles most files. Once one per-definition condition holds on it, the rest
     # are asked of the reduced text only: each is asked there anyway, and one that holds on
@@ -210,7 +212,7 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
     module_rules = frozenset(_CODES.get(c) for c in module_live)
     code = raw.code
     if reduced is None:
-        reduced = _File(code, settings, reduced=True)
+        reduced = _File(code, settings, reduced=True, source=text)
     live = [c for c in unit_conditions if c(reduced)]
     if not live:
         return ParsePlan(False, rules=module_rules, module_rules=module_rules) if module_rules else NOTHING

@@ -16,14 +16,16 @@ T = TypeVar("T")
 
 
 # The runner asks a module rule's text screen right after ``parse_plan`` asked the rule's
-# condition of the same text: what the condition found then is kept (by rule: text, settings,
-# facts of the last whole file), not worked out again.
+# condition of the same text (or of its code, ``_File.source`` naming the text): what the
+# condition found then is kept (by rule: text, settings, facts of the last whole file), not
+# worked out again. Asked of any other text, the screen reads the whole text.
 _LAST: dict[str, tuple] = {}
 
 
 def _remembered(code: str, f: _File, facts: T) -> T:
-    if not f.reduced:
-        _LAST[code] = (f.text, f.settings, facts)
+    whole = f.source if f.reduced else f.text
+    if whole is not None:
+        _LAST[code] = (whole, f.settings, facts)
     return facts
 
 

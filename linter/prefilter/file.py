@@ -97,11 +97,13 @@ _RETURN_SELF = re.compile(rf"return(?<![A-Za-z0-9_]return){_GAP}self{_GAP}\.{_GA
 class _File:
     """Lazily computed facts about one file's text, shared by the rule conditions."""
 
-    def __init__(self, text: str, settings: Settings, reduced: bool = False) -> None:
+    def __init__(self, text: str, settings: Settings, reduced: bool = False, source: str | None = None) -> None:
         self.text = text
         self.settings = settings
         # Reduced by ``code_only``: no strings or comments, so brackets can be counted.
         self.reduced = reduced
+        # The whole file's text this one is reduced from (None: a part of a file, or not reduced).
+        self.source = source
         self._identifiers: frozenset[str] | None = None
         self._pairs: list[str] | None = None
         self._cuts: list[int] | None = None

@@ -102,6 +102,23 @@ def test_a_projection_named_only_in_a_comment_is_no_attention_context() -> None:
     assert not parse_plan(in_docstring, rules, Settings()).needed
 
 
+def test_a_module_rule_reads_a_helper_call_in_code_not_in_a_docstring() -> None:
+    # A helper that cuts, defined in code; the call that passes it a key is in code in one
+    # file and only in the module docstring's example in the other.
+    code = "def trim(x, n):\n    return x[:n]\n\n\ndef attention(q, k, v, n):\n    {}return softmax(q @ k.T) @ v\n"
+    rules = [rules_by_code()["KV105"]]
+    called = code.format("k = trim(k, n)\n    ")
+    documented = '"""Use as ``k = trim(k, n)``."""\n' + code.format("")
+    assert parse_plan(called, rules, Settings()).module_rules == {"KV105"}
+    assert not parse_plan(documented, rules, Settings()).needed
+    # The text screen, asked right after, is given what the condition found in the code (the
+    # whole text's reading would find the docstring's call).
+    from linter.prefilter import kv105_helpers
+
+    assert kv105_helpers(documented, Settings()) == set()
+    assert kv105_helpers(documented + " ", Settings()) == {""}
+
+
 @given(
     st.lists(st.sampled_from(["Attention", "ATTN", "x", "1", "2mla", "_", " ", "\n", "#", "é", "İ", "K", "(", "."]), max_size=30),
     st.sampled_from(["attn", "attention", "mla", "kv", "cache", "qkv", "scale"]),
