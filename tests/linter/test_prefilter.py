@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -74,49 +75,45 @@ def test_kv_code_only_in_strings_and_comments_needs_no_parse() -> None:
     assert not parse_plan(as_text, KV101, Settings()).needed
 
 
-def test_a_kv_pair_only_in_a_docstring_asks_no_module_rule() -> None:
-    # The module docstring holds a helper that cuts and a key passed to it, in column 0: read
-    # as text, KV105's condition holds. Its pair of names is in no code, so no rule is asked.
-    usage = "def trim(x, n):\n    return x[:n]\n\nkey = trim(key, n)\nvalue = value\n"
-    tail = "import torch\n\n\ndef attention_scale(x):\n    return x * 2\n"
-    as_code = f'"""Attention helpers."""\n{usage}{tail}'
-    as_text = f'"""Attention helpers. Usage:\n\n{usage}"""\n{tail}'
+_USAGE = "def trim(x, n):\n    return x[:n]\n\nkey = trim(key, n)\nvalue = value\n"
+_TAIL = "import torch\n\n\ndef attention_scale(x):\n    return x * 2\n"
+_CALLER = "def trim(x, n):\n    return x[:n]\n\n\ndef f(k, v, n, w):\n    k = trim(k, n)\n    return {}, v\n"
+_ATTENTION = "def trim(x, n):\n    return x[:n]\n\n\ndef attention(q, k, v, n):\n    {}return softmax(q @ k.T) @ v\n"
+_DOCUMENTED = '"""Use as ``k = trim(k, n)``."""\n' + _ATTENTION.format("")
+
+
+@pytest.mark.parametrize(
+    ("in_code", "in_prose"),
+    [
+        # A helper that cuts and a key passed to it: in code, or in the module docstring's
+        # example (column 0, so read as text it looks like code), with no pair in code...
+        (f'"""Attention helpers."""\n{_USAGE}{_TAIL}', f'"""Attention helpers. Usage:\n\n{_USAGE}"""\n{_TAIL}'),
+        # ... or beside another pair in code.
+        (
+            f'"""Attention helpers."""\n{_USAGE}{_TAIL}',
+            f'"""Attention helpers. Usage:\n\n{_USAGE}"""\n{_TAIL}\n\ndef project(k, v):\n    return k @ v\n',
+        ),
+        # K/V projection names, which make attention code: called, or named in a comment.
+        (_CALLER.format("k_proj(k), v_proj(v)"), "# w is k_proj, beside v_proj\n" + _CALLER.format("w")),
+        # The word "attention" in the module's docstring is no attention code either.
+        (_CALLER.format("k_proj(k), v_proj(v)"), '"""Attention helpers."""\n' + _CALLER.format("w")),
+        # The helper's call on a key: in code, or only in the docstring.
+        (_ATTENTION.format("k = trim(k, n)\n    "), _DOCUMENTED),
+    ],
+)
+def test_kv105_reads_its_evidence_in_code_not_in_comments_or_docstrings(in_code: str, in_prose: str) -> None:
     rules = [rules_by_code()["KV105"], rules_by_code()["KV209"]]
-    assert parse_plan(as_code, rules, Settings()).module_rules == {"KV105"}
-    assert not parse_plan(as_text, rules, Settings()).needed
-    # With another pair in code, the docstring's pair is still no evidence.
-    coded = as_text + "\n\ndef project(k, v):\n    return k @ v\n"
-    assert not parse_plan(coded, rules, Settings()).needed
-
-
-def test_a_projection_named_only_in_a_comment_is_no_attention_context() -> None:
-    # KV105's condition reads attention from K/V projection names; a comment's are not code.
-    body = "def trim(x, n):\n    return x[:n]\n\n\ndef f(k, v, n, w):\n    k = trim(k, n)\n    return {}, v\n"
-    rules = [rules_by_code()["KV105"]]
-    in_code = body.format("k_proj(k), v_proj(v)")
-    in_comment = "# w is k_proj, beside v_proj\n" + body.format("w")
     assert parse_plan(in_code, rules, Settings()).module_rules == {"KV105"}
-    assert not parse_plan(in_comment, rules, Settings()).needed
-    # Nor is the word "attention" in the module's docstring.
-    in_docstring = '"""Attention helpers."""\n' + body.format("w")
-    assert not parse_plan(in_docstring, rules, Settings()).needed
+    assert not parse_plan(in_prose, rules, Settings()).needed
 
 
-def test_a_module_rule_reads_a_helper_call_in_code_not_in_a_docstring() -> None:
-    # A helper that cuts, defined in code; the call that passes it a key is in code in one
-    # file and only in the module docstring's example in the other.
-    code = "def trim(x, n):\n    return x[:n]\n\n\ndef attention(q, k, v, n):\n    {}return softmax(q @ k.T) @ v\n"
-    rules = [rules_by_code()["KV105"]]
-    called = code.format("k = trim(k, n)\n    ")
-    documented = '"""Use as ``k = trim(k, n)``."""\n' + code.format("")
-    assert parse_plan(called, rules, Settings()).module_rules == {"KV105"}
-    assert not parse_plan(documented, rules, Settings()).needed
-    # The text screen, asked right after, is given what the condition found in the code (the
-    # whole text's reading would find the docstring's call).
+def test_a_module_rules_text_screen_is_given_what_its_condition_found_in_the_code() -> None:
     from linter.prefilter import kv105_helpers
 
-    assert kv105_helpers(documented, Settings()) == set()
-    assert kv105_helpers(documented + " ", Settings()) == {""}
+    parse_plan(_DOCUMENTED, [rules_by_code()["KV105"]], Settings())
+    assert kv105_helpers(_DOCUMENTED, Settings()) == set()
+    # Asked of another text, the screen reads the whole text, and finds the docstring's call.
+    assert kv105_helpers(_DOCUMENTED + " ", Settings()) == {""}
 
 
 @given(
