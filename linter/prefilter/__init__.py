@@ -3,8 +3,9 @@ parses it.
 
 Each rule gets a necessary condition derived from what its detection needs before it can
 report. ``parse_plan`` applies them in rising cost: plain substring tests on the raw text, the
-conditions on the raw text, the conditions again on the text reduced to code (``code_only``:
-no comments, no plain string contents), and last per top-level statement (``segments``): a rule
+conditions on the raw text (on the text reduced to code, ``code_only``: no comments, no plain
+string contents, once a K/V pair was asked for, which needs it), the conditions again on the
+reduced text, and last per top-level statement (``segments``): a rule
 whose findings all come from facts inside one function or class (one class, for KV203), or
 from the rest of the module, can only report inside a definition whose own code meets its
 condition, or in the rest when that does. The parser then sees only those definitions, or the
@@ -199,12 +200,14 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
     conditions = list(dict.fromkeys(known.conditions[code] for code in passing))
     # The module rules' conditions read the code alone where it is at hand (a pair was asked
     # for): an occurrence in a docstring or comment is no call, no helper and no view.
-    module_live = [c for c in conditions if c not in _OWN_UNIT and c(reduced or raw)]
+    first = reduced or raw
+    module_live = [c for c in conditions if c not in _OWN_UNIT and c(first)]
     unit_conditions = [c for c in conditions if c in _OWN_UNIT]
-    # The raw text settles most files. Once one per-definition condition holds on it, the rest
-    # are asked of the reduced text only: each is asked there anyway, and one that holds on
-    # the reduced text alone only makes the plan larger.
-    if not module_live and not any(c(raw) for c in unit_conditions):
+    # The raw text settles most files without a pair (reducing it costs more than asking).
+    # Once one per-definition condition holds, the rest are asked of the reduced text only:
+    # each is asked there anyway, and one that holds on the reduced text alone only makes
+    # the plan larger.
+    if not module_live and not any(c(first) for c in unit_conditions):
         return NOTHING
     if lone_cr:
         # Old Mac line ends: code_only and segments count lines by "\n" only.
