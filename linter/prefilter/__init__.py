@@ -182,19 +182,18 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
     def paired() -> bool:
         # A K/V pair in code: every pair rule reads names of code, so a ``key`` and a
         # ``value`` that meet only in comments and docstrings (dictionary code) are no
-        # evidence, nor is any other name there: from here on the raw text's conditions (and
-        # the trigger words still to be looked for) read the names of code. Old Mac line ends
-        # keep the raw names: code_only counts lines by "\n" only.
+        # evidence, nor is any other name there: from here on the trigger words still to be
+        # looked for, and the conditions, read the code. Old Mac line ends keep the raw text:
+        # code_only counts lines by "\n" only.
         nonlocal reduced
         if not raw.k_names:
             return False
         if lone_cr:
             return True
         reduced = _File(raw.code, settings, reduced=True, source=text)
-        raw.read_names_of(reduced)
-        return bool(raw.k_names)
+        return bool(reduced.k_names)
 
-    passing = known.scanner.passing(text, paired, raw.joined_identifiers)
+    passing = known.scanner.passing(text, paired, lambda: (reduced or raw).joined_identifiers())
     if not passing:
         return NOTHING
     conditions = list(dict.fromkeys(known.conditions[code] for code in passing))

@@ -137,8 +137,8 @@ class _File:
     def lower_names(self) -> str:
         """The identifiers, one per line, lower-cased (computed once). A word of word
         characters occurs in the lower-cased text exactly when it occurs in one of these (a
-        name's leading digits, left out, cannot start a word that begins with a letter), and
-        these are the names of code where ``read_names_of`` was told them."""
+        name's leading digits, left out, cannot start a word that begins with a letter); of a
+        reduced text, these are the names of code alone."""
         if self._joined_lower is None:
             self._joined_lower = self.joined_identifiers().lower()
         return self._joined_lower
@@ -155,18 +155,6 @@ class _File:
         if self._pairs is None:
             self._pairs = self.pairs_among(self.identifiers)
         return self._pairs
-
-    def read_names_of(self, code: _File) -> None:
-        """From now on, take the names of ``code`` (this text reduced to code) for this text's:
-        its identifiers, and with them its K/V pairs and every name a condition looks for. A
-        name met only in comments and strings is no evidence for any condition (the rules read
-        names of code); the text, and where things stand in it, stay this text's."""
-        self._identifiers = code.identifiers
-        self._pairs = list(code.k_names)
-        # Whatever was read of the names before is read again from these.
-        self._joined = self._joined_lower = None
-        self._containing = {}
-        self._attention = None
 
     def joined_identifiers(self) -> str:
         """The distinct identifiers, one per line (computed once)."""
