@@ -124,8 +124,10 @@ def _argument(args: list[ast.expr], keywords: list[ast.keyword], index: int, key
     return args[index] if index < len(args) else None
 
 
-def _kv203_split(call: ast.Call, three_targets: bool) -> bool:
-    """Can this call be one of KV203's equal-thirds QKV splits?"""
+def _kv203_split(call: ast.Call, three_targets: bool, listed: Collection[str] = ()) -> bool:
+    """Can this call be one of KV203's equal-thirds QKV splits? ``listed``: the names some
+    single-name assignment of the unit gives a list or tuple of three, or a product (the
+    rule reads a name's sizes through its function's one assignment)."""
     func = call.func
     if not isinstance(func, ast.Attribute) or func.attr not in _SPLITS:
         return False
@@ -152,9 +154,9 @@ def _kv203_split(call: ast.Call, three_targets: bool) -> bool:
             isinstance(n, (ast.List, ast.Tuple)) and len(n.elts) == 1 for n in sides
         ):
             return True  # [head_dim] * 3
-    # A name (it may hold a list of sizes), or one size for every part when the call is
-    # unpacked into three names.
-    return isinstance(first, ast.Name) or three_targets
+    # A name assigned a list of sizes, or one size for every part when the call is unpacked
+    # into three names.
+    return three_targets or (isinstance(first, ast.Name) and first.id in listed)
 
 
 def _kv203(facts: Facts, settings: Settings) -> bool:
@@ -162,16 +164,21 @@ def _kv203(facts: Facts, settings: Settings) -> bool:
     head count named anywhere but as a keyword."""
     three: set[int] = set()
     unpacked: dict[int, list[str | None]] = {}  # call -> the names its assignment unpacks into
+    listed: set[str] = set()
     for node in facts.assigns:
         target = node.targets[0] if len(node.targets) == 1 else None
-        if isinstance(target, (ast.Tuple, ast.List)):
+        if type(target) is ast.Name:
+            value = node.value
+            if (type(value) in (ast.List, ast.Tuple) and len(value.elts) == 3) or type(value) is ast.BinOp:
+                listed.add(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
             names = [_tail(e) for e in target.elts]
             calls = [id(n) for n in walk(node.value) if isinstance(n, ast.Call)]
             unpacked.update((call, names) for call in calls)
             if len(target.elts) == 3:
                 three.update(calls)
     if not any(
-        _kv203_split(call, id(call) in three) and _kv203_qkv(call, unpacked.get(id(call))) for call in facts.calls
+        _kv203_split(call, id(call) in three, listed) and _kv203_qkv(call, unpacked.get(id(call))) for call in facts.calls
     ):
         return False
     # The names the walk collected first; the rarer spellings (a class, an import) by a walk.

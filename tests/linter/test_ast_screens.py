@@ -381,6 +381,48 @@ def test_kv203_thirds_of_something_else_are_stopped() -> None:
     _stopped_and_silent("KV203", text)
 
 
+# A fused projection split by a list of sizes held in a name, the way gated linear attention
+# splits q, k, v and a gate: the rule reads the name through its one assignment.
+KV203_BY_NAME = """\
+class GatedAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_k_heads = config.linear_num_key_heads
+        self.head_k_dim = config.linear_key_head_dim
+        self.in_proj_qkvz = nn.Linear(config.hidden_size, 4 * self.head_k_dim)
+
+    def forward(self, hidden_states):
+        mixed_qkvz = self.in_proj_qkvz(hidden_states)
+        sizes = SIZES
+        (PARTS) = torch.split(mixed_qkvz, sizes, dim=-1)
+        return PARTS
+"""
+
+
+@pytest.mark.parametrize(
+    ("sizes", "parts"),
+    [
+        ("[self.head_k_dim, self.head_k_dim, self.head_k_dim]", "query, key, value"),
+        ("[self.head_k_dim] * 3", "query, key, value"),
+    ],
+)
+def test_kv203_a_name_assigned_equal_thirds_passes_its_screen(sizes: str, parts: str) -> None:
+    _passes_and_reports("KV203", KV203_BY_NAME.replace("SIZES", sizes).replace("PARTS", parts))
+
+
+@pytest.mark.parametrize(
+    ("sizes", "parts"),
+    [
+        # Four parts: no equal thirds, whatever the sizes.
+        ("[self.head_k_dim, self.head_k_dim, self.head_k_dim, self.head_k_dim]", "query, key, value, z"),
+        # Sizes read from elsewhere, unpacked into four names.
+        ("self.split_sizes(hidden_states)", "query, key, value, z"),
+    ],
+)
+def test_kv203_a_name_holding_other_sizes_is_stopped(sizes: str, parts: str) -> None:
+    _stopped_and_silent("KV203", KV203_BY_NAME.replace("SIZES", sizes).replace("PARTS", parts))
+
+
 # KV202: K and V views of one form naming different head counts, as ``heads`` compares them.
 KV202_REPORTED = {
     "paged caches, query head count on the value": """\
