@@ -364,7 +364,8 @@ def _cut_of_whole(
     A rule whose unit is a definition reasons inside one function or class, or in the
     module's scope: a definition its screen passes alone is kept whole, and the module's
     statements and every header stay. A rule whose unit is a class reads the module and its
-    functions as one more: those are kept whole with the classes its screen passes alone. A
+    functions as one more: those are kept whole when its screen passes them as one, with the
+    classes its screen passes alone. A
     module-wide rule keeps the definitions its screen names and every definition those name.
     """
     from linter.ast_screens import reporting
@@ -389,10 +390,15 @@ def _cut_of_whole(
     by_definition = frozenset(code for code, unit in units.items() if unit == "definition")
     by_class = frozenset(code for code, unit in units.items() if unit == "class")
     kept: set[int] = set()  # first lines of the definitions kept whole
+    # A class-unit rule's other unit: the module's statements and its functions, as one.
+    functions_too = bool(by_class) and bool(reporting(
+        ast.Module(body=[s for s in python.body if not isinstance(s, ast.ClassDef)], type_ignores=[]),
+        by_class, job.settings, source,
+    ))
     for segment, d in definitions:
         alone = ast.Module(body=[d], type_ignores=[])
         if (
-            (by_class and not isinstance(d, ast.ClassDef))
+            (functions_too and not isinstance(d, ast.ClassDef))
             or (by_definition and reporting(alone, by_definition, job.settings, source))
             or (by_class and reporting(alone, by_class, job.settings, source))
         ):

@@ -80,3 +80,23 @@ def test_a_file_planned_whole_goes_to_libcst_as_the_definitions_its_screens_pass
     assert not any(body in parsed[0] for body in bodies)
     slow = runner._lint_text(text, "m.py", replace(job, prefilter=False))
     assert code in [f.code for f in fast] and fast == slow
+
+
+@pytest.mark.parametrize("code", ["KV203", "KV204", "KV205", "KV301"])
+def test_a_class_rule_live_in_a_class_alone_leaves_the_functions_of_a_file_planned_whole_cut(code: str, monkeypatch) -> None:
+    # A class-unit rule's finding in a class, and a definition rule's in the module's own
+    # statements (planned whole): the module and its functions, the class rule's other unit,
+    # meet its screen nowhere, so a function no screen passes keeps only its header.
+    example = next(e.code for e in rules_by_code()[code].INVALID if e.code.startswith("class "))
+    slicing = rules_by_code()["KV102"].INVALID[0].code
+    nested = "if True:\n" + "".join(f"    {line}" if line.strip() else line for line in slicing.splitlines(keepends=True))
+    text = example + UNRELATED + "\n\n" + nested
+    job = _job()
+    assert parse_plan(text, job.rules, job.settings).whole
+    parsed = []
+    lint = runner._parse_and_lint
+    monkeypatch.setattr(runner, "_parse_and_lint", lambda t, *a, **k: parsed.append(t) or lint(t, *a, **k))
+    fast = runner._lint_text(text, "m.py", job)
+    assert len(parsed) == 1 and "def unrelated_helper" in parsed[0] and "return x.view(n, -1)" not in parsed[0]
+    slow = runner._lint_text(text, "m.py", replace(job, prefilter=False))
+    assert {code, "KV102"} <= {f.code for f in fast} and fast == slow
