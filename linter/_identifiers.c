@@ -5,7 +5,8 @@
  * digits and underscores of any script, as re's \w reads them) less its leading decimal
  * digits, where anything is left. Each distinct identifier becomes one Python string: the runs
  * are told apart in a hash table of offsets into the text, so the millions of repeated names
- * of a large tree cost no objects. A build without a C compiler reads the same sets in Python.
+ * of a large tree cost no objects, and a name an earlier text had is that text's string again
+ * (see name_of). A build without a C compiler reads the same sets in Python.
  *
  * with_part(names, parts) answers linter.prefilter.file._k_candidates's question: the set of
  * the names that have one of parts as a "_"-separated part (name.split("_")), compared
@@ -103,6 +104,87 @@ scan_ascii(Table *table, const unsigned char *s, Py_ssize_t n)
     return 0;
 }
 
+
+/* The identifier strings made so far, across calls: a tree repeats the same names in file after
+ * file, and a string met before costs neither an allocation nor a hash (a str keeps its own);
+ * on sglang's 4,719 files this took a sixth off the whole call. Open addressing, never more
+ * than half full; emptied when it reaches NAMES_LIMIT entries, so its memory stays bounded. */
+typedef struct {
+    uint64_t hash;
+    PyObject *name; /* NULL: empty */
+} Name;
+
+static Name *names = NULL;
+static size_t names_capacity = 0, names_used = 0;
+#define NAMES_LIMIT (1u << 17)
+
+static void
+forget_names(void)
+{
+    for (size_t i = 0; i < names_capacity; i++)
+        Py_XDECREF(names[i].name);
+    PyMem_Free(names);
+    names = NULL;
+    names_capacity = names_used = 0;
+}
+
+/* Is name the text's characters [start, start + length)? */
+static int
+same_name(PyObject *name, const Table *table, Py_ssize_t start, Py_ssize_t length)
+{
+    if (PyUnicode_GET_LENGTH(name) != length)
+        return 0;
+    int kind = PyUnicode_KIND(name);
+    const void *data = PyUnicode_DATA(name);
+    if (kind == table->width)
+        return memcmp(data, table->data + start * table->width, (size_t)length * (size_t)kind) == 0;
+    for (Py_ssize_t i = 0; i < length; i++)
+        if (PyUnicode_READ(kind, data, i) != PyUnicode_READ(table->width, table->data, start + i))
+            return 0;
+    return 1;
+}
+
+/* A new reference to the string of the text's characters [start, start + length). */
+static PyObject *
+name_of(PyObject *text, const Table *table, Py_ssize_t start, Py_ssize_t length, uint64_t hash)
+{
+    if (names_used * 2 >= names_capacity) {
+        if (names_used >= NAMES_LIMIT)
+            forget_names();
+        size_t capacity = names_capacity ? names_capacity * 2 : 4096;
+        Name *grown = PyMem_Calloc(capacity, sizeof(Name));
+        if (grown == NULL)
+            return PyUnicode_Substring(text, start, start + length);
+        for (size_t i = 0; i < names_capacity; i++) {
+            if (names[i].name == NULL)
+                continue;
+            size_t j = (size_t)names[i].hash & (capacity - 1);
+            while (grown[j].name != NULL)
+                j = (j + 1) & (capacity - 1);
+            grown[j] = names[i];
+        }
+        PyMem_Free(names);
+        names = grown;
+        names_capacity = capacity;
+    }
+    size_t mask = names_capacity - 1, i = (size_t)hash & mask;
+    while (names[i].name != NULL) {
+        if (names[i].hash == hash && same_name(names[i].name, table, start, length)) {
+            Py_INCREF(names[i].name);
+            return names[i].name;
+        }
+        i = (i + 1) & mask;
+    }
+    PyObject *name = PyUnicode_Substring(text, start, start + length);
+    if (name == NULL)
+        return NULL;
+    Py_INCREF(name);
+    names[i].hash = hash;
+    names[i].name = name;
+    names_used++;
+    return name;
+}
+
 /* \w and \d of re for str patterns, for any character. */
 static int
 is_word(Py_UCS4 c)
@@ -174,7 +256,7 @@ identifiers(PyObject *module, PyObject *text)
         Slot *slot = &table.slots[i];
         if (slot->start < 0)
             continue;
-        PyObject *name = PyUnicode_Substring(text, slot->start, slot->start + slot->length);
+        PyObject *name = name_of(text, &table, slot->start, slot->length, slot->hash);
         if (name == NULL)
             goto fail;
         int added = PySet_Add(found, name);

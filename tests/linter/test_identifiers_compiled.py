@@ -95,6 +95,30 @@ def test_the_repositorys_files_read_alike(monkeypatch: pytest.MonkeyPatch) -> No
     assert native(many) == frozenset(_IDENTIFIER.findall(many))
 
 
+def _the(name: str, names: frozenset[str]) -> str:
+    return next(n for n in names if n == name)
+
+
+@needs_native
+def test_a_name_met_before_is_the_same_string_whatever_the_texts_script() -> None:
+    first = native("k_cache = torch.empty(n)\n")
+    # The same names in texts of one, two and four bytes a character, and after them.
+    for text in ("y = k_cache[0]\n", "# café\nk_cache = 2\n", "ключ = k_cache\n", "𝒽 = k_cache\n"):
+        found = native(text)
+        assert found == frozenset(_IDENTIFIER.findall(text))
+        assert _the("k_cache", found) is _the("k_cache", first)
+    assert _the("café", native("café = 1")) == "café" and _the("ключ", native("ключ")) == "ключ"
+
+
+@needs_native
+def test_names_past_the_kept_limit_still_read_alike() -> None:
+    # More distinct names than are kept between calls (the kept ones are let go, not reused wrongly).
+    many = " ".join(f"n{i}_{i % 7}" for i in range(300_000))
+    assert native(many) == frozenset(_IDENTIFIER.findall(many))
+    again = " ".join(f"n{i}_{i % 7}" for i in range(0, 300_000, 3)) + " k_cache"
+    assert native(again) == frozenset(_IDENTIFIER.findall(again))
+
+
 def test_without_the_compiled_helper_the_python_reading_answers() -> None:
     # What a build without a C compiler gets: the import fails, identifier sets are read in Python.
     code = (
