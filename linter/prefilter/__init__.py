@@ -202,20 +202,25 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
     first = reduced or raw
     module_live = [c for c in conditions if c not in _OWN_UNIT and c(first)]
     unit_conditions = [c for c in conditions if c in _OWN_UNIT]
-    # The raw text settles most files without a pair (reducing it costs more than asking).
-    # Once one per-definition condition holds, the rest are asked of the reduced text only:
-    # each is asked there anyway, and one that holds on the reduced text alone only makes
-    # the plan larger.
-    if not module_live and not any(c(first) for c in unit_conditions):
-        return NOTHING
-    if lone_cr:
-        # Old Mac line ends: code_only and segments count lines by "\n" only.
-        return ParsePlan(True, rules=frozenset(_CODES.get(c) for c in [*module_live, *unit_conditions] if c(raw)))
+    if reduced is not None:
+        # A pair was asked for: each per-definition condition is asked of the code once.
+        live = [c for c in unit_conditions if c(reduced)]
+        if not module_live and not live:
+            return NOTHING
+    else:
+        # The raw text settles most files without a pair (reducing it costs more than
+        # asking). Once one per-definition condition holds, the rest are asked of the
+        # reduced text only: each is asked there anyway, and one that holds on the reduced
+        # text alone only makes the plan larger.
+        if not module_live and not any(c(raw) for c in unit_conditions):
+            return NOTHING
+        if lone_cr:
+            # Old Mac line ends: code_only and segments count lines by "\n" only.
+            return ParsePlan(True, rules=frozenset(_CODES.get(c) for c in [*module_live, *unit_conditions] if c(raw)))
+        reduced = _File(raw.code, settings, reduced=True, source=text)
+        live = [c for c in unit_conditions if c(reduced)]
     module_rules = frozenset(_CODES.get(c) for c in module_live)
     code = raw.code
-    if reduced is None:
-        reduced = _File(code, settings, reduced=True, source=text)
-    live = [c for c in unit_conditions if c(reduced)]
     if not live:
         return ParsePlan(False, rules=module_rules, module_rules=module_rules) if module_rules else NOTHING
     codes = frozenset(_CODES.get(c) for c in live) | module_rules
