@@ -449,34 +449,70 @@ _VIEW_TAILS = frozenset({"view", "reshape", "unflatten", "rearrange"})
 
 
 def _may_return_a_view(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Has ``fn`` a view call, and can each of its returns be one (``KV209._summarize``): a
-    view call or a name, after axis-keeping steps (``.transpose(1, 2).contiguous()``)?"""
+    """Has ``fn`` a view call, and can each of its returns be one (``KV209._summarize``): its
+    first parameter viewed, through names and axis-keeping steps (``.transpose(1, 2)``)?"""
     own = list(_own_nodes(fn))
     returns = [n for n in own if isinstance(n, ast.Return)]
     if not returns or not any(isinstance(n, ast.Call) and _tail(n.func) in _VIEW_TAILS for n in own):
         return False
-    # What each name is assigned: a returned name is read through its last binding before the
-    # return, which must be a view or another name (``t = t.view(s); t = t.permute(...)``).
+    # What each name is assigned: a name is read through its last binding before its use
+    # (``t = t.view(s); t = t.permute(...)``); any binding stands for that one here, and a
+    # positional parameter may be read before any of its own.
     bound: dict[str, list[ast.expr]] = {}
     for node in own:
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             for target in _flat(node.targets if isinstance(node, ast.Assign) else [node.target]):
                 if isinstance(target, ast.Name):
                     bound.setdefault(target.id, []).append(node.value)
-    for statement in returns:
-        value = _view_or_name(statement.value)
-        if value is None or (isinstance(value, ast.Name) and not any(_view_or_name(v) is not None for v in bound.get(value.id, ()))):
-            return False
-    return True
+    args = fn.args
+    parameters = frozenset(a.arg for a in (*args.posonlyargs, *args.args))
+    return all(_may_be_a_view(statement.value, bound, parameters, _NAME_STEPS) for statement in returns)
 
 
-def _view_or_name(value: ast.expr | None) -> ast.expr | None:
-    """``value`` after axis-keeping steps, when that is a name or a view call; else None."""
+# How many names ``KV209._returned_view`` and ``_is_parameter`` follow, each.
+_NAME_STEPS = 8
+
+
+def _may_be_a_view(value: ast.expr | None, bound: dict[str, list[ast.expr]], parameters: frozenset[str], steps: int) -> bool:
+    """Can ``value`` be a view of the parameter (``KV209._returned_view``): after axis-keeping
+    steps, a view call of what may be the parameter, or a name bound to such a value?"""
+    value = _kept_axes(value)
+    if isinstance(value, ast.Call) and _tail(value.func) in _VIEW_TAILS:
+        return _may_be_the_parameter(_viewed(value), bound, parameters, _NAME_STEPS)
+    if isinstance(value, ast.Name) and steps:
+        return any(_may_be_a_view(v, bound, parameters, steps - 1) for v in bound.get(value.id, ()))
+    return False
+
+
+def _may_be_the_parameter(
+    value: ast.expr | None, bound: dict[str, list[ast.expr]], parameters: frozenset[str], steps: int
+) -> bool:
+    """Can ``value`` be the parameter as passed (``KV209._is_parameter``): after axis-keeping
+    steps, a parameter or a name never bound, or a name bound to such a value? Never another
+    view."""
+    value = _kept_axes(value)
+    if not isinstance(value, ast.Name):
+        return value is None  # a view call of nothing the rule could read: unsure, so yes
+    if value.id in parameters or value.id not in bound:
+        return True
+    return bool(steps) and any(_may_be_the_parameter(v, bound, parameters, steps - 1) for v in bound[value.id])
+
+
+def _kept_axes(value: ast.expr | None) -> ast.expr | None:
+    """``value`` less its axis-keeping steps (``.transpose(1, 2).contiguous()``)."""
     while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in SEE_THROUGH:
         value = value.func.value
-    if isinstance(value, ast.Name) or (isinstance(value, ast.Call) and _tail(value.func) in _VIEW_TAILS):
-        return value
-    return None
+    return value
+
+
+def _viewed(call: ast.Call) -> ast.expr | None:
+    """What the view ``call`` views: the receiver of a method (``x.view(...)``), or the first
+    argument of a function (``rearrange(x, ...)``; ``torch.reshape(x, ...)`` reads as a method
+    of ``torch``, a name); None for a function called without one."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.value
+    return call.args[0] if call.args else None
 
 
 def _first_root(node: ast.expr) -> str | None:

@@ -196,6 +196,36 @@ def test_kv209_needs_a_viewing_helper_and_a_twin_viewed_otherwise() -> None:
     assert not _screen("KV209", helper + caller.replace("heads(k, 8)", "k").replace("heads(v, 32)", "heads(q, 32)"))
 
 
+# A helper whose return views its first parameter only through names and axis-keeping steps,
+# and look-alikes whose last view is of another view (a temporal convolution's round trip).
+KV209_HELPERS = {
+    "t = x.view(b, s, n, -1)\n        return t.transpose(1, 2)": True,
+    "return x.transpose(1, 2).reshape(b, s, n, -1)": True,
+    "x = x.view(b, s, n, -1)\n        return x.transpose(1, 2)": True,
+    "y = x.view(b, s, n, -1).permute(0, 2, 1, 3).reshape(b * n, s, -1)\n        return y.reshape(b, n, s, -1)": False,
+    "return x.view(b, s, n, -1).permute(0, 2, 1, 3).reshape(b, n, s, -1)": False,
+    "return rearrange(x.view(b, s, -1), 'b s (h d) -> b h s d', h=n)": False,
+}
+
+
+@pytest.mark.parametrize(("body", "views"), KV209_HELPERS.items())
+def test_kv209_reads_a_helpers_view_only_of_its_parameter_as_the_rule_does(body: str, views: bool) -> None:
+    text = (
+        "class Block(nn.Module):\n"
+        "    def _heads(self, x, n):\n"
+        "        b, s, _ = x.shape\n"
+        f"        {body}\n\n"
+        "    def forward(self, q, k, v):\n"
+        "        k = self._heads(k.reshape(k.shape[0], k.shape[1], -1), 8)\n"
+        "        v = v.view(v.shape[0], v.shape[1], 32, -1).transpose(1, 2)\n"
+        "        return attn(q, k, v)\n"
+    )
+    job = job_for(default_settings())
+    reported = [f.code for f in _lint_text(text, "m.py", replace(job, prefilter=False))]
+    assert ("KV209" in reported) is views
+    assert _screen("KV209", text) is views
+
+
 def test_kv105_text_screen_reads_the_imported_helper_before_the_file_is_parsed(tmp_path) -> None:
     from linter.module_screens import kv105_text
 
