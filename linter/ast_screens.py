@@ -124,7 +124,7 @@ def _argument(args: list[ast.expr], keywords: list[ast.keyword], index: int, key
     return args[index] if index < len(args) else None
 
 
-def _kv203_split(call: ast.Call, three_targets: bool, listed: Collection[str] = ()) -> bool:
+def _kv203_split(call: ast.Call, three_targets: bool, listed: Collection[str]) -> bool:
     """Can this call be one of KV203's equal-thirds QKV splits? ``listed``: the names some
     single-name assignment of the unit gives a list or tuple of three, or a product (the
     rule reads a name's sizes through its function's one assignment)."""
@@ -415,7 +415,7 @@ def _cuts_nothing(node: ast.Subscript) -> bool:
     )
 
 
-def _seen_through(node: ast.expr) -> ast.expr:
+def _seen_through(node: ast.expr | None) -> ast.expr | None:
     """``k`` of ``k.transpose(1, 2).contiguous()``: the rules read a cut after axis-moving
     steps as a cut of the tensor itself."""
     while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SEE_THROUGH:

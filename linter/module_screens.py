@@ -23,7 +23,7 @@ import warnings
 from bisect import bisect_right
 from collections.abc import Iterator
 
-from linter.ast_screens import _builds_linear, _dotted, _flat, _names_in, _self_attr, _tail, walk
+from linter.ast_screens import _builds_linear, _dotted, _flat, _names_in, _seen_through, _self_attr, _tail, walk
 from linter.model.module_files import absolute_module_file, module_file, read_once
 from linter.model.twins import is_value_head_dim
 from linter.names import RESHAPE_CALLS, SAME_TENSOR_METHODS, SEE_THROUGH, SHAPE_KEEPING, Role, is_kv_tensor_name, key_counterpart, kv_side, name_role, value_counterpart
@@ -476,7 +476,7 @@ _NAME_STEPS = 8
 def _may_be_a_view(value: ast.expr | None, bound: dict[str, list[ast.expr]], parameters: frozenset[str], steps: int) -> bool:
     """Can ``value`` be a view of the parameter (``KV209._returned_view``): after axis-keeping
     steps, a view call of what may be the parameter, or a name bound to such a value?"""
-    value = _kept_axes(value)
+    value = _seen_through(value)
     if isinstance(value, ast.Call) and _tail(value.func) in _VIEW_TAILS:
         return _may_be_the_parameter(_viewed(value), bound, parameters, _NAME_STEPS)
     if isinstance(value, ast.Name) and steps:
@@ -490,19 +490,12 @@ def _may_be_the_parameter(
     """Can ``value`` be the parameter as passed (``KV209._is_parameter``): after axis-keeping
     steps, a parameter or a name never bound, or a name bound to such a value? Never another
     view."""
-    value = _kept_axes(value)
+    value = _seen_through(value)
     if not isinstance(value, ast.Name):
         return value is None  # a view call of nothing the rule could read: unsure, so yes
     if value.id in parameters or value.id not in bound:
         return True
     return bool(steps) and any(_may_be_the_parameter(v, bound, parameters, steps - 1) for v in bound[value.id])
-
-
-def _kept_axes(value: ast.expr | None) -> ast.expr | None:
-    """``value`` less its axis-keeping steps (``.transpose(1, 2).contiguous()``)."""
-    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in SEE_THROUGH:
-        value = value.func.value
-    return value
 
 
 def _viewed(call: ast.Call) -> ast.expr | None:

@@ -365,8 +365,8 @@ def _cut_of_whole(
     module's scope: a definition its screen passes alone is kept whole, and the module's
     statements and every header stay. A rule whose unit is a class reads the module and its
     functions as one more: those are kept whole when its screen passes them as one, with the
-    classes its screen passes alone. A
-    module-wide rule keeps the definitions its screen names and every definition those name.
+    classes its screen passes alone. A module-wide rule keeps the definitions its screen names
+    and every definition those name.
     """
     from linter.ast_screens import reporting
     from linter.prefilter import own_unit

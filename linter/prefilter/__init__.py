@@ -3,9 +3,9 @@ parses it.
 
 Each rule gets a necessary condition derived from what its detection needs before it can
 report. ``parse_plan`` applies them in rising cost: plain substring tests on the raw text, the
-conditions on the raw text (on the text reduced to code, ``code_only``: no comments, no plain
-string contents, once a K/V pair was asked for, which needs it), the conditions again on the
-reduced text, and last per top-level statement (``segments``): a rule
+conditions on the raw text, the conditions again on the text reduced to code (``code_only``:
+no comments, no plain string contents; once a K/V pair was asked for, which needs it, the
+conditions read only that), and last per top-level statement (``segments``): a rule
 whose findings all come from facts inside one function or class (one class, for KV203), or
 from the rest of the module, can only report inside a definition whose own code meets its
 condition, or in the rest when that does. The parser then sees only those definitions, or the

@@ -280,8 +280,8 @@ _DEFAULT_SETTINGS = Settings()
 def _view_returning_defs(f: _File, names: set[str]) -> set[str]:
     """Those of ``names`` the file defines (at any depth) by a ``def`` that may return a view
     as ``module_screens._may_return_a_view`` reads one, less its look at what each view
-    views: a view word in it, at least one
-    ``return``, and every ``return`` a view call or a name, after axis-keeping steps
+    views: a view word in it, at least one ``return``, and every ``return`` a view call or a
+    name, after axis-keeping steps
     (``.transpose(1, 2).contiguous()``), a returned name assigned such a value somewhere in
     the body. A body whose reading is unsure (a nested ``def`` or ``class``, brackets that do
     not balance, tab indents) counts as one that may.
@@ -450,7 +450,8 @@ def _statements(body: str) -> list[str] | None:
 def _view_or_name(expression: str) -> str | None:
     """What ``module_screens._may_be_a_view`` reads in the expression ``expression`` (reduced
     text, one logical line), less its look at what a view views: ``_VIEWED`` for what may be
-    a view call, the name for a plain name, None for what surely is neither. Axis-keeping steps at its end are read through."""
+    a view call, the name for a plain name, None for what surely is neither. Axis-keeping
+    steps at its end are read through."""
     value = (_CONTINUATION.sub(" ", expression) if "\\" in expression else expression).strip()
     if "'" in value or ('"' in value and _BRACKET_IN_STRING.search(value)):
         return _VIEWED  # an f-string's field with a string or a format in it: brackets as text
