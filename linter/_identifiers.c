@@ -271,6 +271,51 @@ fail:
     return NULL;
 }
 
+/* The whole-word occurrences of word in text, as (start, end) offsets: found by substring search
+ * from the end of the one before, kept where no word character (re's \w) stands right before
+ * or after it. */
+static PyObject *
+spans(PyObject *module, PyObject *args)
+{
+    PyObject *text, *word;
+    if (!PyArg_ParseTuple(args, "UU:spans", &text, &word))
+        return NULL;
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(text) < 0 || PyUnicode_READY(word) < 0)
+        return NULL;
+#endif
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), length = PyUnicode_GET_LENGTH(word);
+    PyObject *found = PyList_New(0);
+    if (found == NULL || length == 0)
+        return found;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t at = 0;
+    while (at + length <= n) {
+        Py_ssize_t hit = PyUnicode_Find(text, word, at, n, 1);
+        if (hit == -2)
+            goto fail;
+        if (hit < 0)
+            break;
+        Py_ssize_t end = hit + length;
+        if ((hit == 0 || !is_word(PyUnicode_READ(kind, data, hit - 1)))
+            && (end == n || !is_word(PyUnicode_READ(kind, data, end)))) {
+            PyObject *span = Py_BuildValue("(nn)", hit, end);
+            if (span == NULL)
+                goto fail;
+            int appended = PyList_Append(found, span);
+            Py_DECREF(span);
+            if (appended < 0)
+                goto fail;
+        }
+        at = end;
+    }
+    return found;
+fail:
+    Py_DECREF(found);
+    return NULL;
+}
+
 /* Is name[start:end] equal to one of parts (a tuple of str)? */
 static int
 is_part(int kind, const void *data, Py_ssize_t start, Py_ssize_t end, PyObject *parts)
@@ -372,6 +417,8 @@ static PyMethodDef methods[] = {
      "identifiers(text) -> frozenset[str]: the distinct identifiers of text, as re's [^\\W\\d]\\w* finds them."},
     {"with_part", with_part, METH_VARARGS,
      "with_part(names, parts) -> set[str]: the names with one of parts as a '_'-separated part."},
+    {"spans", spans, METH_VARARGS,
+     "spans(text, word) -> list[tuple[int, int]]: (start, end) of each whole-word occurrence of word in text."},
     {NULL, NULL, 0, NULL},
 };
 

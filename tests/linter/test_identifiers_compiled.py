@@ -1,5 +1,5 @@
 """The compiled identifier sets (linter/_identifiers.c) answer exactly as the Python reading,
-and so do the names it finds with a K-side part.
+and so do the names it finds with a K-side part and the whole-word spans it finds.
 
 Differential: generated texts (names, digits, underscores, punctuation, blanks and long runs;
 any character, other scripts' letters and digits, lone surrogates) and every Python file of the
@@ -26,9 +26,9 @@ _ROOT = Path(__file__).resolve().parents[2]
 
 try:
     from linter._identifiers import identifiers as native
-    from linter._identifiers import with_part
+    from linter._identifiers import spans, with_part
 except ImportError:
-    native = with_part = None
+    native = spans = with_part = None
 
 needs_native = pytest.mark.skipif(native is None, reason="linter._identifiers was not built (no C compiler): identifier sets are read in Python")
 
@@ -44,6 +44,7 @@ def test_the_pre_filter_uses_the_compiled_sets_where_they_could_be_built() -> No
         pytest.skip("no C compiler or Python headers here: the wheel is pure Python")
     assert native is not None and words._compiled_identifiers is native
     assert with_part is not None and file._compiled_with_part is with_part
+    assert spans is not None and words._compiled_spans is spans
 
 
 _PIECES = ["k", "k_cache", "_", "__init__", "0", "12", "0x1f", "9a", "é", " ", "\n", "\t", ".", "(", "[", "#", "'", "\\", "x" * 300]
@@ -124,10 +125,11 @@ def test_without_the_compiled_helper_the_python_reading_answers() -> None:
     code = (
         "import sys; sys.modules['linter._identifiers'] = None\n"
         "from linter.prefilter import words\n"
-        "print(words._compiled_identifiers is None, sorted(words.identifier_set('k_cache = 2k + v')))"
+        "print(words._compiled_identifiers is None, words._compiled_spans is None,"
+        " sorted(words.identifier_set('k_cache = 2k + v')), list(words.word_spans('k.k_cache kk k', ['k'])))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=_ROOT)
-    assert out.stdout.strip() == "True ['k', 'k_cache', 'v']"
+    assert out.stdout.strip() == "True True ['k', 'k_cache', 'v'] [(0, 1), (13, 14)]"
 
 
 _NAME_PIECES = ["k", "K", "key", "Keys", "KEY", "wk", "xk", "kk", "v", "_", "__", "ключ", "é", "a1", "keyk"]
@@ -154,3 +156,32 @@ def test_k_candidates_of_the_repositorys_files_read_alike() -> None:
         with_part(names, ["k"])
     with pytest.raises(TypeError):
         with_part([b"k"], ("k",))
+
+
+def _python_spans(text: str, word: str) -> list[tuple[int, int]]:
+    return list(words._spans(text, word))
+
+
+_SPAN_PIECES = ["k", "key", "k_cache", "self", "é", "ключ", "_", "1", " ", ".", "(", "\n", "kk", "\udcff", "𝒽"]
+
+
+@needs_native
+@given(st.lists(st.sampled_from(_SPAN_PIECES), max_size=150), st.sampled_from(["k", "key", "k_cache", "self", "ключ", "𝒽"]))
+def test_spans_are_the_pythons(pieces: list[str], word: str) -> None:
+    text = "".join(pieces)
+    found = spans(text, word)
+    assert found == _python_spans(text, word)
+    assert found == [m.span() for m in re.finditer(rf"(?<!\w){re.escape(word)}(?!\w)", text)]
+
+
+@needs_native
+def test_spans_of_the_repositorys_files_read_alike() -> None:
+    for path in sorted((_ROOT / "linter").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        for word in ("self", "text", "k", "return", "_File"):
+            assert spans(text, word) == _python_spans(text, word), (path, word)
+    # Only whole words, each hit searched on from its end; an empty word has none; str only.
+    assert spans("aaa aa a", "aa") == [(4, 6)]
+    assert spans("k", "") == []
+    with pytest.raises(TypeError):
+        spans(b"k k", "k")
