@@ -35,7 +35,10 @@ libcst, which a run that parses nothing never loads. So the declaration must sta
 The scan: every distinct word of the enabled rules' triggers is looked for at most once per
 file (plain substring search, which runs at memory speed), and a rule stops at its first
 group without a hit. Measured on vllm 0.33.0 (50 MB of Python), one combined regular
-expression over the same words took 1.2 s, fifteen substring searches 0.36 s.
+expression over the same words took 1.2 s, fifteen substring searches 0.36 s. The words made
+of word characters are looked for among the file's identifiers, all in one pass where the
+compiled helper was built (``linter/_identifiers.c``'s ``present``: 1.8% less CPU over sglang
+and vllm than a search per word, in four A/B runs).
 """
 
 from __future__ import annotations
@@ -105,6 +108,11 @@ class Scanner:
             groups = () if trigger is None else tuple(_keys(g, tails) for g in trigger.groups)
             self._rules.append((code, groups))
         self._wordlike = frozenset(k for _, groups in self._rules for g in groups for k in g if _WORDLIKE.match(k))
+        # The word-like keys by case: all looked for at once among the identifiers.
+        self._among_words = {
+            lower: tuple(sorted(k[1:] if lower else k for k in self._wordlike if (k[0] == "\0") == lower))
+            for lower in (False, True)
+        }
 
     def passing(
         self, text: str, paired: Callable[[], bool] | None = None, words: Callable[[], str] | None = None
@@ -120,6 +128,8 @@ class Scanner:
         seen: dict[str, bool] = {}
         # (searched among the identifiers?, lower-cased?) -> the text searched, built once.
         haystacks: dict[tuple[bool, bool], str] = {}
+        # Lower-cased? -> the word-like keys found among the identifiers, all looked for at once.
+        among: dict[bool, set[str]] = {}
         wordlike = self._wordlike
         found = set()
         for code, groups in self._rules:
@@ -131,13 +141,18 @@ class Scanner:
                             hit = paired is None or paired()
                         else:
                             slot = (words is not None and key in wordlike, key[0] == "\0")
-                            haystack = haystacks.get(slot)
-                            if haystack is None:
-                                plain = haystacks.get((slot[0], False))
-                                if plain is None:
-                                    plain = haystacks[slot[0], False] = words() if slot[0] else text  # type: ignore[misc]
-                                haystack = haystacks[slot] = plain.lower() if slot[1] else plain
-                            hit = (key[1:] if slot[1] else key) in haystack
+                            present = among.get(slot[1]) if slot[0] else None
+                            if present is None:
+                                haystack = haystacks.get(slot)
+                                if haystack is None:
+                                    plain = haystacks.get((slot[0], False))
+                                    if plain is None:
+                                        plain = haystacks[slot[0], False] = words() if slot[0] else text  # type: ignore[misc]
+                                    haystack = haystacks[slot] = plain.lower() if slot[1] else plain
+                                if slot[0]:
+                                    present = among[slot[1]] = _present(haystack, self._among_words[slot[1]])
+                            needle = key[1:] if slot[1] else key
+                            hit = needle in present if present is not None else needle in haystack
                         seen[key] = hit
                     if hit:
                         break
@@ -150,6 +165,14 @@ class Scanner:
 
 # A search key (``"\0"`` marks any case) all of word characters: found among the identifiers.
 _WORDLIKE = re.compile(r"\0?\w+\Z")
+
+
+try:
+    from linter._identifiers import present as _present
+except ImportError:  # a build without a C compiler: one search per word
+
+    def _present(text: str, words: tuple[str, ...]) -> set[str]:
+        return {word for word in words if word in text}
 _PAIRED_KEY = PAIRED[0]
 
 

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from linter import triggers
 from linter.prefilter import file, words
 from tests.compiled import compiler_at_hand as _compiler_at_hand
 
@@ -26,9 +27,9 @@ _ROOT = Path(__file__).resolve().parents[2]
 
 try:
     from linter._identifiers import identifiers as native
-    from linter._identifiers import spans, with_part
+    from linter._identifiers import present, spans, with_part
 except ImportError:
-    native = spans = with_part = None
+    native = present = spans = with_part = None
 
 needs_native = pytest.mark.skipif(native is None, reason="linter._identifiers was not built (no C compiler): identifier sets are read in Python")
 
@@ -45,6 +46,7 @@ def test_the_pre_filter_uses_the_compiled_sets_where_they_could_be_built() -> No
     assert native is not None and words._compiled_identifiers is native
     assert with_part is not None and file._compiled_with_part is with_part
     assert spans is not None and words._compiled_spans is spans
+    assert present is not None and triggers._present is present
 
 
 _PIECES = ["k", "k_cache", "_", "__init__", "0", "12", "0x1f", "9a", "é", " ", "\n", "\t", ".", "(", "[", "#", "'", "\\", "x" * 300]
@@ -185,3 +187,47 @@ def test_spans_of_the_repositorys_files_read_alike() -> None:
     assert spans("k", "") == []
     with pytest.raises(TypeError):
         spans(b"k k", "k")
+
+
+_PRESENT_PIECES = ["attn", "at", "a", "_", "proj", "pro", "to_k", "k", "kk", "\n", " ", "é", "ключ", "\x00", "x" * 40]
+_PRESENT_WORDS = ["attn", "at", "a", "proj", "to_k", "k", "ключ", "é", "tn\nk", "\x00", "xxx", "never"]
+
+
+@needs_native
+@given(
+    st.lists(st.sampled_from(_PRESENT_PIECES), max_size=80),
+    st.lists(st.sampled_from(_PRESENT_WORDS), max_size=12).map(tuple),
+)
+def test_present_words_are_the_ones_a_search_finds(pieces: list[str], asked: tuple[str, ...]) -> None:
+    text = "".join(pieces)
+    assert present(text, asked) == {w for w in asked if w in text}
+
+
+@needs_native
+def test_present_words_alike_whichever_tuples_were_asked_before() -> None:
+    # Three tuples in turn: the kept tables are rebuilt, never read for another tuple.
+    plain = ("attn", "proj", "dense", "wk", "to_k", "k", "_")
+    lower = ("attention", "mla", "softmax")
+    other = ("ab", "abc", "b")
+    text = "self_attn\nq_proj\nmla_dim\nabc\n"
+    for _ in range(3):
+        assert present(text, plain) == {"attn", "proj", "_"}
+        assert present(text, lower) == {"mla"}
+        assert present(text, other) == {"ab", "abc", "b"}
+    # Offsets near the end, words longer than the text, an empty word (in every text).
+    assert present("xa", ("a", "xa", "xab", "")) == {"a", "xa", ""}
+    assert present("", ("a", "")) == {""}
+    with pytest.raises(TypeError):
+        present("k", ["k"])
+    with pytest.raises(TypeError):
+        present("k", (b"k",))
+
+
+def test_without_the_compiled_helper_present_words_are_searched_one_by_one() -> None:
+    code = (
+        "import sys; sys.modules['linter._identifiers'] = None\n"
+        "from linter import triggers\n"
+        "print(sorted(triggers._present('self_attn\\nk', ('attn', 'k', 'v'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=_ROOT)
+    assert out.stdout.strip() == "['attn', 'k']"
