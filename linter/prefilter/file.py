@@ -69,7 +69,7 @@ def _k_candidates_searched(ids: Iterable[str]) -> set[str]:
 # group 1 is the tail of the first positional argument when that argument is a dotted name
 # (star arguments before it are skipped).
 _ARGUMENT_OF_RESHAPE = re.compile(
-    rf"{_GAP}\({_GAP}(?:\*[^,()]*,{_GAP})*(?:\({_GAP})*(?:\w+{_GAP}\.{_GAP})*(\w+){_GAP}\)*{_GAP}[,)]"
+    rf"{_GAP}\({_GAP}(?:\*[^,()]*,{_GAP})*(?:\({_GAP})*(?:\w++{_GAP}\.{_GAP})*(\w++){_GAP}\)*{_GAP}[,)]"
 )
 # Callables that are attention calls without an attention word in their name (none today).
 _UNWORDED_CALLABLES = frozenset(c for c in ATTENTION_CALLABLES if not is_attention_word(c))
@@ -89,7 +89,7 @@ _ASSIGNED_NAME = re.compile(rf"{_GAP}={_GAP}\(*{_GAP}(\w+)")
 # A function-style view and the dotted name it takes first (looked ahead, so a view inside
 # that name, ``reshape(x.reshape(k))``, is matched too).
 _FUNCTION_VIEW = re.compile(
-    rf"{word_first(('reshape', 'unflatten', 'rearrange'))}(?={_GAP}\((?:{_GAP}\()*{_GAP}((?:\w+{_GAP}\.{_GAP})*\w+))"
+    rf"{word_first(('reshape', 'unflatten', 'rearrange'))}(?={_GAP}\((?:{_GAP}\()*{_GAP}((?:\w++{_GAP}\.{_GAP})*\w+))"
 )
 _RETURN_SELF = re.compile(rf"return(?<![A-Za-z0-9_]return){_GAP}self{_GAP}\.{_GAP}(\w+)")
 

@@ -8,17 +8,19 @@ import re
 
 from linter.names import is_kv_tensor_name, kv_side, value_counterpart
 from linter.prefilter.file import _File
-from linter.prefilter.words import _CALL_BRACKET, _GAP, _IDENTIFIER, _is_word_char, word_spans
+from linter.prefilter.words import _CALL_BRACKET, _GAP, _IDENTIFIER, word_spans
 
 
 # In-place writes through a name (KV104).
 _WRITTEN_BY = frozenset({"copy_", "index_copy", "index_copy_"})
 
 
-# After a ``return``, as in ``return k, self.k``: group 1 the last part of the first element's
-# dotted name, group 2 the second element's dotted name (dots, blanks and comments between).
+# A ``return`` (no word character before it) and, looked ahead, as in ``return k, self.k``:
+# group 1 the last part of the first element's dotted name, group 2 the second element's dotted
+# name (dots, blanks and comments between). Looked ahead, so each ``return`` is tried even
+# where an earlier one's pair runs past it.
 _RETURNED_PAIR = re.compile(
-    rf"{_GAP}\(?{_GAP}(?:\w+{_GAP}\.{_GAP})*(\w+){_GAP},{_GAP}((?:\w+{_GAP}\.{_GAP})*\w+)"
+    rf"return(?<!\wreturn)(?={_GAP}\(?{_GAP}(?:\w++{_GAP}\.{_GAP})*(\w++){_GAP},{_GAP}((?:\w++{_GAP}\.{_GAP})*\w+))"
 )
 _COMMENT = re.compile(r"#[^\n]*\n")
 
@@ -26,15 +28,11 @@ _COMMENT = re.compile(r"#[^\n]*\n")
 def _returned_twice(text: str) -> set[str]:
     """The names some ``return`` gives as the last part of its first element and as a part of
     its second (``return k, k``, ``return self.k, k.view(...)``): one pass for every name."""
-    found = set()
-    at = text.find("return")
-    while at >= 0:
-        if not at or not _is_word_char(text[at - 1]):
-            match = _RETURNED_PAIR.match(text, at + 6)
-            if match is not None and match.group(1) in _IDENTIFIER.findall(_COMMENT.sub(" ", match.group(2))):
-                found.add(match.group(1))
-        at = text.find("return", at + 6)
-    return found
+    return {
+        match.group(1)
+        for match in _RETURNED_PAIR.finditer(text)
+        if match.group(1) in _IDENTIFIER.findall(_COMMENT.sub(" ", match.group(2)))
+    }
 
 
 def _kv104(f: _File) -> bool:

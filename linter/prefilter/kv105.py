@@ -25,8 +25,8 @@ _BEFORE_A_DEF_NAME = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+")
 # the one a call's bracket opens on (``trim(self.k.t(), n)`` gives ``self.k.t``), matched by
 # one pattern for every file: the keys are the file's own, a pattern of them was compiled for
 # it alone.
-_ARGUMENT = re.compile(rf"[(,=]{_GAP}(?:\({_GAP})*((?:\w+{_GAP}\.{_GAP})*\w+)(?={_GAP}(?:\){_GAP})*[,)])")
-_FIRST_ARGUMENT_CHAIN = re.compile(rf"\({_GAP}((?:\w+{_GAP}\.{_GAP})*\w+)")
+_ARGUMENT = re.compile(rf"[(,=]{_GAP}(?:\({_GAP})*((?:\w++{_GAP}\.{_GAP})*\w+)(?={_GAP}(?:\){_GAP})*[,)])")
+_FIRST_ARGUMENT_CHAIN = re.compile(rf"\({_GAP}((?:\w++{_GAP}\.{_GAP})*\w+)")
 _KEYWORD_EQUALS = re.compile(rf"{_GAP}=(?!=)")
 
 

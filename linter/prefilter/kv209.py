@@ -138,7 +138,7 @@ def _kv209_facts(f: _File) -> _Kv209Facts | None:
 # other receiver; group 1 is the receiver), brackets, and a chain of names (``self.k_proj``);
 # group 2 is the callee, group 3 the call's bracket.
 _BEFORE_ARGUMENT = re.compile(
-    rf"(?<![\w.])(?:(self|cls){_GAP}\.{_GAP})?(\w+){_GAP}(\(){_GAP}(?:\({_GAP})*(?:\w+{_GAP}\.{_GAP})*\Z"
+    rf"(?<![\w.])(?:(self|cls){_GAP}\.{_GAP})?(\w++){_GAP}(\(){_GAP}(?:\({_GAP})*(?:\w++{_GAP}\.{_GAP})*\Z"
 )
 
 
