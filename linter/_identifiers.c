@@ -197,29 +197,47 @@ is_decimal(Py_UCS4 c)
     return c < 128 ? WORD[c] == 2 : Py_UNICODE_ISDECIMAL(c);
 }
 
-/* Any other text, character by character. */
+/* Any other text, character by character, one loop per width: PyUnicode_READ's switch on the
+ * width, taken per character, made identifier sets 8% slower over sglang's files (a third of
+ * its text is in files with a non-ASCII character). */
+#define SCAN_WIDTH(name, Char)                                                     \
+    static int name(Table *table, const Char *s, Py_ssize_t n)                     \
+    {                                                                              \
+        Py_ssize_t at = 0;                                                         \
+        while (at < n) {                                                           \
+            while (at < n && !is_word(s[at]))                                      \
+                at++;                                                              \
+            while (at < n && is_decimal(s[at]))                                    \
+                at++;                                                              \
+            if (at >= n || !is_word(s[at]))                                        \
+                continue;                                                          \
+            Py_ssize_t start = at;                                                 \
+            uint64_t hash = FNV_START;                                             \
+            while (at < n && is_word(s[at])) {                                     \
+                hash = FNV_STEP(hash, s[at]);                                      \
+                at++;                                                              \
+            }                                                                      \
+            if (add(table, start, at - start, hash) < 0)                           \
+                return -1;                                                         \
+        }                                                                          \
+        return 0;                                                                  \
+    }
+
+SCAN_WIDTH(scan_ucs1, Py_UCS1)
+SCAN_WIDTH(scan_ucs2, Py_UCS2)
+SCAN_WIDTH(scan_ucs4, Py_UCS4)
+
 static int
 scan_any(Table *table, int kind, const void *data, Py_ssize_t n)
 {
-    Py_ssize_t at = 0;
-    while (at < n) {
-        while (at < n && !is_word(PyUnicode_READ(kind, data, at)))
-            at++;
-        while (at < n && is_decimal(PyUnicode_READ(kind, data, at)))
-            at++;
-        if (at >= n || !is_word(PyUnicode_READ(kind, data, at)))
-            continue;
-        Py_ssize_t start = at;
-        uint64_t hash = FNV_START;
-        Py_UCS4 c;
-        while (at < n && is_word(c = PyUnicode_READ(kind, data, at))) {
-            hash = FNV_STEP(hash, c);
-            at++;
-        }
-        if (add(table, start, at - start, hash) < 0)
-            return -1;
+    switch (kind) {
+    case PyUnicode_1BYTE_KIND:
+        return scan_ucs1(table, data, n);
+    case PyUnicode_2BYTE_KIND:
+        return scan_ucs2(table, data, n);
+    default:
+        return scan_ucs4(table, data, n);
     }
-    return 0;
 }
 
 static PyObject *
