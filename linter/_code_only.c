@@ -10,6 +10,9 @@
  *
  * top_level_cuts(code) answers linter.segments._top_level_cuts on code-only text: where each
  * top-level statement starts, read in one pass that counts brackets and lines as it goes.
+ *
+ * brackets_balanced(code) and bracket_opener(code, at) answer linter.prefilter.kv208._Brackets'
+ * questions without a list of every bracket.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -302,11 +305,68 @@ top_level_cuts(PyObject *module, PyObject *code)
     return cuts;
 }
 
+/* linter.prefilter.kv208._Brackets in C, for code-only text, where every bracket is code.
+ * brackets_balanced(code): is no bracket closed before it was opened, and every one closed?
+ * bracket_opener(code, at): the offset of the innermost bracket open at `at` (a bracket at `at`
+ * included), read back from `at`; None outside every bracket. */
+static PyObject *
+brackets_balanced(PyObject *module, PyObject *code)
+{
+    if (!PyUnicode_Check(code)) {
+        PyErr_SetString(PyExc_TypeError, "brackets_balanced(code) takes a str");
+        return NULL;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(code) < 0)
+        return NULL;
+#endif
+    int kind = PyUnicode_KIND(code);
+    const void *data = PyUnicode_DATA(code);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(code), depth = 0;
+    for (Py_ssize_t at = 0; at < n; at++) {
+        Py_UCS4 c = READ(at);
+        if (c > '}' || BRACKET[c] == 0 || BRACKET[c] == 2)
+            continue;
+        depth += BRACKET[c];
+        if (depth < 0)
+            Py_RETURN_FALSE;
+    }
+    return PyBool_FromLong(depth == 0);
+}
+
+static PyObject *
+bracket_opener(PyObject *module, PyObject *args)
+{
+    PyObject *code;
+    Py_ssize_t at;
+    if (!PyArg_ParseTuple(args, "Un:bracket_opener", &code, &at))
+        return NULL;
+    int kind = PyUnicode_KIND(code);
+    const void *data = PyUnicode_DATA(code);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(code), depth = 0;
+    for (Py_ssize_t i = at < n ? at : n - 1; i >= 0; i--) {
+        Py_UCS4 c = READ(i);
+        if (c > '}' || BRACKET[c] == 0 || BRACKET[c] == 2)
+            continue;
+        if (BRACKET[c] < 0)
+            depth++;
+        else if (depth)
+            depth--;
+        else
+            return PyLong_FromSsize_t(i);
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"reduced", (PyCFunction)(void (*)(void))reduced, METH_FASTCALL,
      "reduced(text, literal) -> str: code_only(text); literal(prefix, body) gives an f-string's replacement."},
     {"top_level_cuts", top_level_cuts, METH_O,
      "top_level_cuts(code) -> list[(offset, line, definition)]: where each top-level statement of code-only text starts."},
+    {"brackets_balanced", brackets_balanced, METH_O,
+     "brackets_balanced(code) -> bool: no bracket of code-only text closed before it opened, every one closed."},
+    {"bracket_opener", bracket_opener, METH_VARARGS,
+     "bracket_opener(code, at) -> int | None: the offset of the innermost bracket open at offset at."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,5 +1,5 @@
 """The compiled code-only reduction (linter/_code_only.c) answers exactly as code_only in Python,
-and so do its top-level statement starts (``segments``).
+and so do its top-level statement starts (``segments``) and its brackets (KV208's ``_Brackets``).
 
 Differential: generated texts built from the pieces that decide where a literal or comment
 starts and ends (quotes single and triple, backslashes before quotes, CR, LF and CRLF, ``#``,
@@ -22,15 +22,17 @@ from hypothesis import strategies as st
 
 from linter import code_only as module
 from linter import segments
+from linter.prefilter import kv208
 from tests.compiled import compiler_at_hand as _compiler_at_hand
 
 _ROOT = Path(__file__).resolve().parents[2]
 
 try:
+    from linter._code_only import bracket_opener, brackets_balanced
     from linter._code_only import reduced as native
     from linter._code_only import top_level_cuts
 except ImportError:
-    native = top_level_cuts = None
+    native = top_level_cuts = bracket_opener = brackets_balanced = None
 
 needs_native = pytest.mark.skipif(native is None, reason="linter._code_only was not built (no C compiler): code_only runs in Python")
 
@@ -46,6 +48,7 @@ def test_code_only_uses_the_compiled_reduction_where_it_could_be_built() -> None
         pytest.skip("no C compiler or Python headers here: the wheel is pure Python")
     assert native is not None and module._compiled_reduced is native
     assert top_level_cuts is not None and segments._compiled_cuts is top_level_cuts
+    assert kv208._compiled_opener is bracket_opener is not None and kv208._compiled_balanced is brackets_balanced
 
 
 _PIECES = ['"', "'", '"""', "'''", "\\", "\\\r\n", "\r\n", "\r", "\n", "#", " ", "x", "k[0]",
@@ -115,3 +118,44 @@ def test_the_repositorys_files_cut_alike() -> None:
         assert top_level_cuts(code) == segments._top_level_cuts(code), path
     with pytest.raises(TypeError):
         top_level_cuts(b"x = 1\n")
+
+
+def _python_brackets(code: str) -> kv208._Brackets:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(kv208, "_compiled_balanced", None)
+        brackets = kv208._Brackets(code)
+    return brackets
+
+
+def _python_opener(brackets: kv208._Brackets, at: int) -> int | None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(kv208, "_compiled_opener", None)
+        return brackets.opener(at)
+
+
+_BRACKET_PIECES = ["(", ")", "[", "]", "{", "}", ",", "x", "\n", " ", "é", "形", "𝒽"]
+
+
+@needs_native
+@settings(max_examples=2000)
+@given(st.lists(st.sampled_from(_BRACKET_PIECES), max_size=40))
+def test_generated_brackets_read_as_in_python(pieces: list[str]) -> None:
+    code = "".join(pieces)
+    python = _python_brackets(code)
+    assert brackets_balanced(code) == python.balanced
+    if python.balanced:  # the opener is asked of balanced text only
+        for at in range(len(code) + 1):
+            assert bracket_opener(code, at) == _python_opener(python, at), (code, at)
+
+
+@needs_native
+def test_the_repositorys_files_brackets_read_alike() -> None:
+    for path in sorted((_ROOT / "linter").rglob("*.py")):
+        code = module.code_only(path.read_text(encoding="utf-8"))
+        python = _python_brackets(code)
+        assert brackets_balanced(code) == python.balanced, path
+        for at in range(0, len(code), 97):
+            assert bracket_opener(code, at) == _python_opener(python, at), (path, at)
+    assert brackets_balanced(")(") is False and brackets_balanced("(") is False and brackets_balanced("") is True
+    with pytest.raises(TypeError):
+        brackets_balanced(b"()")
