@@ -84,6 +84,31 @@ body_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t at)
     }
 }
 
+/* Where a comment or literal may start: '#', '"' or '\''. */
+static unsigned char STARTS[128];
+
+/* The offset of the next '#', '"' or '\'' from `at` (n: none), one loop per width: most of the
+ * text is skipped here, and PyUnicode_READ's switch on the width per character cost a fourth
+ * of code_only's time on sglang's files. */
+static Py_ssize_t
+next_start(int kind, const void *data, Py_ssize_t n, Py_ssize_t at)
+{
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *s = data;
+        while (at < n && (s[at] > 127 || !STARTS[s[at]]))
+            at++;
+    } else if (kind == PyUnicode_2BYTE_KIND) {
+        const Py_UCS2 *s = data;
+        while (at < n && (s[at] > 127 || !STARTS[s[at]]))
+            at++;
+    } else {
+        const Py_UCS4 *s = data;
+        while (at < n && (s[at] > 127 || !STARTS[s[at]]))
+            at++;
+    }
+    return at;
+}
+
 static int
 append_slice(PyObject *pieces, PyObject *text, Py_ssize_t start, Py_ssize_t end)
 {
@@ -116,12 +141,8 @@ reduced(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (pieces == NULL)
         return NULL;
     Py_ssize_t copied = 0, at = 0;
-    while (at < n) {
+    while ((at = next_start(kind, data, n, at)) < n) {
         Py_UCS4 c = READ(at);
-        if (c != '#' && c != '"' && c != '\'') {
-            at++;
-            continue;
-        }
         Py_ssize_t end;
         if (c == '#') {
             end = at;
@@ -380,5 +401,6 @@ PyInit__code_only(void)
     BRACKET['('] = BRACKET['['] = BRACKET['{'] = 1;
     BRACKET[')'] = BRACKET[']'] = BRACKET['}'] = -1;
     BRACKET['\n'] = 2;
+    STARTS['#'] = STARTS['"'] = STARTS['\''] = 1;
     return PyModule_Create(&module);
 }
