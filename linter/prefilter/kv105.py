@@ -15,7 +15,7 @@ from linter.prefilter.facts import _recalled, _remembered
 from linter.prefilter.file import _File
 from linter.prefilter.imports import _from_imported
 from linter.prefilter.lines import _DEFINITION, top_level_starts
-from linter.prefilter.statements import _BRACKET, _NESTED_SCOPE, _RETURN_WORD, _statement_end
+from linter.prefilter.statements import _BRACKET, _NESTED_SCOPE, _RETURN_WORD, _statement_end, own_statements
 from linter.prefilter.words import _CALL_BRACKET, _DOT, _GAP, _IDENTIFIER, _is_word_char, word_first, word_spans
 from linter.settings import Settings
 
@@ -217,11 +217,13 @@ def _a_return_may_cut(text: str, start: int, end: int) -> bool:
 def _every_return_may_cut(body: str) -> bool:
     """Can every ``return`` in ``body`` (code only, from the function's name on) be a cut of
     one of its parameters (``_may_cut``)? A returned name must be assigned such a cut.
-    Returns of a nested function are that function's, not this one's: with one in the body,
-    any return may be.
+    Returns of a nested function are that function's, not this one's: they are left out with
+    its statements (``own_statements``; where those cannot be told, any return may be).
     """
     if _NESTED_SCOPE.search(body):
-        return True
+        body = own_statements(body)
+        if body is None:
+            return True
     returns = list(_RETURN_WORD.finditer(body))
     if not returns:
         return False
@@ -321,7 +323,9 @@ _CUT_METHODS = SEE_THROUGH | RESHAPE_CALLS | SHAPE_KEEPING
 
 def _assigned_a_cut(body: str, name: str, parameters: Collection[str]) -> bool:
     """Is ``name`` a target of an assignment whose value may be a cut of one of
-    ``parameters``?"""
+    ``parameters``? An ``=`` inside a bracket opened on its line before it is a keyword
+    argument or a default (``f(v, n=1)``), no assignment (``module_screens`` reads
+    assignment statements only)."""
     resume = 0  # past the ``=`` an occurrence reached: occurrences before it reach the same
     for at, end in word_spans(body, (name,)):
         if at < resume or (at and body[at - 1] == "."):
@@ -330,6 +334,9 @@ def _assigned_a_cut(body: str, name: str, parameters: Collection[str]) -> bool:
         if equals is None:
             continue
         resume = equals.end()
+        head = body[body.rfind("\n", 0, at) + 1:resume]
+        if head.count("(") + head.count("[") + head.count("{") > head.count(")") + head.count("]") + head.count("}"):
+            continue
         stop = _statement_end(body, resume, len(body))
         if stop is None or _may_cut(body[resume:stop], parameters):
             return True

@@ -24,7 +24,7 @@ from linter.prefilter.facts import _recalled, _remembered
 from linter.prefilter.file import _File
 from linter.prefilter.imports import _from_imported
 from linter.prefilter.lines import _DEFINITION_LINE, _LONE_CR
-from linter.prefilter.statements import _NESTED_SCOPE, _RETURN_WORD
+from linter.prefilter.statements import _NESTED_SCOPE, _RETURN_WORD, own_statements
 from linter.prefilter.vocabulary import _VIEW_CALLS
 from linter.prefilter.words import _GAP, _compiled, identifier_set, word_first, word_spans
 from linter.settings import Settings
@@ -342,7 +342,10 @@ def _returns_a_view(code: str, line: int, header: int, raw: str, complete: bool,
         return None
     body = code[header:end]
     if _NESTED_SCOPE.search(body):
-        return True  # a nested function's or class's returns are not this one's
+        # A nested function's or class's returns and names are not this one's.
+        body = own_statements(body)
+        if body is None:
+            return True
     if "return" not in body:
         return False
     statements = _statements(body)

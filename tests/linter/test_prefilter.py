@@ -231,8 +231,9 @@ def test_kv105_a_helper_needs_every_return_to_be_a_cut() -> None:
         "def trim(x, n):\n    if n is None:\n        return x.narrow(1, 0, 4)\n    return x[:n]\n",
         "def trim(x, n):\n    out = (x\n           [:n])\n    return (out)\n",
         "def trim(x, n):\n    return torch.narrow(\n        x, 1, 0, n)\n",
-        # A nested function's returns are its own: with one, any return may be the helper's.
-        "def trim(x, n):\n    def inner():\n        return None\n    return x[:n] if inner() else x\n",
+        # A nested function's returns are its own, not the helper's.
+        "def trim(x, n):\n    def inner():\n        return None\n    return x[:n]\n",
+        "def trim(x, n):\n    @cache\n    class Box:\n        def get(self):\n            return None\n    return x[:n]\n",
         # Returns after something on their line, which the rule reads like any other.
         "def trim(x, n): return x[:, :n]\n",
         "def trim(x, n):\n    if n: return x[:n]\n    else: return x.narrow(1, 0, 4)\n",
@@ -254,6 +255,11 @@ def test_kv105_a_helper_needs_every_return_to_be_a_cut() -> None:
         "def trim(x, n):\n    return x[:n], x[n:]\n",
         "def trim(x, n):\n    return self.cache[:n]\n",
         "def trim(x, n):\n    return CACHE[:n]\n",
+        # A returned name passed to a call with a keyword argument: no assignment.
+        "def trim(x, n):\n    check(x, n=n)\n    return x\n",
+        # Only a nested function's return is a cut.
+        "def trim(x, n):\n    def inner(y):\n        return y[:n]\n    return torch.cat((inner(x), x))\n",
+        "def trim(x, n):\n    def inner(\n        y,\n    ):\n        return y[:n]\n    return pad(inner(x))\n",
     )
     for helper in cannot:
         assert not parse_plan(helper + call, KV105, Settings()).needed, helper
@@ -564,3 +570,27 @@ def test_a_statement_start_is_what_a_walk_from_the_chunk_start_finds(pieces: lis
     f = _File(code, Settings(), reduced=True)
     for at in (m.start() for m in re.finditer("k", code)):
         assert f.statement_start(at) == walked(code, f.chunk_start(at), at), (code, at)
+
+
+def test_own_statements_leave_out_nested_definitions() -> None:
+    from linter.code_only import code_only
+    from linter.prefilter.statements import own_statements
+
+    body = code_only(
+        "(x, n):\n"
+        "    def inner(\n        a,\n    ):\n        return a[0]\n"  # a signature over lines: no dedent
+        "    @dec\n    class C:\n        def m(self): return 1\n"
+        "    y = x[:n]\n"
+        "    if n:\n        async def g(): return 2\n        return y\n"  # a one-line definition, then a dedent
+        "    s = \"\"\"\n    def fake():\n        return 3\n    \"\"\"\n"  # a string's rest on a later line
+        "    return x.narrow(0, 0, n)\n"
+    )
+    own = own_statements(body)
+    assert own is not None
+    assert [line.strip() for line in own.split("\n") if line.strip()] == [
+        "(x, n):", "@dec", "y = x[:n]", "if n:", "return y", "s =", '""', "return x.narrow(0, 0, n)",
+    ]
+    # Indentation a count of spaces cannot read, brackets that do not add up: unknown.
+    assert own_statements("(x):\n\tdef f():\n\t\treturn 1\n") is None
+    assert own_statements("(x):\n    return (x\n") is not None  # closed by the end of the text
+    assert own_statements("(x):\n    return x)\n    def f(): pass\n") is None

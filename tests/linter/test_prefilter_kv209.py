@@ -148,13 +148,22 @@ def test_old_mac_line_ends_are_read_as_line_ends() -> None:
     assert not admitted(REJECT["returns a name bound to no view"].replace("\n", "\r"))
 
 
-def test_a_body_read_unsure_counts_as_a_helper() -> None:
-    # A nested function's returns are not the helper's own: the text does not tell them apart.
-    nested = helper("    def inner(y):\n        return y\n    return torch.cat([inner(x), x.view(-1)])")
+def test_a_nested_functions_returns_are_left_out_of_the_helpers() -> None:
+    # Its own return is no view: the nested one's view is not the helper's.
+    nested = helper("    def inner(y):\n        return y.view(-1)\n    return torch.cat([inner(x), x])")
     assert not screened(nested + CALLER)
+    assert not admitted(nested + CALLER)
+    # Its own return is a view, the nested one's no view: a helper.
+    nested = helper("    def inner(y):\n        return y\n    return x.view(x.shape[0], n, -1)")
+    assert screened(nested + CALLER)
     assert admitted(nested + CALLER)
-    # Tab indents.
+
+
+def test_a_body_read_unsure_counts_as_a_helper() -> None:
+    # Tab indents: the nested function's statements cannot be told by counting spaces.
     assert admitted(helper("\treturn x.view(x.shape[0], n, -1)") + CALLER)
+    nested = helper("    def inner(y):\n\treturn y\n    return torch.cat([inner(x), x.view(-1)])")
+    assert admitted(nested + CALLER)
 
 
 def test_a_helper_call_whose_rest_holds_a_string_counts_as_different() -> None:
