@@ -15,10 +15,11 @@ from linter.prefilter.words import _IDENTIFIER
 # ``from x import ...`` anywhere (after ``try:`` or ``;`` too, ``from.x``, ``from .import``):
 # group 1 the leading dots, 2 the module, 3 what it imports, a bracketed list (its comments
 # may hold a ``)``) or the rest of the line and the lines its continuations join. Literal
-# first: ``re`` jumps from one ``from`` to the next.
+# first: ``re`` jumps from one ``from`` to the next. The list and the line are read in runs
+# (``[^)#]*+``), not a character at a time through an alternation (a third less time).
 _FROM_IMPORT = re.compile(
     r"from(?<![\w.]from)(?=[ \t.\\])(?:[ \t]|\\\r?\n)*(?=[\w.])(\.*)([\w.]*)(?:[ \t]|\\\r?\n)*import(?!\w)[ \t]*"
-    r"(\((?:[^)#]|#[^\n]*(?![^\n]))*\)|(?:[^\n\\]|\\(?:\r?\n|.))*)"
+    r"(\([^)#]*+(?:#[^\n]*+(?![^\n])[^)#]*+)*+\)|[^\n\\]*+(?:\\(?:\r?\n|.)[^\n\\]*+)*+)"
 )
 _COMMENT = re.compile(r"#[^\n]*")
 _ALIAS = re.compile(r"(\w+)(?:\s+as\s+(\w+))?")

@@ -594,3 +594,22 @@ def test_own_statements_leave_out_nested_definitions() -> None:
     assert own_statements("(x):\n\tdef f():\n\t\treturn 1\n") is None
     assert own_statements("(x):\n    return (x\n") is not None  # closed by the end of the text
     assert own_statements("(x):\n    return x)\n    def f(): pass\n") is None
+
+
+# ``imports._FROM_IMPORT`` as first written, each character of the list or line through an
+# alternation: the oracle for the form that reads them in runs.
+_FROM_IMPORT_BY_CHARACTER = re.compile(
+    r"from(?<![\w.]from)(?=[ \t.\\])(?:[ \t]|\\\r?\n)*(?=[\w.])(\.*)([\w.]*)(?:[ \t]|\\\r?\n)*import(?!\w)[ \t]*"
+    r"(\((?:[^)#]|#[^\n]*(?![^\n]))*\)|(?:[^\n\\]|\\(?:\r?\n|.))*)"
+)
+_IMPORT_PIECES = ["from x import ", "from .y.z import (", "from \\\n x import ", "from", " ", ".", "x", "import",
+                  "(", ")", ",", "#", "# c )", "\\", "\n", "\r\n", "\t", " as ", "é"]
+
+
+@given(st.lists(st.sampled_from(_IMPORT_PIECES), max_size=40))
+def test_from_imports_read_in_runs_as_character_by_character(pieces: list[str]) -> None:
+    from linter.prefilter.imports import _FROM_IMPORT
+
+    text = "".join(pieces)
+    found = [(m.span(), m.groups()) for m in _FROM_IMPORT.finditer(text)]
+    assert found == [(m.span(), m.groups()) for m in _FROM_IMPORT_BY_CHARACTER.finditer(text)]
