@@ -19,11 +19,13 @@ helper or pool whose module cannot make a finding.
 from __future__ import annotations
 
 import ast
+import re
 import warnings
 from bisect import bisect_right
 from collections.abc import Iterator
 
 from linter.ast_screens import _builds_linear, _dotted, _flat, _names_in, _seen_through, _self_attr, _tail, walk
+from linter.code_only import code_only
 from linter.model.module_files import absolute_module_file, module_file, read_once
 from linter.model.twins import is_value_head_dim
 from linter.names import RESHAPE_CALLS, SAME_TENSOR_METHODS, SEE_THROUGH, SHAPE_KEEPING, Role, is_kv_tensor_name, key_counterpart, kv_side, name_role, value_counterpart
@@ -39,6 +41,9 @@ from linter.prefilter import (
     top_level_starts,
     view_returning_defs,
 )
+from linter.prefilter.lines import _LONE_CR
+from linter.prefilter.words import _compiled
+from linter.segments import bound_name, top_level_segments
 from linter.settings import Settings
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -91,12 +96,6 @@ def _imports(tree: ast.AST) -> dict[str, list[tuple[ast.ImportFrom, str]]]:
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
-def _imported_classes(statement: ast.ImportFrom, path: str) -> dict[str, list[ast.ClassDef]]:
-    """The top-level classes of the module ``statement`` imports from, found as
-    ``hierarchy.imported_classes`` finds it; the file is a dependency of the result."""
-    return _imported_tops(statement, path)[0]
-
-
 def _imported_helper_may_cut(statement: ast.ImportFrom, real: str, path: str) -> bool:
     """Can the function ``real`` that ``statement`` imports cut its first parameter
     (``hierarchy.function_at``)?"""
@@ -109,7 +108,7 @@ def _helper_in_may_cut(target: str | None, real: str) -> bool:
     ``def real`` whose every return can be a cut."""
     if target is None or real not in read_once(target, _cut_returning_names, frozenset()):
         return False
-    return any(_may_cut_a_parameter(fn) for fn in read_once(target, _tops_of, ({}, {}))[1].get(real, ()))
+    return any(_may_cut_a_parameter(fn) for fn in read_once(target, _Tops, _NO_TOPS).functions(real))
 
 
 def _cut_returning_names(text: str) -> frozenset[str]:
@@ -125,29 +124,78 @@ def _module_at(path: str, level: int, parts: list[str]) -> str | None:
     return module_file(path, level, parts) if level else absolute_module_file(path, parts)
 
 
-def _imported_functions(statement: ast.ImportFrom, path: str) -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]:
-    """The top-level functions of the module ``statement`` imports from (``hierarchy.function_at``)."""
-    return _imported_tops(statement, path)[1]
-
-
-def _imported_tops(statement: ast.ImportFrom, path: str):
+def _imported_tops(statement: ast.ImportFrom, path: str) -> _Tops:
+    """The top-level classes and functions of the module ``statement`` imports from, found as
+    ``hierarchy.imported_classes`` and ``hierarchy.function_at`` find it; the file is a
+    dependency of the result."""
     target = _imported_file(statement, path)
-    return ({}, {}) if target is None else read_once(target, _tops_of, ({}, {}))
+    return _NO_TOPS if target is None else read_once(target, _Tops, _NO_TOPS)
 
 
-def _tops_of(text: str) -> tuple[dict[str, list[ast.ClassDef]], dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]]:
-    """A module's top-level classes and functions by name."""
+class _Tops:
+    """A module's top-level classes and functions by name (``classes``, ``functions``), each
+    parsed when its name is first asked for: a screen asks for one or two of a module's
+    definitions, and parsing the whole module (a large one, imported by many files) cost
+    vllm's screens more than their own reading. Each definition is parsed alone, padded to
+    its own lines; where one does not parse alone, the whole module is parsed, as before
+    (nothing where that fails too)."""
+
+    def __init__(self, text: str = "") -> None:
+        self._text = text
+        # (a class?, name) -> the lines of the top-level definitions that bind it. Old Mac
+        # line ends: none, the whole module is read (``code_only`` counts "\n" only).
+        self._spans: dict[tuple[bool, str], list[tuple[int, int]]] = {}
+        self._cut = bool(text) and _LONE_CR.search(text) is None
+        for segment in top_level_segments(code_only(text)) if self._cut else ():
+            name = bound_name(segment)
+            if name is not None:
+                self._spans.setdefault((segment.kind == "class", name), []).append((segment.start, segment.end))
+        self._found: dict[tuple[bool, str], list] = {}
+        self._whole: ast.Module | None = None
+
+    def classes(self, name: str) -> list[ast.ClassDef]:
+        return self._named(True, name)
+
+    def functions(self, name: str) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+        return self._named(False, name)
+
+    def _named(self, is_class: bool, name: str) -> list:
+        key = (is_class, name)
+        found = self._found.get(key)
+        if found is None:
+            kinds = (ast.ClassDef,) if is_class else _FUNCTIONS
+            spans = self._spans.get(key)
+            binding = _TOP_CLASS if is_class else _TOP_FUNCTION
+            found = [] if self._cut and (spans or not _compiled(binding.format(re.escape(name))).search(self._text)) else None
+            for start, end in spans or ():
+                tree = _parsed("\n" * start + "\n".join(self._text.split("\n")[start:end]))
+                if tree is None:
+                    found = None
+                    break
+                found.extend(s for s in tree.body if isinstance(s, kinds) and s.name == name)
+            if found is None:
+                # A definition that does not parse alone: the module as a whole says.
+                if self._whole is None:
+                    self._whole = _parsed(self._text) or ast.Module(body=[], type_ignores=[])
+                found = [s for s in self._whole.body if isinstance(s, kinds) and s.name == name]
+            self._found[key] = found
+        return found
+
+
+_NO_TOPS = _Tops()
+# A top-level ``class`` or ``def`` line of a name (``format``ted with it): a name the segments
+# did not find bound but that such a line binds (the segments misread) sends the whole module.
+_TOP_CLASS = r"(?m)^\f*class[ \t]+{}(?!\w)"
+_TOP_FUNCTION = r"(?m)^\f*(?:async[ \t]+)?def[ \t]+{}(?!\w)"
+
+
+def _parsed(text: str) -> ast.Module | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tree = ast.parse(text)
+            return ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return {}, {}
-    functions: dict[str, list] = {}
-    for top in tree.body:
-        if isinstance(top, _FUNCTIONS):
-            functions.setdefault(top.name, []).append(top)
-    return _top_classes(tree), functions
+        return None
 
 
 def _top_classes(tree: ast.AST) -> dict[str, list[ast.ClassDef]]:
@@ -408,7 +456,7 @@ def kv208(tree: ast.AST, settings: Settings, path: str) -> frozenset[int]:
                 # The module is parsed only when its text has the class and a value head dim.
                 if target is None or real not in read_once(target, _classes_with_a_value_dim, frozenset()):
                     continue
-                if any(_leaves_out_a_value_dim(cls, call) for cls in _imported_classes(statement, path).get(real, ())):
+                if any(_leaves_out_a_value_dim(cls, call) for cls in _imported_tops(statement, path).classes(real)):
                     found.add(call.lineno)
                     break
     return frozenset(found)
@@ -582,7 +630,7 @@ def kv209(tree: ast.AST, settings: Settings, path: str) -> frozenset[int]:
             helper = any(
                 _may_return_a_view(fn)
                 for statement, real in imported.get(callee, ())
-                for fn in _imported_functions(statement, path).get(real, ())
+                for fn in _imported_tops(statement, path).functions(real)
             )
         if helper:
             rest = ast.dump(ast.Call(node.func, node.args[1:], node.keywords))
@@ -637,7 +685,7 @@ def kv208_text(text: str, settings: Settings, path: str) -> bool:
         if target is None or real not in read_once(target, _classes_with_a_value_dim, frozenset()):
             continue
         # The class must take one optional value head dim for any call to leave it out.
-        if any(next(_optional_value_dims(cls), None) for cls in read_once(target, _tops_of, ({}, {}))[0].get(real, ())):
+        if any(next(_optional_value_dims(cls), None) for cls in read_once(target, _Tops, _NO_TOPS).classes(real)):
             return True
     return False
 

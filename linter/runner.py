@@ -36,7 +36,7 @@ from linter.fixes import apply_fixes, has_applicable_fix
 from linter.code_only import code_only
 from linter.prefilter import ParsePlan, excerpt, identifier_set, parse_plan
 from linter.prefilter.lines import _LONE_CR
-from linter.segments import Segment, header, top_level_segments
+from linter.segments import Segment, bound_name, top_level_segments
 from linter.rules import rule_class, rules_by_code
 from linter.settings import Settings
 from linter.suppress import invalid_directives, unsuppressed
@@ -442,9 +442,9 @@ def _definitions_holding(segments: list[Segment], lines: frozenset[int]) -> list
     named: dict[str, list[Segment]] = {}  # a name -> the definitions binding it, the statements naming it
     for segment in segments:
         if segment.definition:
-            bound = _BOUND_NAME.search(header(segment))
+            bound = bound_name(segment)
             if bound is not None:
-                named.setdefault(bound.group(1), []).append(segment)
+                named.setdefault(bound, []).append(segment)
         else:
             for name in identifier_set(segment.text):
                 named.setdefault(name, []).append(segment)
@@ -459,8 +459,6 @@ def _definitions_holding(segments: list[Segment], lines: frozenset[int]) -> list
                     todo.append(segment)
     return [(s.start, s.end) for s in kept if s.definition]
 
-
-_BOUND_NAME = re.compile(r"(?:def|class)\s+(\w+)")
 
 
 def _text_screened(rules: frozenset[str | None], text: str, job: Job, path: str) -> frozenset[str | None]:

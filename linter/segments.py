@@ -98,3 +98,13 @@ def header(segment: Segment) -> str:
 def _header(text: str) -> str:
     match = _DEFINITION_LINE.search(text)
     return "" if match is None else match.group(0)
+
+
+def bound_name(segment: Segment) -> str | None:
+    """The name a definition binds in the module scope (None for a statement, or a header
+    this reading cannot name)."""
+    bound = _BOUND_NAME.search(header(segment)) if segment.definition else None
+    return None if bound is None else bound.group(1)
+
+
+_BOUND_NAME = re.compile(r"(?:def|class)\s+(\w+)")

@@ -276,3 +276,47 @@ def test_each_screen_names_the_lines_where_its_rule_may_report() -> None:
     kv207 = ("class Base(nn.Module):\n    def __init__(self):\n        self.k_proj = nn.Linear(8, 8)\n        self.v_proj = nn.Linear(8, 8)\n\n\n"
              "@register\nclass Child(Base):\n    def __init__(self):\n        super().__init__()\n        self.k_proj = nn.Linear(8, 4)\n")
     assert _lines("KV207", kv207) == {8}
+
+
+def _tops_by_full_parse(text: str, is_class: bool, name: str) -> list[str]:
+    kinds = (ast.ClassDef,) if is_class else (ast.FunctionDef, ast.AsyncFunctionDef)
+    return [ast.dump(s, include_attributes=True) for s in ast.parse(text).body if isinstance(s, kinds) and s.name == name]
+
+
+_TOPS_TEXT = (
+    "import torch\n\n\n@dataclass\nclass Pool:\n    def __init__(self, n, v_head_dim=None):\n"
+    '        """class Fake:\ndef fake(): pass\n"""\n        pass\n\n\n'
+    "async def helper(x):\n    return x[:1]\n\n\nif True:\n    class Hidden:\n        pass\n\n\n"
+    "class Pool:\n    pass\n\n\ndef helper(y): return y\n"
+)
+
+
+@pytest.mark.parametrize("text", [_TOPS_TEXT, _TOPS_TEXT.replace("\n", "\r"), _TOPS_TEXT.replace("\n", "\r\n")])
+def test_imported_tops_are_the_whole_modules_parsed_one_by_one(text: str) -> None:
+    # Each definition asked for is parsed alone, with its own line numbers; a name only a
+    # string or a nested block binds is no top-level definition; old Mac line ends read whole.
+    from linter.module_screens import _Tops
+
+    tops = _Tops(text)
+    for name in ("Pool", "helper", "Hidden", "Fake", "fake", "torch", "absent"):
+        assert [ast.dump(c, include_attributes=True) for c in tops.classes(name)] == _tops_by_full_parse(text, True, name), name
+        assert [ast.dump(f, include_attributes=True) for f in tops.functions(name)] == _tops_by_full_parse(text, False, name), name
+    assert [c.lineno for c in tops.classes("Pool")] == [5, 22]
+
+
+def test_imported_tops_of_the_repositorys_modules_read_alike() -> None:
+    from pathlib import Path
+
+    from linter.module_screens import _Tops
+
+    for path in sorted(Path(__file__).resolve().parents[2].joinpath("linter").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        tops = _Tops(text)
+        expected: dict[tuple[bool, str], list[str]] = {}
+        for s in ast.parse(text).body:
+            if isinstance(s, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                expected.setdefault((isinstance(s, ast.ClassDef), s.name), []).append(ast.dump(s, include_attributes=True))
+        for (_, name) in list(expected):
+            assert [ast.dump(c, include_attributes=True) for c in tops.classes(name)] == expected.get((True, name), []), (path, name)
+            assert [ast.dump(f, include_attributes=True) for f in tops.functions(name)] == expected.get((False, name), []), (path, name)
+        assert tops._whole is None, path  # every definition parsed alone
