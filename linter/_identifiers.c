@@ -334,6 +334,50 @@ fail:
     return NULL;
 }
 
+/* The lines of text (one name a line) whose line in haystack (text itself, or text
+ * lower-cased, of the same length) contains part: found by substring search in haystack, each
+ * line taken once, from the end of the line before on. */
+static PyObject *
+lines_with(PyObject *module, PyObject *args)
+{
+    PyObject *haystack, *text, *part;
+    if (!PyArg_ParseTuple(args, "UUU:lines_with", &haystack, &text, &part))
+        return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(haystack);
+    if (PyUnicode_GET_LENGTH(text) != n) {
+        PyErr_SetString(PyExc_ValueError, "lines_with(haystack, text, part): haystack and text differ in length");
+        return NULL;
+    }
+    PyObject *found = PyList_New(0);
+    if (found == NULL || PyUnicode_GET_LENGTH(part) == 0)
+        return found;
+    Py_ssize_t at = 0;
+    while (at < n) {
+        Py_ssize_t hit = PyUnicode_Find(haystack, part, at, n, 1);
+        if (hit == -2)
+            goto fail;
+        if (hit < 0)
+            break;
+        Py_ssize_t start = hit > 0 ? PyUnicode_FindChar(haystack, '\n', 0, hit, -1) + 1 : 0;
+        Py_ssize_t end = PyUnicode_FindChar(haystack, '\n', hit, n, 1);
+        if (start == -1 || end == -2)
+            goto fail;
+        end = end < 0 ? n : end;
+        PyObject *line = PyUnicode_Substring(text, start, end);
+        if (line == NULL)
+            goto fail;
+        int appended = PyList_Append(found, line);
+        Py_DECREF(line);
+        if (appended < 0)
+            goto fail;
+        at = end;
+    }
+    return found;
+fail:
+    Py_DECREF(found);
+    return NULL;
+}
+
 /* Is name[start:end] equal to one of parts (a tuple of str)? */
 static int
 is_part(int kind, const void *data, Py_ssize_t start, Py_ssize_t end, PyObject *parts)
@@ -592,6 +636,8 @@ static PyMethodDef methods[] = {
      "with_part(names, parts) -> set[str]: the names with one of parts as a '_'-separated part."},
     {"spans", spans, METH_VARARGS,
      "spans(text, word) -> list[tuple[int, int]]: (start, end) of each whole-word occurrence of word in text."},
+    {"lines_with", lines_with, METH_VARARGS,
+     "lines_with(haystack, text, part) -> list[str]: the lines of text whose line in haystack contains part."},
     {"present", present, METH_VARARGS,
      "present(text, words) -> set[str]: those of words (a tuple of str) that occur in text."},
     {NULL, NULL, 0, NULL},

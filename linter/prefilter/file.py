@@ -30,9 +30,10 @@ from linter.settings import Settings
 
 
 try:
+    from linter._identifiers import lines_with as _compiled_lines_with
     from linter._identifiers import with_part as _compiled_with_part
-except ImportError:  # a build without a C compiler: the search below answers alike
-    _compiled_with_part = None
+except ImportError:  # a build without a C compiler: the searches below answer alike
+    _compiled_lines_with = _compiled_with_part = None
 
 _K_TOKENS = tuple(sorted(K_SIDE_TOKENS))
 
@@ -380,6 +381,8 @@ class _File:
             haystack = self.lower_names
         else:
             haystack = joined
+        if _compiled_lines_with is not None:
+            return _compiled_lines_with(haystack, joined, part)  # the loop below, in C
         names, at = [], haystack.find(part)
         while at >= 0:
             start = haystack.rfind("\n", 0, at) + 1

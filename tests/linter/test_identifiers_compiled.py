@@ -27,9 +27,9 @@ _ROOT = Path(__file__).resolve().parents[2]
 
 try:
     from linter._identifiers import identifiers as native
-    from linter._identifiers import present, spans, with_part
+    from linter._identifiers import lines_with, present, spans, with_part
 except ImportError:
-    native = present = spans = with_part = None
+    native = lines_with = present = spans = with_part = None
 
 needs_native = pytest.mark.skipif(native is None, reason="linter._identifiers was not built (no C compiler): identifier sets are read in Python")
 
@@ -47,6 +47,7 @@ def test_the_pre_filter_uses_the_compiled_sets_where_they_could_be_built() -> No
     assert with_part is not None and file._compiled_with_part is with_part
     assert spans is not None and words._compiled_spans is spans
     assert present is not None and triggers._present is present
+    assert lines_with is not None and file._compiled_lines_with is lines_with
 
 
 _PIECES = ["k", "k_cache", "_", "__init__", "0", "12", "0x1f", "9a", "é", " ", "\n", "\t", ".", "(", "[", "#", "'", "\\", "x" * 300]
@@ -231,3 +232,25 @@ def test_without_the_compiled_helper_present_words_are_searched_one_by_one() -> 
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=_ROOT)
     assert out.stdout.strip() == "['attn', 'k']"
+
+
+_NAME_LINE_PIECES = ["head", "Head", "HEAD", "dim", "_", "k", "v_", "size", "x", "é", "ключ", "\n"]
+
+
+@needs_native
+@given(st.lists(st.sampled_from(_NAME_LINE_PIECES), max_size=60), st.sampled_from(["head", "dim", "k", "_", "ключ", "e_d"]))
+def test_names_containing_a_part_are_the_pythons(pieces: list[str], part: str) -> None:
+    from linter.prefilter.file import _File
+    from linter.settings import Settings
+
+    text = " ".join("".join(pieces).split("\n"))
+    for ignore_case in (False, True):
+        found = sorted(_File(text, Settings())._names_containing(part, ignore_case))
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(file, "_compiled_lines_with", None)
+            assert found == sorted(_File(text, Settings())._names_containing(part, ignore_case))
+        names = words.identifier_set(text)
+        assert set(found) == {n for n in names if part in (n.lower() if ignore_case else n)}
+    assert lines_with("ab\nb", "AB\nB", "b") == ["AB", "B"]
+    with pytest.raises(ValueError):
+        lines_with("ab", "a", "b")
