@@ -59,33 +59,36 @@ _NESTED_SCOPE = re.compile(rf"{word_first(('def', 'class'))}(?!\w)")
 _RETURN_WORD = re.compile(rf"{word_first(('return',))}(?!\w)")
 
 
-# A statement that starts a nested definition (``own_statements``).
-_NESTED_HEADER = re.compile(r"(?:async[ \t]+)?(?:def|class)(?!\w)")
+# A line that starts a nested definition (``own_statements``): group 1 its indentation. In
+# code-only text no string holds one, and no bracket can.
+_NESTED_HEADER = re.compile(r"\n( *)(?:async[ \t]+)?(?:def|class)(?!\w)")
 
 
 def own_statements(body: str) -> str | None:
     """``body`` (reduced text: a function's, from its name on) less its nested definitions,
     as ``module_screens._own_nodes`` leaves them out: each nested ``def`` or ``class``
-    statement and every statement after it indented deeper. Statements are read whole
-    (``_statement_end``), so a bracket or backslash continuation, or the rest of a
-    multi-line string on a later line, is no dedent. None when a tab or form feed makes
-    indentation more than a count of spaces, or the brackets do not add up."""
+    statement and every statement after it indented deeper. The statements of a nested
+    definition are read whole (``_statement_end``), so a bracket or backslash continuation,
+    or the rest of a multi-line string on a later line, is no dedent. None when a tab or form
+    feed makes indentation more than a count of spaces, or the brackets do not add up."""
     if "\t" in body or "\f" in body:
         return None
     kept = []
     at, end = 0, len(body)
-    nested = -1  # the indentation of the nested definition being left out; -1: none
-    while at < end:
-        stop = _statement_end(body, at, end)
-        if stop is None:
-            return None
-        statement = body[at:stop]
-        text = statement.lstrip(" ")
-        if text.strip():
-            indent = len(statement) - len(text)
-            if nested < 0 or indent <= nested:
-                nested = indent if at and _NESTED_HEADER.match(text) else -1
-                if nested < 0:
-                    kept.append(statement)
-        at = stop + 1
-    return "\n".join(kept)
+    while (header := _NESTED_HEADER.search(body, at)) is not None:
+        kept.append(body[at:header.start()])
+        indent = len(header.group(1))
+        # Past the definition: its statements, up to one indented no deeper.
+        at = header.start() + 1
+        while at < end:
+            stop = _statement_end(body, at, end)
+            if stop is None:
+                return None
+            statement = body[at:stop]
+            text = statement.lstrip(" ")
+            if text.strip() and len(statement) - len(text) <= indent and at > header.start() + 1:
+                break
+            at = stop + 1
+        at -= 1  # the newline before the statement that ends the definition
+    kept.append(body[at:])
+    return "".join(kept)

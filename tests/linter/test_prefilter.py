@@ -593,7 +593,7 @@ def test_own_statements_leave_out_nested_definitions() -> None:
     # Indentation a count of spaces cannot read, brackets that do not add up: unknown.
     assert own_statements("(x):\n\tdef f():\n\t\treturn 1\n") is None
     assert own_statements("(x):\n    return (x\n") is not None  # closed by the end of the text
-    assert own_statements("(x):\n    return x)\n    def f(): pass\n") is None
+    assert own_statements("(x):\n    def f():\n        return x)\n    return y\n") is None
 
 
 # ``imports._FROM_IMPORT`` as first written, each character of the list or line through an
