@@ -13,6 +13,8 @@
  *
  * brackets_balanced(code) and bracket_opener(code, at) answer linter.prefilter.kv208._Brackets'
  * questions without a list of every bracket.
+ *
+ * definition_lines(text) answers linter.prefilter.lines.definition_lines, on any text.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -228,6 +230,16 @@ starts_word(int kind, const void *data, Py_ssize_t n, Py_ssize_t at, const char 
     return at + i >= n || !is_word_char(READ(at + i));
 }
 
+/* Does the text at `at` start with the ASCII `word` (whatever follows)? */
+static int
+starts_word_prefix(int kind, const void *data, Py_ssize_t n, Py_ssize_t at, const char *word)
+{
+    for (Py_ssize_t i = 0; word[i]; i++)
+        if (at + i >= n || READ(at + i) != (Py_UCS4)(unsigned char)word[i])
+            return 0;
+    return 1;
+}
+
 /* A line that starts a top-level statement may start one: segments._DEFINITION. */
 static int
 is_definition(int kind, const void *data, Py_ssize_t n, Py_ssize_t at)
@@ -244,6 +256,60 @@ is_definition(int kind, const void *data, Py_ssize_t n, Py_ssize_t at)
     while (i < n && Py_UNICODE_ISSPACE(READ(i)))
         i++;
     return starts_word(kind, data, n, i, "def");
+}
+
+/* linter.prefilter.lines.definition_lines: the offsets of the lines after the first that start
+ * (after spaces and tabs) with '@', or with "def", "class" or "async" and blanks and "def", a
+ * word by itself; each line found from the newline before it. */
+static PyObject *
+definition_lines(PyObject *module, PyObject *text)
+{
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "definition_lines(text) takes a str");
+        return NULL;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(text) < 0)
+        return NULL;
+#endif
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    PyObject *found = PyList_New(0);
+    if (found == NULL)
+        return NULL;
+    Py_ssize_t newline = 0;
+    while ((newline = PyUnicode_FindChar(text, '\n', newline, n, 1)) >= 0) {
+        Py_ssize_t line = newline + 1, i = line;
+        newline = line;
+        while (i < n && (READ(i) == ' ' || READ(i) == '\t'))
+            i++;
+        if (i >= n)
+            break;
+        int starts = READ(i) == '@' || starts_word(kind, data, n, i, "def") || starts_word(kind, data, n, i, "class");
+        if (!starts && starts_word_prefix(kind, data, n, i, "async")) {
+            Py_ssize_t j = i + 5;
+            if (j < n && (READ(j) == ' ' || READ(j) == '\t')) {
+                while (j < n && (READ(j) == ' ' || READ(j) == '\t'))
+                    j++;
+                starts = starts_word(kind, data, n, j, "def");
+            }
+        }
+        if (starts) {
+            PyObject *offset = PyLong_FromSsize_t(line);
+            if (offset == NULL || PyList_Append(found, offset) < 0) {
+                Py_XDECREF(offset);
+                Py_DECREF(found);
+                return NULL;
+            }
+            Py_DECREF(offset);
+        }
+    }
+    if (newline == -2) {
+        Py_DECREF(found);
+        return NULL;
+    }
+    return found;
 }
 
 static PyObject *
@@ -384,6 +450,8 @@ static PyMethodDef methods[] = {
      "reduced(text, literal) -> str: code_only(text); literal(prefix, body) gives an f-string's replacement."},
     {"top_level_cuts", top_level_cuts, METH_O,
      "top_level_cuts(code) -> list[(offset, line, definition)]: where each top-level statement of code-only text starts."},
+    {"definition_lines", definition_lines, METH_O,
+     "definition_lines(text) -> list[int]: the offsets of the lines after the first that start a def, class or decorator."},
     {"brackets_balanced", brackets_balanced, METH_O,
      "brackets_balanced(code) -> bool: no bracket of code-only text closed before it opened, every one closed."},
     {"bracket_opener", bracket_opener, METH_VARARGS,

@@ -22,17 +22,17 @@ from hypothesis import strategies as st
 
 from linter import code_only as module
 from linter import segments
-from linter.prefilter import kv208
+from linter.prefilter import kv208, lines
 from tests.compiled import compiler_at_hand as _compiler_at_hand
 
 _ROOT = Path(__file__).resolve().parents[2]
 
 try:
-    from linter._code_only import bracket_opener, brackets_balanced
+    from linter._code_only import bracket_opener, brackets_balanced, definition_lines
     from linter._code_only import reduced as native
     from linter._code_only import top_level_cuts
 except ImportError:
-    native = top_level_cuts = bracket_opener = brackets_balanced = None
+    native = top_level_cuts = bracket_opener = brackets_balanced = definition_lines = None
 
 needs_native = pytest.mark.skipif(native is None, reason="linter._code_only was not built (no C compiler): code_only runs in Python")
 
@@ -49,6 +49,7 @@ def test_code_only_uses_the_compiled_reduction_where_it_could_be_built() -> None
     assert native is not None and module._compiled_reduced is native
     assert top_level_cuts is not None and segments._compiled_cuts is top_level_cuts
     assert kv208._compiled_opener is bracket_opener is not None and kv208._compiled_balanced is brackets_balanced
+    assert lines._compiled_definition_lines is definition_lines is not None
 
 
 _PIECES = ['"', "'", '"""', "'''", "\\", "\\\r\n", "\r\n", "\r", "\n", "#", " ", "x", "k[0]",
@@ -159,3 +160,27 @@ def test_the_repositorys_files_brackets_read_alike() -> None:
     assert brackets_balanced(")(") is False and brackets_balanced("(") is False and brackets_balanced("") is True
     with pytest.raises(TypeError):
         brackets_balanced(b"()")
+
+
+_LINE_PIECES = ["\n", " ", "\t", "def", "class", "async", "@", "x", "_", "é", "ключ", "(", ":", "\r"]
+
+
+@needs_native
+@settings(max_examples=2000)
+@given(st.lists(st.sampled_from(_LINE_PIECES), max_size=40))
+def test_generated_definition_lines_read_as_in_python(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    found = definition_lines(text)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lines, "_compiled_definition_lines", None)
+        assert found == lines.definition_lines(text)
+    assert found == [m.end() for m in lines._DEFINITION.finditer(text)]
+
+
+@needs_native
+def test_the_repositorys_files_definition_lines_read_alike() -> None:
+    for path in sorted((_ROOT / "linter").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert definition_lines(text) == [m.end() for m in lines._DEFINITION.finditer(text)], path
+    with pytest.raises(TypeError):
+        definition_lines(b"def f(): pass\n")
