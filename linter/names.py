@@ -228,6 +228,7 @@ _K_ONLY = frozenset({"k", "key", "keys"})
 _V_ONLY = frozenset({"v", "value", "values"})
 
 
+@lru_cache(maxsize=1 << 16)  # the same names of a tree are asked about file after file
 def name_role(name: str) -> Role:
     """Classify an identifier (the last component of a dotted name)."""
     low = name.lower()
