@@ -182,8 +182,9 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
     def paired() -> bool:
         # A K/V pair in code: every pair rule reads names of code, so a ``key`` and a
         # ``value`` that meet only in comments and docstrings (dictionary code) are no
-        # evidence, nor is any other name there: from here on the trigger words still to be
-        # looked for, and the conditions, read the code. Old Mac line ends keep the raw text:
+        # evidence: from here on the conditions read the code. The trigger words are looked
+        # for among all the text's identifiers, a string's too: a rule reads
+        # ``getattr(config, "num_attention_heads")``. Old Mac line ends keep the raw text:
         # code_only counts lines by "\n" only.
         nonlocal reduced
         if not raw.k_names:
@@ -193,7 +194,7 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
         reduced = _File(raw.code, settings, reduced=True, source=text)
         return bool(reduced.k_names)
 
-    passing = known.scanner.passing(text, paired, lambda: (reduced or raw).joined_identifiers())
+    passing = known.scanner.passing(text, paired, raw.joined_identifiers)
     if not passing:
         return NOTHING
     conditions = list(dict.fromkeys(known.conditions[code] for code in passing))

@@ -613,3 +613,29 @@ def test_from_imports_read_in_runs_as_character_by_character(pieces: list[str]) 
     text = "".join(pieces)
     found = [(m.span(), m.groups()) for m in _FROM_IMPORT.finditer(text)]
     assert found == [(m.span(), m.groups()) for m in _FROM_IMPORT_BY_CHARACTER.finditer(text)]
+
+
+def test_a_rule_asked_after_the_pair_keeps_its_trigger_words_in_strings() -> None:
+    # ``--select KV104,KV205``: KV104's pair is asked first and the code read from then on,
+    # but KV205 reads a head count named in a string (``getattr(config, "...")``): its
+    # trigger words are looked for among all the text's identifiers, as when it runs alone.
+    rules = rules_by_code()
+    text = (
+        "class Attention(nn.Module):\n    def __init__(self, config):\n"
+        "        self.k_proj = nn.Linear(8, config.num_query_groups * 4)\n"
+        "        self.v_proj = nn.Linear(8, config.num_query_groups * 4)\n\n"
+        "    def forward(self, x):\n"
+        "        k = self.k_proj(x).view(2, getattr(config, 'num_attention_heads'), 4)\n"
+        "        return k, self.v_proj(x)\n"
+    )
+    assert "KV205" in parse_plan(text, [rules["KV205"]], Settings()).rules
+    assert "KV205" in parse_plan(text, [rules["KV104"], rules["KV205"]], Settings()).rules
+
+
+@pytest.mark.parametrize("code", sorted(rules_by_code()))
+def test_every_invalid_example_is_planned_whatever_rule_asks_for_the_pair_first(code: str) -> None:
+    rules = rules_by_code()
+    for example in rules[code].INVALID:
+        alone = parse_plan(example.code, [rules[code]], Settings())
+        after_a_pair = parse_plan(example.code, [rules["KV104"], rules[code]], Settings())
+        assert code in alone.rules and code in after_a_pair.rules, example.code
