@@ -33,6 +33,22 @@ is_word_char(Py_UCS4 c)
 
 #define READ(i) PyUnicode_READ(kind, data, (i))
 
+/* 0 for a str ready to read (its width and data at hand); -1 with `message` as a TypeError
+ * for anything else. */
+static int
+readable(PyObject *text, const char *message)
+{
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, message);
+        return -1;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    return PyUnicode_READY(text);
+#else
+    return 0;
+#endif
+}
+
 /* The end of the literal whose quote is at `at`, as _BODY matches it; -1 when it does not. */
 static Py_ssize_t
 body_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t at)
@@ -264,14 +280,8 @@ is_definition(int kind, const void *data, Py_ssize_t n, Py_ssize_t at)
 static PyObject *
 definition_lines(PyObject *module, PyObject *text)
 {
-    if (!PyUnicode_Check(text)) {
-        PyErr_SetString(PyExc_TypeError, "definition_lines(text) takes a str");
+    if (readable(text, "definition_lines(text) takes a str") < 0)
         return NULL;
-    }
-#if PY_VERSION_HEX < 0x030C0000
-    if (PyUnicode_READY(text) < 0)
-        return NULL;
-#endif
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
@@ -315,14 +325,8 @@ definition_lines(PyObject *module, PyObject *text)
 static PyObject *
 top_level_cuts(PyObject *module, PyObject *code)
 {
-    if (!PyUnicode_Check(code)) {
-        PyErr_SetString(PyExc_TypeError, "top_level_cuts(code) takes a str");
+    if (readable(code, "top_level_cuts(code) takes a str") < 0)
         return NULL;
-    }
-#if PY_VERSION_HEX < 0x030C0000
-    if (PyUnicode_READY(code) < 0)
-        return NULL;
-#endif
     int kind = PyUnicode_KIND(code);
     const void *data = PyUnicode_DATA(code);
     Py_ssize_t n = PyUnicode_GET_LENGTH(code);
@@ -399,14 +403,8 @@ top_level_cuts(PyObject *module, PyObject *code)
 static PyObject *
 brackets_balanced(PyObject *module, PyObject *code)
 {
-    if (!PyUnicode_Check(code)) {
-        PyErr_SetString(PyExc_TypeError, "brackets_balanced(code) takes a str");
+    if (readable(code, "brackets_balanced(code) takes a str") < 0)
         return NULL;
-    }
-#if PY_VERSION_HEX < 0x030C0000
-    if (PyUnicode_READY(code) < 0)
-        return NULL;
-#endif
     int kind = PyUnicode_KIND(code);
     const void *data = PyUnicode_DATA(code);
     Py_ssize_t n = PyUnicode_GET_LENGTH(code), depth = 0;
