@@ -471,6 +471,39 @@ def _classes_with_a_value_dim(text: str) -> frozenset[str]:
     return frozenset(TOP_LEVEL_CLASS.findall(text))
 
 
+def _may_take_an_optional_value_dim(region: str) -> bool:
+    """Can the class whose text ``region`` is take an optional value head dim, as
+    ``_optional_value_dims`` reads one: a parameter of a ``def __init__`` in it named as a value
+    head dim, with a default? Read from the code (``code_only``), each parameter up to a comma
+    outside brackets; a list whose bracket never closes is read to the end."""
+    code = code_only(region)
+    for match in _INIT.finditer(code):
+        depth, name, defaulted = 0, None, False
+        for piece in _PARAMETER_PIECE.finditer(code, match.end()):
+            token = piece.group()
+            if token in "([{":
+                depth += 1
+            elif token in ")]}":
+                depth -= 1
+                if depth < 0:
+                    break
+            elif depth == 0:
+                if token == ",":
+                    name, defaulted = None, False
+                elif token == "=":
+                    defaulted = True
+                elif name is None:
+                    name = token
+            if defaulted and name is not None and is_value_head_dim(name):
+                return True
+    return False
+
+
+_INIT = re.compile(r"def[ \t]+__init__[ \t]*\(")
+# What a parameter list is read by: brackets, commas, ``=`` (not ``==``) and names.
+_PARAMETER_PIECE = re.compile(r"[()\[\]{},]|(?<![=!<>])=(?!=)|[^\W\d]\w*")
+
+
 def _top_level_class_texts(text: str) -> Iterator[str]:
     """The text of each top-level class, from its ``class`` line to the next top-level
     definition (the module's statements between count with it)."""
@@ -676,7 +709,10 @@ def kv208_text(text: str, settings: Settings, path: str) -> bool:
             return True
     if not callees:
         return False
-    if any(callees & _classes_with_a_value_dim(region) for region in _top_level_class_texts(text)):
+    if any(
+        callees & _classes_with_a_value_dim(region) and _may_take_an_optional_value_dim(region)
+        for region in _top_level_class_texts(text)
+    ):
         return True
     for level, parts, real, bound in from_imports(text):
         if bound not in callees:

@@ -149,6 +149,17 @@ def test_kv208_text_screen_reads_the_imported_pool_before_the_file_is_parsed(tmp
     assert kv208_text(local, settings, str(runner)) and _screen("KV208", local, str(runner))
     local = local.replace(", v_head_dim=None", "")
     assert not kv208_text(local, settings, str(runner)) and not _screen("KV208", local, str(runner))
+    # It must take that head dim as an optional parameter of its ``__init__``, as the ast screen
+    # reads it: a required one, a dataclass field or one only a default's call names is not.
+    for pool in ("class Pool:\n    def __init__(self, n, head_dim, v_head_dim):\n        pass\n",
+                 "@dataclass\nclass Pool:\n    head_dim: int\n    v_head_dim: int = 0\n",
+                 "class Pool:\n    def __init__(self, n, head_dim=f(v_head_dim=1)):\n        pass\n"):
+        local = pool + "\n\n" + build
+        assert not kv208_text(local, settings, str(runner)) and not _screen("KV208", local, str(runner)), pool
+    for pool in ("class Pool:\n    def __init__(\n        self,\n        n: Dict[str, int] = {},  # (\n        v_head_dim: Optional[int] = None,\n    ):\n        pass\n",
+                 "class Pool:\n    def __init__(self, n, *, v_head_dim: int | None = None):\n        pass\n"):
+        local = pool + "\n\n" + build
+        assert kv208_text(local, settings, str(runner)) and _screen("KV208", local, str(runner)), pool
     # Where a quote on the call's line (or a bracket in a string) leaves the raw text unsure of
     # the callee, the code alone is read: ``Pool`` from the plain module again.
     for call in ('    return Pool(8, ")", head_dim=cfg.head_dim)\n',
