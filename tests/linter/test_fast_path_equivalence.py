@@ -125,3 +125,72 @@ def test_an_attention_tree_gives_the_same_findings_with_and_without_the_prefilte
     paths = [str(p) for p in root.rglob("*.py")]
     assert len(paths) > 1000
     assert differences(paths, jobs=len(os.sched_getaffinity(0))) == ([], [])
+
+
+# KV203's text condition reads the split call's arguments (``prefilter.kv203._may_be_thirds``):
+# every spelling of an equal-thirds split the rule reports must reach it, each other split may
+# be left out. Written in the shape of a GQA attention's forward.
+_KV203_MODULE = '''\
+class SelfAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.num_key_value_heads = config.num_key_value_heads
+        self.head_dim = config.hidden_size // self.num_heads
+        self.qkv_proj = nn.Linear(config.hidden_size, 3 * config.hidden_size)
+
+    def forward(self, hidden_states):
+        qkv = self.qkv_proj(hidden_states)
+        h = self.head_dim * self.num_heads
+{split}
+        return q, k, v
+'''
+_KV203_REPORTED = {
+    "list of three": "        q, k, v = qkv.split([h, h, h], -1)",
+    "tuple, blanks, trailing comma": "        q, k, v = qkv.split(( h,h , h, ), dim=-1)",
+    "list times three": "        q, k, v = qkv.split([h] * 3, dim=-1)",
+    "torch.split": "        q, k, v = torch.split(qkv, [h, h, h], -1)",
+    "torch.chunk": "        q, k, v = torch.chunk(qkv, 3, -1)",
+    "chunks by keyword": "        q, k, v = qkv.chunk(chunks=3, dim=-1)",
+    "dim first by keyword": "        q, k, v = qkv.chunk(dim=-1, chunks=3)",
+    "parenthesized 3": "        q, k, v = qkv.chunk((3), dim=-1)",
+    "hex 3, axis in brackets": "        q, k, v = qkv.tensor_split(0x3, (-1))",
+    "one size, three names": "        q, k, v = qkv.split(self.hidden_size, dim=-1)",
+    "sizes by name": "        sizes = [h, h, h]\n        q, k, v = qkv.split(sizes, -1)",
+    "over lines": "        q, k, v = qkv.split(\n            [h,\n             h, h],  # equal\n            dim=-1,\n        )",
+    "line continuations": "        q, k, v = qkv.split([h, \\\n            h, h], \\\n            -1)",
+    "no qkv root, k and v targets": "        x = qkv\n        query, key, value = x.split([h, h, h], dim=-1)",
+}
+_KV203_NOT_REPORTED = {
+    "unequal sizes": "        q, k, v = qkv.split([h, h // 2, h // 2], dim=-1)",
+    "dim 0": "        q, k, v = qkv.chunk(3, dim=0)",
+    "dim by name": "        q, k, v = qkv.chunk(3, dim=self.axis)",
+    "no dim": "        q, k, v = qkv.chunk(3)",
+    "two parts": "        q, kv = qkv.chunk(2, dim=-1)\n        k, v = kv, kv",
+}
+
+
+@pytest.mark.parametrize("spelling", sorted(_KV203_REPORTED))
+def test_kv203_splits_reach_the_rule_in_every_spelling(spelling: str, tmp_path: Path) -> None:
+    path = tmp_path / "attention.py"
+    path.write_text(_KV203_MODULE.format(split=_KV203_REPORTED[spelling]))
+    slow = findings([str(path)], prefilter=False, jobs=1)
+    assert [code for _, code, *_ in slow] == ["KV203"], "the slow path must report it"
+    assert findings([str(path)], prefilter=True, jobs=1) == slow
+
+
+@pytest.mark.parametrize("spelling", sorted(_KV203_NOT_REPORTED))
+def test_kv203_splits_the_rule_cannot_report_are_not_parsed(spelling: str) -> None:
+    from linter.prefilter import parse_plan
+    from linter.rules import rules_by_code
+
+    text = _KV203_MODULE.format(split=_KV203_NOT_REPORTED[spelling])
+    assert findings_of_text(text) == []
+    assert not parse_plan(text, [rules_by_code()["KV203"]], default_settings()).needed
+
+
+def findings_of_text(text: str) -> list:
+    from linter.runner import job_for, _lint_text
+
+    return _lint_text(text, "attention.py", replace(job_for(default_settings()), prefilter=False))
+
