@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from linter.names import is_kv_tensor_name, kv_side, value_counterpart
+from linter.prefilter.chains import _after_group
 from linter.prefilter.file import _File
 from linter.prefilter.words import _CALL_BRACKET, _GAP, _IDENTIFIER, word_spans
 
@@ -46,7 +47,7 @@ def _kv104(f: _File) -> bool:
         if not is_kv_tensor_name(k, extra):
             continue
         v = value_counterpart(k, extra) or k
-        if f.subscripted(k) or not f.followers(k).isdisjoint(_WRITTEN_BY) or k in f.assigned_names(v):
+        if _assigned_through_a_subscript(f, k) or not f.followers(k).isdisjoint(_WRITTEN_BY) or k in f.assigned_names(v):
             return True
         if returned_twice is None:
             returned_twice = _returned_twice(f.text)
@@ -103,3 +104,26 @@ def _last_assignment(head: str) -> int | None:
             return at
         at = head.rfind("=", 0, at)
     return None
+
+
+_SUBSCRIPT = re.compile(rf"{_GAP}\[")
+# What may follow a subscript that is (part of) an assignment's target: ``=``, an
+# annotation's ``:``, or the next element of a tuple or list target.
+_TARGET_END = re.compile(rf"{_GAP}(?:=(?!=)|[:,)\]])")
+
+
+def _assigned_through_a_subscript(f: _File, k: str) -> bool:
+    """Is ``k[...]`` (one subscript of the name itself) followed by what may make it an
+    assignment's target (``k_cache[slots] = v``; ``_TARGET_END``)? On raw text a string or
+    comment in the brackets may hide where they close: that subscript counts."""
+    if not f.subscripted(k):
+        return False
+    text, raw = f.text, not f.reduced
+    for _, end in word_spans(text, (k,)):
+        bracket = _SUBSCRIPT.match(text, end)
+        if bracket is None:
+            continue
+        close = _after_group(text, bracket.end() - 1, raw)
+        if close is None or _TARGET_END.match(text, close):
+            return True
+    return False

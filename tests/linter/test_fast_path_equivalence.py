@@ -194,3 +194,43 @@ def findings_of_text(text: str) -> list:
 
     return _lint_text(text, "attention.py", replace(job_for(default_settings()), prefilter=False))
 
+
+# KV104's "written into the key side" finding needs the key cache subscripted as (part of) an
+# assignment's target (``prefilter.kv104._assigned_through_a_subscript``): every spelling of
+# such a store must reach the rule; a subscript read in an expression need not (one followed by
+# a comma or a closing bracket may be a tuple target's element, and still counts).
+_KV104_MODULE = '''\
+def write(key_cache, value_cache, slots, key, value, other):
+{store}
+    return key_cache
+'''
+_KV104_STORES = {
+    "plain": "    key_cache[slots] = value",
+    "blank before the bracket": "    key_cache [slots] = value",
+    "annotated": "    key_cache[slots]: torch.Tensor = value",
+    "tuple target": "    key_cache[slots], other = value, key",
+    "parenthesized tuple target": "    (key_cache[slots], other) = (value, key)",
+    "list target": "    [other, key_cache[slots]] = [key, value]",
+    "over lines": "    key_cache[\n        slots,  # the new tokens\n    ] = value",
+}
+
+
+@pytest.mark.parametrize("spelling", sorted(_KV104_STORES))
+def test_kv104_key_cache_stores_reach_the_rule_in_every_spelling(spelling: str, tmp_path: Path) -> None:
+    path = tmp_path / "cache_ops.py"
+    path.write_text(_KV104_MODULE.format(store=_KV104_STORES[spelling]))
+    slow = findings([str(path)], prefilter=False, jobs=1)
+    assert [code for _, code, *_ in slow] == ["KV104"], "the slow path must report it"
+    assert findings([str(path)], prefilter=True, jobs=1) == slow
+
+
+def test_kv104_a_key_cache_read_by_subscript_is_not_parsed() -> None:
+    from linter.prefilter import parse_plan
+    from linter.rules import rules_by_code
+
+    for read in ("    other = key_cache[slots] * value_cache[slots] + value",
+                 "    other = key_cache[slots].float() @ value"):
+        text = _KV104_MODULE.format(store=read)
+        assert findings_of_text(text) == []
+        assert not parse_plan(text, [rules_by_code()["KV104"]], default_settings()).needed, read
+
