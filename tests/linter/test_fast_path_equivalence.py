@@ -234,3 +234,41 @@ def test_kv104_a_key_cache_read_by_subscript_is_not_parsed() -> None:
         assert findings_of_text(text) == []
         assert not parse_plan(text, [rules_by_code()["KV104"]], default_settings()).needed, read
 
+
+# KV206 reads the key head dim in a view's or an allocation's arguments
+# (``prefilter.kv206._passed_to_a_use``): each spelling of such a call must reach the rule.
+_KV206_MODULE = '''\
+class Attention(nn.Module):
+    def __init__(self, hidden, heads, qk_head_dim, v_head_dim):
+        super().__init__()
+        self.heads, self.qk_head_dim, self.v_head_dim = heads, qk_head_dim, v_head_dim
+        self.v_proj = nn.Linear(hidden, heads * v_head_dim)
+        self.scale = self.qk_head_dim ** -0.5
+
+    def forward(self, x, b, s):
+{use}
+'''
+_KV206_USES = {
+    "view": "        return self.v_proj(x).view(b, s, self.heads, self.qk_head_dim)",
+    "view over lines": "        return self.v_proj(x).view(\n            b, s,  # tokens\n            self.heads, self.qk_head_dim,\n        )",
+    "reshape of a tuple": "        return self.v_proj(x).reshape((b, s, self.heads, self.qk_head_dim))",
+    "allocation": "        v_cache = torch.zeros(\n            (b, s, self.heads, self.qk_head_dim))\n        return v_cache",
+}
+
+
+@pytest.mark.parametrize("spelling", sorted(_KV206_USES))
+def test_kv206_key_head_dims_in_a_value_view_reach_the_rule_in_every_spelling(spelling: str, tmp_path: Path) -> None:
+    path = tmp_path / "attention.py"
+    path.write_text(_KV206_MODULE.format(use=_KV206_USES[spelling]))
+    slow = findings([str(path)], prefilter=False, jobs=1)
+    assert [code for _, code, *_ in slow] == ["KV206"], "the slow path must report it"
+    assert findings([str(path)], prefilter=True, jobs=1) == slow
+
+
+def test_kv206_a_key_head_dim_outside_every_view_is_not_parsed() -> None:
+    from linter.prefilter import parse_plan
+    from linter.rules import rules_by_code
+
+    text = _KV206_MODULE.format(use="        return self.v_proj(x).view(b, s, self.heads, self.v_head_dim) * self.scale")
+    assert findings_of_text(text) == []
+    assert not parse_plan(text, [rules_by_code()["KV206"]], default_settings()).needed
