@@ -53,33 +53,14 @@ def _kv105_helpers(f: _File) -> set[str]:
     if not keys:
         return set()
     key_set = frozenset(keys)
-    helpers = [name for name in cut_returning_defs(f.text) if f.text.count(name) >= 2]
-    # A K name between the brackets of a call of a helper. Brackets are counted in the raw
-    # text; where a quote or a comment lies before the close found, a string or comment may
-    # have ended it early, and the search runs on to the next definition line (``chunks``: a
-    # statement never crosses one).
     text = f.text
+    # Top-level functions with a return that looks like a cut, called elsewhere; whether every
+    # return can be one is asked only of those called on a key (it reads the whole body).
+    helpers = [(name, start, end) for name, start, end in _cut_looking_defs(text) if text.count(name) >= 2]
     if helpers:
-        # The key is an argument by itself, a dotted name (``trim(self.k, n)``, ``trim(x, n=k)``),
-        # as ``module_screens.kv105`` reads it: ``trim(k.t(), n)`` passes no key.
-        # Each helper's name by substring search, its bracket matched where the name ends (the
-        # names are the file's own: a pattern of them would be compiled for this file alone).
-        for at, name_end in word_spans(text, helpers):
-            call = _CALL_BRACKET.match(text, name_end)
-            if call is None:
-                continue
-            if at and (text[at - 1] == "." or _BEFORE_A_DEF_NAME.fullmatch(text, text.rfind("\n", 0, at) + 1, at)):
-                continue  # a method, or the helper's own ``def`` line
-            start = call.end()
-            end = _group_end(text, start)
-            if any(c in text[start:end] for c in "'\"#"):
-                after = _DEFINITION.search(text, start)
-                end = after.start() if after else len(text)
-            if any(
-                _DOT.split(argument.group(1))[-1] in key_set
-                for argument in _ARGUMENT.finditer(text, start - 1, min(end + 1, len(text)))
-            ):
-                return {""}
+        called = _called_on_a_key(text, {name for name, _, _ in helpers}, key_set)
+        if any(name in called and _every_return_may_cut(code_only(text[start:end])) for name, start, end in helpers):
+            return {""}
     # An imported helper (read from its file) cuts only a key passed first, and its result is
     # assigned or passed on: ``k = trim(k, n)``, ``attn(q, trim(self.k, n), v)``. Found from
     # the key's side (a few names, so the pattern is reused across files), the callee read
@@ -102,6 +83,41 @@ def _kv105_helpers(f: _File) -> set[str]:
             start -= 1
         if text[start:end] in imported and _result_used(text, start):
             called.add(text[start:end])
+    return called
+
+
+def _called_on_a_key(text: str, helpers: set[str], key_set: frozenset[str]) -> set[str]:
+    """The ``helpers`` called somewhere with a key among their arguments.
+
+    A key counts as an argument by itself, a dotted name (``trim(self.k, n)``, ``trim(x,
+    n=k)``), as ``module_screens.kv105`` reads it: ``trim(k.t(), n)`` passes no key. Each
+    helper's name by substring search, its bracket matched where the name ends (the names are
+    the file's own: a pattern of them would be compiled for this file alone). Brackets are
+    counted in the raw text; where a quote or a comment lies before the close found, a string
+    or comment may have ended it early, and the search runs on to the next definition line (a
+    statement never crosses one).
+    """
+    called = set()
+    for at, name_end in word_spans(text, helpers):
+        name = text[at:name_end]
+        if name in called:
+            continue
+        call = _CALL_BRACKET.match(text, name_end)
+        if call is None:
+            continue
+        if at and (text[at - 1] == "." or _BEFORE_A_DEF_NAME.fullmatch(text, text.rfind("\n", 0, at) + 1, at)):
+            continue  # a method, or the helper's own ``def`` line
+        start = call.end()
+        end = _group_end(text, start)
+        if any(c in text[start:end] for c in "'\"#"):
+            after = _DEFINITION.search(text, start)
+            end = after.start() if after else len(text)
+        inside = text[start:end]
+        if any(k in inside for k in key_set) and any(
+            _DOT.split(argument.group(1))[-1] in key_set
+            for argument in _ARGUMENT.finditer(text, start - 1, min(end + 1, len(text)))
+        ):
+            called.add(name)
     return called
 
 
@@ -188,14 +204,20 @@ def cut_returning_defs(text: str) -> list[str]:
     that build new tensors (``torch.cat(...)``, ``q_embed, k_embed``), allocate
     (``return torch.empty(...)``) or return nothing cannot. A body runs to the next top-level
     definition (a comment in column 0 does not end it)."""
+    return [name for name, start, end in _cut_looking_defs(text) if _every_return_may_cut(code_only(text[start:end]))]
+
+
+def _cut_looking_defs(text: str) -> list[tuple[str, int, int]]:
+    """(name, start, end) of each top-level function with a return that looks like a cut
+    (``_a_return_may_cut``: one pattern, where most functions have none), its body from the
+    end of its name to the next top-level definition."""
     starts = top_level_starts(text)
     found = []
     for here, after in zip(starts, [*starts[1:], None]):
         name = here.group(1)
         end = after.start() if after else len(text)
-        # The one-pattern test first: most functions have no return that looks like a cut.
-        if name and _a_return_may_cut(text, here.end(), end) and _every_return_may_cut(code_only(text[here.end():end])):
-            found.append(name)
+        if name and _a_return_may_cut(text, here.end(), end):
+            found.append((name, here.end(), end))
     return found
 
 
