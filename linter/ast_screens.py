@@ -34,6 +34,8 @@ from linter.names import (
     AXISLESS_RESHAPES,
     CACHE_PARTS,
     INDEXED_CALLS,
+    METADATA_ATTRIBUTES,
+    QUIET_CALLS,
     RESHAPE_CALLS,
     RESHAPE_DIM_ARGS,
     SAME_TENSOR_METHODS,
@@ -443,34 +445,127 @@ def _cut_bases(facts: Facts):
 
 def _kv102(facts: Facts, settings: Settings) -> bool:
     """A K tensor and its V counterpart both cut (sliced, split, chunked or narrowed) in one
-    scope, and (where the source text is at hand) not all alike: the rule compares each K
-    site's bounds with the V sites' as text, K names swapped to V, and reports only a pair
-    that differs."""
+    scope, and (where the source text is at hand) a site the rule can report: one with no
+    site of the other side alike (``_unmatched``); the rule compares each K site with the V
+    sites as text, K names swapped to V, and reports only a site none of the other side
+    matches."""
     extra = settings.extra_pairs
     if not _kv102_anywhere(facts, extra):
         return False
     if facts.source is None:
         return True
-    return any(_kv102_scope(nodes, extra, facts.text) for nodes in facts.scopes())
+    context = _SiteContext(facts.tree)
+    return any(_kv102_scope(nodes, extra, facts.text, context) for nodes in facts.scopes())
 
 
-def _kv102_scope(nodes: list[ast.AST], extra, text: Callable[[ast.AST, ast.AST], str]) -> bool:
+def _kv102_scope(
+    nodes: list[ast.AST], extra, text: Callable[[ast.AST, ast.AST], str], context: _SiteContext
+) -> bool:
     # (kind, base) -> the sites' texts: ``[...]`` of a slice-only subscript (``Access``), or
-    # the arguments of a split/chunk/tensor_split/narrow (``_check_cuts``), whitespace removed.
+    # the arguments of a split/chunk/tensor_split/narrow (``_check_cuts``), whitespace removed;
+    # and each site as the rule pairs it: its axis-moving steps (``Access.through``), that
+    # text, and its ``if`` arms.
     sites: dict[tuple[str, str], set[str]] = {}
+    paired: dict[tuple[str, str], list[tuple[str, str, tuple]]] = {}
     for node in nodes:
+        if id(node) in context.unread:
+            continue  # quiet, or inside a chain: the rule reads no site there
         if type(node) is ast.Subscript:
             if type(node.value) is ast.Subscript or not _only_slices(node) or _cuts_nothing(node):
                 continue  # a chain, or no cut: no access KV102 compares
-            base, kind, after = _dotted(_seen_through(node.value)), "slice", node.value
+            tensor = _seen_through(node.value)
+            base, kind, after = _dotted(tensor), "slice", node.value
+            through = "".join(text(tensor, after).split()) if tensor is not after else ""
         elif type(node) is ast.Call and _tail(node.func) in _SPLIT_CALLS:
             found = _call_base(node)
-            base, kind, after = found and found[0], _tail(node.func), node.func
+            base, kind, after, through = found and found[0], _tail(node.func), node.func, ""
         else:
             continue
         if base is not None and is_kv_tensor_name(base, extra):
-            sites.setdefault((kind, base), set()).add(_written(text, after, node))
-    return _some_pair_differs(sites, extra, keep_key=True)
+            written = _written(text, after, node)
+            sites.setdefault((kind, base), set()).add(written)
+            paired.setdefault((kind, base), []).append((through, written, context.arms.get(id(node), ())))
+    return _some_pair_differs(sites, extra, keep_key=True) and _unmatched(paired, extra)
+
+
+def _unmatched(sites: dict[tuple[str, str], list[tuple[str, str, tuple]]], extra) -> bool:
+    """Is some K site alike no V site it can meet while it differs from one, or a V site
+    likewise? Alike: the same axis-moving steps (the K side's names swapped to V, as
+    ``_compare`` reads them) and the same text, the two sides' names mirrored as
+    ``_some_pair_differs`` mirrors them. ``scopes.mismatches`` reports nothing else: a site
+    with an alike one on the other side compares ``SAME`` with it (or, where its axes cannot
+    be read, compares with none). Sites in different arms of one ``if`` never meet
+    (``scopes.exclusive``)."""
+    for (kind, base), k_sites in sites.items():
+        if kv_side(base.rsplit(".", 1)[-1], extra) != "k":
+            continue
+        v_sites = sites.get((kind, counterpart_of_dotted(base, extra) or ""))
+        if v_sites is None:
+            continue
+        keep = base.rsplit(".", 1)[-1]
+        ks = [((swap_kv_text(through, extra), swap_kv_text(t, extra)), arms) for through, t, arms in k_sites]
+        vs = [
+            ((through, _IDENTIFIER.sub(lambda m: m.group(0) if m.group(0) == keep else swap_kv_text(m.group(0), extra), t)), arms)
+            for through, t, arms in v_sites
+        ]
+        for mine, others in ((ks, vs), (vs, ks)):
+            for written, arms in mine:
+                met = [other for other, other_arms in others if not _exclusive(arms, other_arms)]
+                if written not in met and met:
+                    return True
+    return False
+
+
+def _exclusive(a: tuple, b: tuple) -> bool:
+    """``scopes.exclusive`` on the arms ``_SiteContext`` records."""
+    arms = dict(a)
+    return any(node in arms and arms[node] != arm for node, arm in b)
+
+
+class _SiteContext:
+    """Where each node of a tree stands as ``scopes`` walks it: inside a quiet call (``print``,
+    ``logger.info``, ``assert*``), an ``assert``, an f-string or under a metadata attribute
+    (``.shape``), or inside a subscript chain (``k[a][b]``'s ``k[a]``), where the rule records
+    no site (``unread``); and the ``if`` arms that hold it, counted from its function's body
+    (``arms``: (id of the ``if``, 0 for its body, 1 for its ``else``), outermost first)."""
+
+    def __init__(self, tree: ast.AST) -> None:
+        self.unread: set[int] = set()
+        self.arms: dict[int, tuple] = {}
+        roots = [tree]
+        while roots:
+            root = roots.pop()
+            stack = [(child, False, ()) for child in getattr(root, "body", ())]
+            while stack:
+                node, quiet, arms = stack.pop()
+                kind = type(node)
+                if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+                    roots.append(node)  # its own scope, walked afresh
+                    continue
+                if quiet:
+                    self.unread.add(id(node))
+                if arms:
+                    self.arms[id(node)] = arms
+                if kind is ast.If:
+                    stack.append((node.test, quiet, arms))
+                    stack.extend((c, quiet, (*arms, (id(node), 0))) for c in node.body)
+                    stack.extend((c, quiet, (*arms, (id(node), 1))) for c in node.orelse)
+                    continue
+                if kind is ast.Call:
+                    stack.append((node.func, quiet, arms))
+                    tail = _tail(node.func)
+                    inner = quiet or tail in QUIET_CALLS or (tail or "").startswith("assert")
+                    stack.extend((a, inner, arms) for a in node.args)
+                    stack.extend((k.value, inner, arms) for k in node.keywords)
+                    continue
+                if kind is ast.Attribute:
+                    stack.append((node.value, quiet or node.attr in METADATA_ATTRIBUTES, arms))
+                    continue
+                if kind is ast.Subscript and type(node.value) is ast.Subscript:
+                    self.unread.add(id(node.value))
+                if kind is ast.Assert or kind is ast.JoinedStr:
+                    quiet = True
+                stack.extend((c, quiet, arms) for c in ast.iter_child_nodes(node))
 
 
 def _some_pair_differs(sites: dict[tuple[str, str], set[str]], extra, keep_key: bool) -> bool:

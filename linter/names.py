@@ -184,6 +184,21 @@ SEE_THROUGH = frozenset({
 })
 
 
+# Calls whose arguments are only displayed or checked, never computed with (``scopes`` reads
+# what stands in them as quiet, and so does KV102's ast screen).
+QUIET_CALLS = frozenset({
+    "print", "debug", "info", "warning", "warn", "error", "exception", "critical", "log",
+    "warn_once", "info_once", "assert_close", "_check", "_check_with", "format", "repr", "str",
+})
+# Attributes that read a tensor's metadata, never its elements: ``k_buffer[0].device``,
+# ``k_buffers[0].shape[-1]``, ``k_cache[0].element_size()`` pick one layer only to ask what every
+# layer shares, so the subscript under them is no cache access.
+METADATA_ATTRIBUTES = frozenset({
+    "device", "dtype", "shape", "ndim", "is_cuda", "layout", "itemsize", "nbytes", "size", "dim",
+    "numel", "element_size", "stride", "data_ptr", "is_contiguous", "get_device", "storage_offset",
+    "is_floating_point", "untyped_storage", "nelement",
+})
+
 # KV103's vocabulary, shared by the rule, the text pre-filter and the ast screen so that the
 # three cannot drift apart. Name parts that make a K/V name a cache or pool:
 CACHE_PARTS = frozenset({

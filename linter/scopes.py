@@ -20,6 +20,8 @@ import libcst as cst
 
 from linter.einsum import Einsum, einsum_of, is_scores, is_weighted_sum
 from linter.names import (
+    METADATA_ATTRIBUTES,
+    QUIET_CALLS,
     is_attention_word,
     is_kv_projection,
     is_kv_tensor_name,
@@ -30,19 +32,6 @@ from linter.pairs import callee_tail, dotted_name, is_attention_call, source_of
 from linter.reshapes import PIECEWISE, reshape_of, see_through, strip_shape_keeping
 from linter.tensor_roots import tensor_root
 
-# Calls whose arguments are only displayed or checked, never computed with.
-_QUIET_CALLS = frozenset({
-    "print", "debug", "info", "warning", "warn", "error", "exception", "critical", "log",
-    "warn_once", "info_once", "assert_close", "_check", "_check_with", "format", "repr", "str",
-})
-# Attributes that read a tensor's metadata, never its elements: ``k_buffer[0].device``,
-# ``k_buffers[0].shape[-1]``, ``k_cache[0].element_size()`` pick one layer only to ask what every
-# layer shares, so the subscript under them is no cache access.
-METADATA_ATTRIBUTES = frozenset({
-    "device", "dtype", "shape", "ndim", "is_cuda", "layout", "itemsize", "nbytes", "size", "dim",
-    "numel", "element_size", "stride", "data_ptr", "is_contiguous", "get_device", "storage_offset",
-    "is_floating_point", "untyped_storage", "nelement",
-})
 # Iterables whose loop targets are keys, indices or counters, not tensors.
 _NON_TENSOR_ITERABLES = frozenset({"items", "keys", "range", "enumerate"})
 # Multi-head latent attention (DeepSeek ``MLA``, ``forward_mla``) names no "attention".
@@ -570,7 +559,7 @@ class _Walker:
             if len(operands) == 2:
                 self.scope.matmuls.append(MatMul(node, operands[0], operands[1], self.order, quiet, self.branch))
         self.walk(node.func, quiet)
-        quiet = quiet or tail in _QUIET_CALLS or (tail or "").startswith("assert")
+        quiet = quiet or tail in QUIET_CALLS or (tail or "").startswith("assert")
         for arg in node.args:
             self.walk(arg.value, quiet)
 

@@ -322,6 +322,68 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, offs_k, offs_v, n):
     _text_compared("KV102", reported, alike)
 
 
+# KV102 reports a site that no site of the other side matches (``scopes.mismatches``): K and V
+# cut alike, each way twice (a ring's local and remote halves), are stopped; a match the rule
+# cannot use (in the other arm of an ``if``, quiet, inside a chain, behind other axis moves)
+# is no match.
+_KV102_HALVES = """\
+def ring_attention(q, k, v, num_rep, c):
+    k_local, k_remote = k[:, :-num_rep], k[:, -num_rep:]
+    v_local, v_remote = v[:, :-num_rep], v[:, -num_rep:]
+    return flash_attn_func(q, k_local, v_local), flash_attn_func(q, k_remote, v_remote)
+"""
+# Each site has one alike by its text on the other side; one of those the rule cannot use.
+KV102_UNUSABLE_MATCHES = {
+    "in the other arm of an if": """\
+def attention(q, k, v, n, m, c):
+    k_all = k[:, :m]
+    if c:
+        k = k[:, :n]
+        v = v[:, :m]
+    else:
+        v = v[:, :n]
+    return flash_attn_func(q, k, v), k_all
+""",
+    "quiet": """\
+def attention(q, k, v, n):
+    k_new = k[:, :n]
+    logger.info("value %s", v[:, :n])
+    k = k[:, :n - 1]
+    v = v[:, :n - 1]
+    return flash_attn_func(q, k, v), k_new
+""",
+    "inside a chain": """\
+def attention(q, k, v, n):
+    k_new = k[:, :n]
+    first = v[:, :n][0]
+    k = k[:, :n - 1]
+    v = v[:, :n - 1]
+    return flash_attn_func(q, k, v, first), k_new
+""",
+    "behind other axis moves": """\
+def attention(q, k, v, n):
+    k_t = k.transpose(1, 2)[:, :n]
+    v_new = v[:, :n]
+    k = k[:, :n - 1]
+    v = v.transpose(1, 2)[:, :n - 1]
+    return flash_attn_func(q, k, v, v_new), k_t
+""",
+}
+
+
+def test_kv102_sites_matched_on_both_sides_are_stopped() -> None:
+    assert _reported("KV102", _KV102_HALVES) == [] and not _screen_with_text("KV102", _KV102_HALVES)
+    one_differs = _KV102_HALVES.replace("v[:, -num_rep:]", "v[:, -num_rep - 1:]")
+    assert set(_reported("KV102", one_differs)) == {"KV102"} and _screen_with_text("KV102", one_differs)
+
+
+@pytest.mark.parametrize("name", sorted(KV102_UNUSABLE_MATCHES))
+def test_kv102_a_match_the_rule_cannot_use_is_no_match(name: str) -> None:
+    text = KV102_UNUSABLE_MATCHES[name]
+    assert set(_reported("KV102", text)) == {"KV102"}, "the shape must be one the rule reports"
+    assert _screen_with_text("KV102", text)
+
+
 def test_kv103_indices_compared_as_the_rule_compares_them() -> None:
     reported = """\
 class PagedAttention:
