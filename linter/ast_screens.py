@@ -1264,6 +1264,7 @@ def _kv101_scope(nodes: list[ast.AST], extra) -> bool:
     keys, values = _kv101_derived(nodes, set(cuts), live)
 
     def is_key(arg: ast.expr) -> bool:
+        # Hand-written attention's operands hold the key deeper (``k.transpose(-2, -1)``).
         return any(id(n) in cuts or (type(n) is ast.Name and n.id in keys) for n in walk(arg))
 
     def is_value(arg: ast.expr) -> bool:
@@ -1275,7 +1276,7 @@ def _kv101_scope(nodes: list[ast.AST], extra) -> bool:
     for node in nodes:
         if type(node) is ast.Call:
             args = [a for a in node.args if not isinstance(a, ast.Starred)] + [kw.value for kw in node.keywords]
-            at_key = [i for i, a in enumerate(args) if is_key(a)]
+            at_key = [i for i, a in enumerate(args) if _from_a_cut(a, cuts, keys)]
             if at_key and any(is_value(a) and (i not in at_key or len(at_key) > 1) for i, a in enumerate(args)):
                 return True
             tail = _tail(node.func)
@@ -1299,9 +1300,9 @@ def _strip_shape_keeping(node: ast.expr) -> ast.expr:
 
 def _kv101_derived(nodes: list[ast.AST], cuts: set[int], partners: set[str]) -> tuple[set[str], set[str]]:
     """(names bound from a K cut, names bound to a whole V partner), each through up to
-    ``_MAX_HOPS`` assignments or loops, as ``_origin`` and ``_value_source`` follow them.
-    Any name a target binds counts on the K side (pieces, unpacking); only plain names
-    bound to the partner itself (under shape-keeping steps), or looping over it, on the V side."""
+    ``_MAX_HOPS`` assignments or loops, as ``_origin`` and ``_value_source`` follow them
+    (``_bound_from_a_cut``); on the V side only plain names bound to the partner itself (under
+    shape-keeping steps), or looping over it."""
     bindings: list[tuple[list[ast.expr], ast.expr, bool]] = []  # (targets, value, loop)
     for node in nodes:
         kind = type(node)
@@ -1317,17 +1318,17 @@ def _kv101_derived(nodes: list[ast.AST], cuts: set[int], partners: set[str]) -> 
     for _ in range(_MAX_HOPS + 1):
         grew = False
         for targets, value, loop in bindings:
-            if any(id(n) in cuts or (type(n) is ast.Name and n.id in keys) for n in walk(value)):
-                names = {n.id for t in targets for n in walk(t) if type(n) is ast.Name}
-                if not keys.issuperset(names):
-                    keys |= names
-                    grew = True
+            names = _bound_from_a_cut(targets, value, loop, cuts, keys)
+            if not keys.issuperset(names):
+                keys |= names
+                grew = True
             if loop:
-                # ``for v_i in [v] * n``: every pass the same V (``_repeated_item``).
-                if any(_dotted(n) in known for n in walk(value) if isinstance(n, (ast.Name, ast.Attribute))):
-                    aliases = {n.id for t in targets for n in walk(t) if type(n) is ast.Name}
-                else:
-                    aliases = set()
+                # ``for v_i in [v] * n``: every pass the same V (``_repeated_item``); a ``zip``
+                # binds each name to its own iterable (``scopes._zips_onto``).
+                aliases = {
+                    name for name, iterable in _loop_bound(targets[0], value)
+                    if (item := _repeated_item(iterable)) is not None and _dotted(_strip_shape_keeping(item)) in known
+                }
             else:
                 aliases = {t.id for t, v in _assigned_pairs(targets, value) if _dotted(_strip_shape_keeping(v)) in known}
             if not values.issuperset(aliases):
@@ -1337,6 +1338,64 @@ def _kv101_derived(nodes: list[ast.AST], cuts: set[int], partners: set[str]) -> 
         if not grew:
             break
     return keys, values
+
+
+def _from_a_cut(expr: ast.expr, cuts: Collection[int], keys: Collection[str]) -> bool:
+    """Can ``_origin`` trace ``expr`` (a call's argument) to a K cut: under shape-keeping steps,
+    a cut itself, a subscript of one or of a name bound from one (a piece), or a name bound
+    from one? A cut anywhere else in it (``torch.cat([k[:n], x])``, ``f(k[:n])``) is no origin."""
+    node = _strip_shape_keeping(expr)
+    if id(node) in cuts:
+        return True
+    if type(node) is ast.Subscript:
+        node = _strip_shape_keeping(node.value)
+        if id(node) in cuts:
+            return True
+    return type(node) is ast.Name and node.id in keys
+
+
+def _bound_from_a_cut(
+    targets: list[ast.expr], value: ast.expr, loop: bool, cuts: Collection[int], keys: Collection[str]
+) -> set[str]:
+    """The names one binding may bind to a K cut, as ``scopes`` binds them and ``_origin``
+    follows them: a loop's name (or each name a ``zip`` binds) over a cut itself; a plain
+    name assigned what ``_from_a_cut`` traces (``_assigned_pairs``); the names unpacking a
+    cut itself, the pieces of a split (``scopes._splits_into``); anything else binds none."""
+    if loop:
+        return {name for name, iterable in _loop_bound(targets[0], value) if id(_strip_shape_keeping(iterable)) in cuts}
+    found = {target.id for target, bound in _assigned_pairs(targets, value) if _from_a_cut(bound, cuts, keys)}
+    if id(_strip_shape_keeping(value)) in cuts:
+        found |= {e.id for t in targets if type(t) in (ast.Tuple, ast.List) for e in t.elts if type(e) is ast.Name}
+    return found
+
+
+def _loop_bound(target: ast.expr, iterable: ast.expr) -> list[tuple[str, ast.expr]]:
+    """(name, iterable) for each plain name a loop binds to an iterable of its own, as
+    ``scopes._Walker._bind_loop_target`` binds them: a lone name to the loop's iterable, the
+    names of ``for a, b in zip(xs, ys)`` each to its own."""
+    if type(target) is ast.Name:
+        return [(target.id, iterable)]
+    if (
+        type(target) in (ast.Tuple, ast.List) and type(iterable) is ast.Call and _tail(iterable.func) == "zip"
+        and len(target.elts) == len(iterable.args) and not iterable.keywords
+        and not any(type(e) is ast.Starred for e in (*target.elts, *iterable.args))
+    ):
+        return [(e.id, a) for e, a in zip(target.elts, iterable.args) if type(e) is ast.Name]
+    return []
+
+
+def _repeated_item(iterable: ast.expr) -> ast.expr | None:
+    """``kv101_key_only_reshape._repeated_item``: ``v`` in ``[v] * n``, ``(v,) * n`` or
+    ``itertools.repeat(v, n)``, one object every pass."""
+    if type(iterable) is ast.BinOp and type(iterable.op) is ast.Mult:
+        for side in (iterable.left, iterable.right):
+            if type(side) in (ast.List, ast.Tuple) and len(side.elts) == 1 and type(side.elts[0]) is not ast.Starred:
+                return side.elts[0]
+        return None
+    if type(iterable) is ast.Call and _dotted(iterable.func) == "itertools.repeat" and iterable.args:
+        first = iterable.args[0]
+        return None if type(first) is ast.Starred else first
+    return None
 
 
 def _assigned_pairs(targets: list[ast.expr], value: ast.expr) -> list[tuple[ast.Name, ast.expr]]:

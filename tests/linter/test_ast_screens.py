@@ -58,6 +58,13 @@ def reference_attention(q, k, v, keep):
     weights = torch.softmax(q @ k.transpose(-2, -1), dim=-1)
     return weights @ v.transpose(1, 2)
 """,
+    "key pieces looped beside the same value every pass": """\
+def grouped_attention(query, key, value, groups):
+    outputs = []
+    for key_part, value_part in zip(key.split(groups, dim=1), [value] * len(groups)):
+        outputs.append(flash_attn_func(query, key_part, value_part))
+    return outputs
+""",
 }
 
 KV101_SILENT = {
@@ -84,6 +91,26 @@ def trimmed_attention(query, key, value):
     "an axis held in a variable (unplaceable)": """\
 def narrowed_attention(query, key, value, axis, n):
     return flash_attn_func(query, key.narrow(axis, 0, n), value)
+""",
+    "a cut inside another call's argument, no origin": """\
+def padded_attention(query, key, value, n, extra):
+    return flash_attn_func(query, torch.cat([key[:, :n], extra], dim=1), value)
+""",
+    "a name bound to a call given the cut key, beside the whole value": """\
+def attention(query, key, value, n, out_proj):
+    partial = flash_attn_func(query, key[:, :n], value[:, :n])
+    return out_proj(partial, value)
+""",
+    "key and value pieces zipped, the whole value passed elsewhere": """\
+def grouped_attention(query, key, value, groups, chunked):
+    if chunked:
+        return [
+            flash_attn_func(q_part, key_part, value_part)
+            for q_part, key_part, value_part in zip(
+                query.split(groups, dim=1), key.split(groups, dim=1), value.split(groups, dim=1)
+            )
+        ]
+    return flash_attn_func(query, key, value)
 """,
 }
 
