@@ -86,7 +86,9 @@ _CUT_BY = SEE_THROUGH | {"split", "chunk", "tensor_split", "narrow"}
 # What may follow a name: a bracket, or a dot and an attribute's name.
 _FOLLOWER = re.compile(rf"{_GAP}(?:([\[(])|\.{_GAP}(\w+))")
 _SELF_ATTRIBUTE = re.compile(rf"self(?<![A-Za-z0-9_]self)(?={_GAP}\.{_GAP}(\w+))")
-_ASSIGNED_NAME = re.compile(rf"{_GAP}={_GAP}\(*{_GAP}(\w+)")
+# ``name = value`` or ``name: annotation = value`` (an annotation may run over lines; to the
+# first ``=`` after the colon, which at worst reads a later statement's value).
+_ASSIGNED_NAME = re.compile(rf"{_GAP}(?::[^=]*?)?={_GAP}\(*{_GAP}(\w+)")
 # A function-style view and the dotted name it takes first (looked ahead, so a view inside
 # that name, ``reshape(x.reshape(k))``, is matched too).
 _FUNCTION_VIEW = re.compile(
@@ -263,7 +265,8 @@ class _File:
         return found
 
     def assigned_names(self, name: str) -> frozenset[str]:
-        """The first name of every value assigned to ``name`` (``v = k``, ``v = (k.t())``)."""
+        """The first name of every value assigned to ``name`` (``v = k``, ``v = (k.t())``,
+        ``v: Tensor = k.view(...)``)."""
         found = self._assigned.get(name)
         if found is None:
             text = self.text

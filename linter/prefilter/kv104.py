@@ -9,6 +9,7 @@ import re
 from linter.names import is_kv_tensor_name, kv_side, value_counterpart
 from linter.prefilter.chains import _after_group
 from linter.prefilter.file import _File
+from linter.prefilter.statements import _statement_end
 from linter.prefilter.words import _CALL_BRACKET, _GAP, _IDENTIFIER, word_spans
 
 
@@ -114,8 +115,10 @@ _TARGET_END = re.compile(rf"{_GAP}(?:=(?!=)|[:,)\]])")
 
 def _assigned_through_a_subscript(f: _File, k: str) -> bool:
     """Is ``k[...]`` (one subscript of the name itself) followed by what may make it an
-    assignment's target (``k_cache[slots] = v``; ``_TARGET_END``)? On raw text a string or
-    comment in the brackets may hide where they close: that subscript counts."""
+    assignment's target (``k_cache[slots] = v``; ``_TARGET_END``)? An element of a tuple or
+    list target only where an assignment follows it in its statement
+    (``_assignment_follows``): ``f(k[0], x)`` stores nothing. On raw text a string or comment
+    may hide where brackets close or statements end: every such subscript counts."""
     if not f.subscripted(k):
         return False
     text, raw = f.text, not f.reduced
@@ -124,6 +127,42 @@ def _assigned_through_a_subscript(f: _File, k: str) -> bool:
         if bracket is None:
             continue
         close = _after_group(text, bracket.end() - 1, raw)
-        if close is None or _TARGET_END.match(text, close):
+        if close is None:
+            return True
+        follower = _TARGET_END.match(text, close)
+        if follower is None:
+            continue
+        if raw or follower.group().endswith(("=", ":")) or _assignment_follows(f, close):
             return True
     return False
+
+
+def _assignment_follows(f: _File, at: int) -> bool:
+    """Does an assignment's ``=`` stand after offset ``at`` of reduced text in its statement,
+    outside every bracket the statement opens (``(k[s], x) = v, y``)? Unknown statement
+    bounds answer yes."""
+    text = f.text
+    start = f.statement_start(at)
+    if start is None:
+        return True
+    stop = _statement_end(text, start, len(text))
+    if stop is None:
+        return True
+    depth = (
+        text.count("(", start, at) + text.count("[", start, at) + text.count("{", start, at)
+        - text.count(")", start, at) - text.count("]", start, at) - text.count("}", start, at)
+    )
+    for match in _BRACKET_OR_EQUALS.finditer(text, at, stop):
+        char = match.group()
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif depth <= 0:
+            return True
+    return False
+
+
+# A bracket, or an assignment's ``=`` (not ``==``, ``!=``, ``<=``, ``>=``, ``:=``, an augmented
+# one, or a comparison's half).
+_BRACKET_OR_EQUALS = re.compile(r"[()\[\]{}]|(?<![=!<>:+\-*/%&|^@~])=(?!=)")

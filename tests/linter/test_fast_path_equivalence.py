@@ -198,7 +198,7 @@ def findings_of_text(text: str) -> list:
 # KV104's "written into the key side" finding needs the key cache subscripted as (part of) an
 # assignment's target (``prefilter.kv104._assigned_through_a_subscript``): every spelling of
 # such a store must reach the rule; a subscript read in an expression need not (one followed by
-# a comma or a closing bracket may be a tuple target's element, and still counts).
+# a comma or a closing bracket counts where an assignment follows it: a tuple target's element).
 _KV104_MODULE = '''\
 def write(key_cache, value_cache, slots, key, value, other):
 {store}
@@ -224,12 +224,36 @@ def test_kv104_key_cache_stores_reach_the_rule_in_every_spelling(spelling: str, 
     assert findings([str(path)], prefilter=True, jobs=1) == slow
 
 
+# KV104's dead value parameter (``value = key.view(...)`` before ``value`` is read): the
+# condition reads the first name assigned to the value (``_File.assigned_names``).
+_KV104_OVERWRITES = {
+    "plain": "    value = key.view(n, -1)",
+    "parenthesized": "    value = (key.view(n, -1))",
+    "annotated": "    value: torch.Tensor = key.view(n, -1)",
+    "annotated over lines": "    value: Optional[\n        torch.Tensor\n    ] = key.view(n, -1)",
+}
+
+
+@pytest.mark.parametrize("spelling", sorted(_KV104_OVERWRITES))
+def test_kv104_a_value_parameter_overwritten_from_the_key_reaches_the_rule(spelling: str, tmp_path: Path) -> None:
+    path = tmp_path / "attend.py"
+    path.write_text(
+        "def attend(query, key, value, n):\n" + _KV104_OVERWRITES[spelling] + "\n"
+        "    return flash_attn_func(query, key, value)\n"
+    )
+    slow = findings([str(path)], prefilter=False, jobs=1)
+    assert [code for _, code, *_ in slow] == ["KV104"], "the slow path must report it"
+    assert findings([str(path)], prefilter=True, jobs=1) == slow
+
+
 def test_kv104_a_key_cache_read_by_subscript_is_not_parsed() -> None:
     from linter.prefilter import parse_plan
     from linter.rules import rules_by_code
 
     for read in ("    other = key_cache[slots] * value_cache[slots] + value",
-                 "    other = key_cache[slots].float() @ value"):
+                 "    other = key_cache[slots].float() @ value",
+                 "    store(key_cache[slots], value_cache[slots], key, value)",
+                 "    other = torch.cat([key_cache[slots], key]) + value"):
         text = _KV104_MODULE.format(store=read)
         assert findings_of_text(text) == []
         assert not parse_plan(text, [rules_by_code()["KV104"]], default_settings()).needed, read
