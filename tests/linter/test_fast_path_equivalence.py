@@ -71,6 +71,9 @@ REWRITES = {
     "calls over lines": lambda code: code.replace("(", "(\n    ").replace(",", " ,"),
     "inside a class": lambda code: "class Holder:\n" + textwrap.indent(code, "    "),
     "trailing comments": lambda code: code.replace("\n", "  # k v\n"),
+    "annotated assignments": lambda code: re.sub(
+        r"^([ \t]*)([A-Za-z_][\w.]*)[ \t]*=(?!=)(?=[^\n]*[^,(\[{\n]$)", r"\1\2: Any =", code, flags=re.MULTILINE
+    ),
 }
 
 
