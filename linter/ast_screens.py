@@ -454,22 +454,24 @@ def _kv102(facts: Facts, settings: Settings) -> bool:
         return False
     if facts.source is None:
         return True
-    context = _SiteContext(facts.tree)
+    contexts: list[_SiteContext] = []
+
+    def context() -> _SiteContext:
+        if not contexts:
+            contexts.append(_SiteContext(facts.tree))
+        return contexts[0]
+
     return any(_kv102_scope(nodes, extra, facts.text, context) for nodes in facts.scopes())
 
 
 def _kv102_scope(
-    nodes: list[ast.AST], extra, text: Callable[[ast.AST, ast.AST], str], context: _SiteContext
+    nodes: list[ast.AST], extra, text: Callable[[ast.AST, ast.AST], str], context: Callable[[], _SiteContext]
 ) -> bool:
-    # (kind, base) -> the sites' texts: ``[...]`` of a slice-only subscript (``Access``), or
-    # the arguments of a split/chunk/tensor_split/narrow (``_check_cuts``), whitespace removed;
-    # and each site as the rule pairs it: its axis-moving steps (``Access.through``), that
-    # text, and its ``if`` arms.
-    sites: dict[tuple[str, str], set[str]] = {}
-    paired: dict[tuple[str, str], list[tuple[str, str, tuple]]] = {}
+    # (kind, base) -> each site: the node, its axis-moving steps (``Access.through``) and its
+    # text: ``[...]`` of a slice-only subscript (``Access``), or the arguments of a
+    # split/chunk/tensor_split/narrow (``_check_cuts``), whitespace removed.
+    found: dict[tuple[str, str], list[tuple[ast.AST, str, str]]] = {}
     for node in nodes:
-        if id(node) in context.unread:
-            continue  # quiet, or inside a chain: the rule reads no site there
         if type(node) is ast.Subscript:
             if type(node.value) is ast.Subscript or not _only_slices(node) or _cuts_nothing(node):
                 continue  # a chain, or no cut: no access KV102 compares
@@ -477,15 +479,23 @@ def _kv102_scope(
             base, kind, after = _dotted(tensor), "slice", node.value
             through = "".join(text(tensor, after).split()) if tensor is not after else ""
         elif type(node) is ast.Call and _tail(node.func) in _SPLIT_CALLS:
-            found = _call_base(node)
-            base, kind, after, through = found and found[0], _tail(node.func), node.func, ""
+            base_found = _call_base(node)
+            base, kind, after, through = base_found and base_found[0], _tail(node.func), node.func, ""
         else:
             continue
         if base is not None and is_kv_tensor_name(base, extra):
-            written = _written(text, after, node)
-            sites.setdefault((kind, base), set()).add(written)
-            paired.setdefault((kind, base), []).append((through, written, context.arms.get(id(node), ())))
-    return _some_pair_differs(sites, extra, keep_key=True) and _unmatched(paired, extra)
+            found.setdefault((kind, base), []).append((node, through, _written(text, after, node)))
+    # All sites alike by text need no more (most scopes); else the sites the rule reads
+    # (``_SiteContext``: not quiet, not inside a chain), each with its ``if`` arms.
+    if not _some_pair_differs({key: {written for _, _, written in sites} for key, sites in found.items()}, extra, keep_key=True):
+        return False
+    where = context()
+    paired = {
+        key: [(through, written, where.arms.get(id(node), ())) for node, through, written in sites if id(node) not in where.unread]
+        for key, sites in found.items()
+    }
+    texts = {key: {written for _, written, _ in sites} for key, sites in paired.items() if sites}
+    return _some_pair_differs(texts, extra, keep_key=True) and _unmatched(paired, extra)
 
 
 def _unmatched(sites: dict[tuple[str, str], list[tuple[str, str, tuple]]], extra) -> bool:
