@@ -11,9 +11,9 @@ stands in the way: on raw text (``raw=True``) a quote or ``#`` met on the way ma
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Iterator
 
-from linter.prefilter.words import word_spans
+from linter.prefilter.words import _CALL_BRACKET, word_spans
 
 _BRACKET = re.compile(r"[()\[\]{}]")
 # Whitespace, and backslash line continuations.
@@ -38,6 +38,19 @@ def _after_group(text: str, start: int, raw: bool) -> int | None:
     if raw and _UNREADABLE.search(text, start, end):
         return None
     return end
+
+
+def bracket_groups(
+    text: str, words: Iterable[str], raw: bool, opener: re.Pattern[str] = _CALL_BRACKET
+) -> Iterator[tuple[int, int, int, int | None]]:
+    """For each whole-word occurrence of ``words`` that ``opener`` follows (a call's bracket,
+    past blanks and comments, unless told otherwise): its start and end, the offset just inside
+    the bracket, and the offset just after the group closes (the end of the text if it never
+    does; None where ``raw`` and a string or comment in it may hide the close)."""
+    for at, end in word_spans(text, words):
+        bracket = opener.match(text, end)
+        if bracket is not None:
+            yield at, end, bracket.end(), _after_group(text, bracket.end() - 1, raw)
 
 
 def _chain_reaches(text: str, i: int, targets: Collection[str], passes: Collection[str] | None, raw: bool) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from linter.names import is_kv_tensor_name, kv_side, value_counterpart
-from linter.prefilter.chains import _after_group
+from linter.prefilter.chains import bracket_groups
 from linter.prefilter.file import _File
 from linter.prefilter.statements import _statement_end
 from linter.prefilter.words import _CALL_BRACKET, _GAP, _IDENTIFIER, word_spans
@@ -122,11 +122,7 @@ def _assigned_through_a_subscript(f: _File, k: str) -> bool:
     if not f.subscripted(k):
         return False
     text, raw = f.text, not f.reduced
-    for _, end in word_spans(text, (k,)):
-        bracket = _SUBSCRIPT.match(text, end)
-        if bracket is None:
-            continue
-        close = _after_group(text, bracket.end() - 1, raw)
+    for _, _, _, close in bracket_groups(text, (k,), raw, _SUBSCRIPT):
         if close is None:
             return True
         follower = _TARGET_END.match(text, close)

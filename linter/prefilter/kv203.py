@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 
 from linter.names import is_kv_head_count_name, kv_side
-from linter.prefilter.chains import _after_group
+from linter.prefilter.chains import _after_group, bracket_groups
 from linter.prefilter.file import _File
-from linter.prefilter.words import _CALL_BRACKET, _GAP, identifier_set, word_spans
+from linter.prefilter.words import _GAP, identifier_set
 
 
 # A mirror of KV203's splits (see ``vocabulary``).
@@ -38,14 +38,10 @@ def _qkv_split(f: _File) -> bool:
     """
     text, raw = f.text, not f.reduced
     extra = f.settings.extra_pairs
-    for at, end in word_spans(text, _SPLIT_CALLS):
-        bracket = _CALL_BRACKET.match(text, end)
-        if bracket is None:
-            continue
-        close = _after_group(text, bracket.end() - 1, raw)
+    for at, end, inside, close in bracket_groups(text, _SPLIT_CALLS, raw):
         if close is None:
             return True
-        if not _may_be_thirds(text, at, end, bracket.end(), close - 1):
+        if not _may_be_thirds(text, at, end, inside, close - 1):
             continue
         start = None if raw else f.statement_start(at)
         statement = text[f.chunk_start(at) if start is None else start:close]

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 from linter.model.twins import key_head_dim_twin
-from linter.prefilter.chains import _after_group
+from linter.prefilter.chains import bracket_groups
 from linter.prefilter.file import _File
 from linter.prefilter.vocabulary import _HEAD_DIM_PARTS
-from linter.prefilter.words import _CALL_BRACKET, identifier_set, word_spans
+from linter.prefilter.words import identifier_set
 
 
 def _kv206(f: _File) -> bool:
@@ -26,14 +26,10 @@ def _passed_to_a_use(f: _File, keys: set[str], uses: frozenset[str]) -> bool:
     """Does one of ``keys`` stand inside the brackets of a call of one of ``uses``? On raw text
     a string or comment in the brackets may hide where they close: that call counts."""
     text, raw = f.text, not f.reduced
-    for _, end in word_spans(text, uses):
-        bracket = _CALL_BRACKET.match(text, end)
-        if bracket is None:
-            continue
-        close = _after_group(text, bracket.end() - 1, raw)
-        if close is None or not keys.isdisjoint(identifier_set(text[bracket.end():close])):
-            return True
-    return False
+    return any(
+        close is None or not keys.isdisjoint(identifier_set(text[inside:close]))
+        for _, _, inside, close in bracket_groups(text, uses, raw)
+    )
 
 
 _HEAD_DIM_USES = frozenset({

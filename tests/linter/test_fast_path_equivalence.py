@@ -175,11 +175,7 @@ _KV203_NOT_REPORTED = {
 
 @pytest.mark.parametrize("spelling", sorted(_KV203_REPORTED))
 def test_kv203_splits_reach_the_rule_in_every_spelling(spelling: str, tmp_path: Path) -> None:
-    path = tmp_path / "attention.py"
-    path.write_text(_KV203_MODULE.format(split=_KV203_REPORTED[spelling]))
-    slow = findings([str(path)], prefilter=False, jobs=1)
-    assert [code for _, code, *_ in slow] == ["KV203"], "the slow path must report it"
-    assert findings([str(path)], prefilter=True, jobs=1) == slow
+    _reported_alike_on_both_paths(tmp_path, _KV203_MODULE.format(split=_KV203_REPORTED[spelling]), "KV203")
 
 
 @pytest.mark.parametrize("spelling", sorted(_KV203_NOT_REPORTED))
@@ -190,6 +186,14 @@ def test_kv203_splits_the_rule_cannot_report_are_not_parsed(spelling: str) -> No
     text = _KV203_MODULE.format(split=_KV203_NOT_REPORTED[spelling])
     assert findings_of_text(text) == []
     assert not parse_plan(text, [rules_by_code()["KV203"]], default_settings()).needed
+
+
+def _reported_alike_on_both_paths(tmp_path: Path, text: str, code: str) -> None:
+    path = tmp_path / "module.py"
+    path.write_text(text)
+    slow = findings([str(path)], prefilter=False, jobs=1)
+    assert [found for _, found, *_ in slow] == [code], "the slow path must report it"
+    assert findings([str(path)], prefilter=True, jobs=1) == slow
 
 
 def findings_of_text(text: str) -> list:
@@ -220,11 +224,7 @@ _KV104_STORES = {
 
 @pytest.mark.parametrize("spelling", sorted(_KV104_STORES))
 def test_kv104_key_cache_stores_reach_the_rule_in_every_spelling(spelling: str, tmp_path: Path) -> None:
-    path = tmp_path / "cache_ops.py"
-    path.write_text(_KV104_MODULE.format(store=_KV104_STORES[spelling]))
-    slow = findings([str(path)], prefilter=False, jobs=1)
-    assert [code for _, code, *_ in slow] == ["KV104"], "the slow path must report it"
-    assert findings([str(path)], prefilter=True, jobs=1) == slow
+    _reported_alike_on_both_paths(tmp_path, _KV104_MODULE.format(store=_KV104_STORES[spelling]), "KV104")
 
 
 # KV104's dead value parameter (``value = key.view(...)`` before ``value`` is read): the
@@ -239,14 +239,11 @@ _KV104_OVERWRITES = {
 
 @pytest.mark.parametrize("spelling", sorted(_KV104_OVERWRITES))
 def test_kv104_a_value_parameter_overwritten_from_the_key_reaches_the_rule(spelling: str, tmp_path: Path) -> None:
-    path = tmp_path / "attend.py"
-    path.write_text(
+    text = (
         "def attend(query, key, value, n):\n" + _KV104_OVERWRITES[spelling] + "\n"
         "    return flash_attn_func(query, key, value)\n"
     )
-    slow = findings([str(path)], prefilter=False, jobs=1)
-    assert [code for _, code, *_ in slow] == ["KV104"], "the slow path must report it"
-    assert findings([str(path)], prefilter=True, jobs=1) == slow
+    _reported_alike_on_both_paths(tmp_path, text, "KV104")
 
 
 def test_kv104_a_key_cache_read_by_subscript_is_not_parsed() -> None:
@@ -285,11 +282,7 @@ _KV206_USES = {
 
 @pytest.mark.parametrize("spelling", sorted(_KV206_USES))
 def test_kv206_key_head_dims_in_a_value_view_reach_the_rule_in_every_spelling(spelling: str, tmp_path: Path) -> None:
-    path = tmp_path / "attention.py"
-    path.write_text(_KV206_MODULE.format(use=_KV206_USES[spelling]))
-    slow = findings([str(path)], prefilter=False, jobs=1)
-    assert [code for _, code, *_ in slow] == ["KV206"], "the slow path must report it"
-    assert findings([str(path)], prefilter=True, jobs=1) == slow
+    _reported_alike_on_both_paths(tmp_path, _KV206_MODULE.format(use=_KV206_USES[spelling]), "KV206")
 
 
 def test_kv206_a_key_head_dim_outside_every_view_is_not_parsed() -> None:
