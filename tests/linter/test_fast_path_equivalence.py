@@ -180,12 +180,7 @@ def test_kv203_splits_reach_the_rule_in_every_spelling(spelling: str, tmp_path: 
 
 @pytest.mark.parametrize("spelling", sorted(_KV203_NOT_REPORTED))
 def test_kv203_splits_the_rule_cannot_report_are_not_parsed(spelling: str) -> None:
-    from linter.prefilter import parse_plan
-    from linter.rules import rules_by_code
-
-    text = _KV203_MODULE.format(split=_KV203_NOT_REPORTED[spelling])
-    assert findings_of_text(text) == []
-    assert not parse_plan(text, [rules_by_code()["KV203"]], default_settings()).needed
+    _silent_and_not_planned(_KV203_MODULE.format(split=_KV203_NOT_REPORTED[spelling]), "KV203")
 
 
 def _reported_alike_on_both_paths(tmp_path: Path, text: str, code: str) -> None:
@@ -196,10 +191,13 @@ def _reported_alike_on_both_paths(tmp_path: Path, text: str, code: str) -> None:
     assert findings([str(path)], prefilter=True, jobs=1) == slow
 
 
-def findings_of_text(text: str) -> list:
-    from linter.runner import job_for, _lint_text
+def _silent_and_not_planned(text: str, code: str) -> None:
+    from linter.prefilter import parse_plan
+    from linter.rules import rules_by_code
+    from linter.runner import _lint_text, job_for
 
-    return _lint_text(text, "attention.py", replace(job_for(default_settings()), prefilter=False))
+    assert _lint_text(text, "module.py", replace(job_for(default_settings()), prefilter=False)) == []
+    assert not parse_plan(text, [rules_by_code()[code]], default_settings()).needed, text
 
 
 # KV104's "written into the key side" finding needs the key cache subscripted as (part of) an
@@ -247,16 +245,11 @@ def test_kv104_a_value_parameter_overwritten_from_the_key_reaches_the_rule(spell
 
 
 def test_kv104_a_key_cache_read_by_subscript_is_not_parsed() -> None:
-    from linter.prefilter import parse_plan
-    from linter.rules import rules_by_code
-
     for read in ("    other = key_cache[slots] * value_cache[slots] + value",
                  "    other = key_cache[slots].float() @ value",
                  "    store(key_cache[slots], value_cache[slots], key, value)",
                  "    other = torch.cat([key_cache[slots], key]) + value"):
-        text = _KV104_MODULE.format(store=read)
-        assert findings_of_text(text) == []
-        assert not parse_plan(text, [rules_by_code()["KV104"]], default_settings()).needed, read
+        _silent_and_not_planned(_KV104_MODULE.format(store=read), "KV104")
 
 
 # KV206 reads the key head dim in a view's or an allocation's arguments
@@ -286,9 +279,5 @@ def test_kv206_key_head_dims_in_a_value_view_reach_the_rule_in_every_spelling(sp
 
 
 def test_kv206_a_key_head_dim_outside_every_view_is_not_parsed() -> None:
-    from linter.prefilter import parse_plan
-    from linter.rules import rules_by_code
-
-    text = _KV206_MODULE.format(use="        return self.v_proj(x).view(b, s, self.heads, self.v_head_dim) * self.scale")
-    assert findings_of_text(text) == []
-    assert not parse_plan(text, [rules_by_code()["KV206"]], default_settings()).needed
+    use = "        return self.v_proj(x).view(b, s, self.heads, self.v_head_dim) * self.scale"
+    _silent_and_not_planned(_KV206_MODULE.format(use=use), "KV206")
