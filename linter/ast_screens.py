@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Collection, Iterator
+from typing import TypeVar
 
 from linter.ast_sizes import Aliases, heads_mismatch, int_value
 from linter.model.twins import key_head_dim_twin
@@ -506,18 +507,10 @@ def _unmatched(sites: dict[tuple[str, str], list[tuple[str, str, tuple]]], extra
     with an alike one on the other side compares ``SAME`` with it (or, where its axes cannot
     be read, compares with none). Sites in different arms of one ``if`` never meet
     (``scopes.exclusive``)."""
-    for (kind, base), k_sites in sites.items():
-        if kv_side(base.rsplit(".", 1)[-1], extra) != "k":
-            continue
-        v_sites = sites.get((kind, counterpart_of_dotted(base, extra) or ""))
-        if v_sites is None:
-            continue
+    for base, k_sites, v_sites in _k_v_groups(sites, extra):
         keep = base.rsplit(".", 1)[-1]
         ks = [((swap_kv_text(through, extra), swap_kv_text(t, extra)), arms) for through, t, arms in k_sites]
-        vs = [
-            ((through, _IDENTIFIER.sub(lambda m: m.group(0) if m.group(0) == keep else swap_kv_text(m.group(0), extra), t)), arms)
-            for through, t, arms in v_sites
-        ]
+        vs = [((through, _swap_except(t, keep, extra)), arms) for through, t, arms in v_sites]
         for mine, others in ((ks, vs), (vs, ks)):
             for written, arms in mine:
                 met = [other for other, other_arms in others if not _exclusive(arms, other_arms)]
@@ -581,24 +574,36 @@ class _SiteContext:
 def _some_pair_differs(sites: dict[tuple[str, str], set[str]], extra, keep_key: bool) -> bool:
     """Do a K tensor's sites and its V partner's (of one kind) differ in text, the K side's
     names swapped to V as the rules compare them? Sites all alike give no mismatch."""
-    for (kind, base), k_texts in sites.items():
-        if kv_side(base.rsplit(".", 1)[-1], extra) != "k":
-            continue
-        partner = counterpart_of_dotted(base, extra)
-        v_texts = sites.get((kind, partner or ""))
-        if v_texts is None:
-            continue
-        keep = base.rsplit(".", 1)[-1] if keep_key else None
+    for base, k_texts, v_texts in _k_v_groups(sites, extra):
+        keep = base.rsplit(".", 1)[-1]
         # KV102 swaps V bounds too, but for the K tensor's own name (``cache_v[:cache_k.size(1)]``
         # sizes V by K); KV103 compares V indices as written.
         texts = {swap_kv_text(t, extra) for t in k_texts} | {
-            _IDENTIFIER.sub(lambda m: m.group(0) if m.group(0) == keep else swap_kv_text(m.group(0), extra), t)
-            if keep_key else t
-            for t in v_texts
+            _swap_except(t, keep, extra) if keep_key else t for t in v_texts
         }
         if len(texts) > 1:
             return True
     return False
+
+
+_Sites = TypeVar("_Sites")
+
+
+def _k_v_groups(sites: dict[tuple[str, str], _Sites], extra) -> Iterator[tuple[str, _Sites, _Sites]]:
+    """(K base, its sites, its V partner's sites of the same kind) for each K tensor of
+    ``sites`` (keyed by (kind, base)) whose partner has sites too."""
+    for (kind, base), k_sites in sites.items():
+        if kv_side(base.rsplit(".", 1)[-1], extra) != "k":
+            continue
+        v_sites = sites.get((kind, counterpart_of_dotted(base, extra) or ""))
+        if v_sites is not None:
+            yield base, k_sites, v_sites
+
+
+
+def _swap_except(text: str, keep: str, extra) -> str:
+    """``text`` with K names swapped to V but for ``keep`` (the rule's ``_swap_except``)."""
+    return _IDENTIFIER.sub(lambda m: m.group(0) if m.group(0) == keep else swap_kv_text(m.group(0), extra), text)
 
 
 def _written(text: Callable[[ast.AST, ast.AST], str], after: ast.AST, node: ast.AST) -> str:

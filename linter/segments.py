@@ -65,7 +65,7 @@ def _top_level_cuts(code: str) -> list[tuple[int, int, bool]]:
     decorating = False
     for match in _COLUMN_0.finditer(code):
         start, first = match.start(), match.end()
-        depth += _opened(code, counted, start)
+        depth += open_brackets(code, counted, start)
         line += code.count("\n", counted, start)
         counted = start
         if depth > 0 or _continued(code, start) or _CLAUSE.match(code, first):
@@ -78,7 +78,8 @@ def _top_level_cuts(code: str) -> list[tuple[int, int, bool]]:
     return cuts
 
 
-def _opened(code: str, start: int, end: int) -> int:
+def open_brackets(code: str, start: int, end: int) -> int:
+    """How many more brackets ``code[start:end]`` opens than it closes."""
     opened = code.count("(", start, end) + code.count("[", start, end) + code.count("{", start, end)
     closed = code.count(")", start, end) + code.count("]", start, end) + code.count("}", start, end)
     return opened - closed

@@ -11,6 +11,7 @@ from linter.prefilter.chains import bracket_groups
 from linter.prefilter.file import _File
 from linter.prefilter.statements import _statement_end
 from linter.prefilter.words import _CALL_BRACKET, _GAP, _IDENTIFIER, word_spans
+from linter.segments import open_brackets
 
 
 # In-place writes through a name (KV104).
@@ -82,9 +83,7 @@ def _call_assigned_to_a_value(f: _File, k: str) -> bool:
             # ``@`` may continue a matrix product rather than start a chunk.
             return True
         start = f.chunk_start(at)
-        opened = text.count("(", start, line) + text.count("[", start, line) + text.count("{", start, line)
-        closed = text.count(")", start, line) + text.count("]", start, line) + text.count("}", start, line)
-        if opened > closed or text[start:line].rstrip(" \t\r\n").endswith("\\"):
+        if open_brackets(text, start, line) > 0 or text[start:line].rstrip(" \t\r\n").endswith("\\"):
             # The statement began on an earlier line: its head, from where it began.
             begun = f.statement_start(at)
             if begun is None:
@@ -144,10 +143,7 @@ def _assignment_follows(f: _File, at: int) -> bool:
     stop = _statement_end(text, start, len(text))
     if stop is None:
         return True
-    depth = (
-        text.count("(", start, at) + text.count("[", start, at) + text.count("{", start, at)
-        - text.count(")", start, at) - text.count("]", start, at) - text.count("}", start, at)
-    )
+    depth = open_brackets(text, start, at)
     for match in _BRACKET_OR_EQUALS.finditer(text, at, stop):
         char = match.group()
         if char in "([{":

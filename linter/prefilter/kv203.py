@@ -8,6 +8,7 @@ import re
 from linter.names import is_kv_head_count_name, kv_side
 from linter.prefilter.chains import _after_group, bracket_groups
 from linter.prefilter.file import _File
+from linter.prefilter.statements import top_level_parts
 from linter.prefilter.words import _GAP, identifier_set
 
 
@@ -54,7 +55,6 @@ def _qkv_split(f: _File) -> bool:
     return False
 
 
-_PARTS = re.compile(r"[()\[\]{},]")
 _KEYWORD = re.compile(rf"{_GAP}(\w+){_GAP}=(?!=)")
 _TORCH_BEFORE = re.compile(rf"(?<![\w.])torch{_GAP}\.{_GAP}\Z")
 _FOR = re.compile(r"(?<!\w)for(?!\w)")
@@ -69,7 +69,7 @@ def _may_be_thirds(text: str, at: int, end: int, start: int, stop: int) -> bool:
     ``torch.X`` takes the tensor first. A form this does not read (the sizes by keyword) may.
     """
     parts, dim = [], None
-    for part in _top_level_parts(text, start, stop):
+    for part in top_level_parts(text, start, stop):
         keyword = _KEYWORD.match(text, part[0])
         if keyword is None:
             parts.append(part)
@@ -95,7 +95,7 @@ def _may_be_thirds(text: str, at: int, end: int, start: int, stop: int) -> bool:
         return True  # ``[h] * 3``, ``(a + b) * c``: more than a literal
     if _FOR.search(text, opener, closer):
         return True  # a comprehension
-    elements = _top_level_parts(text, opener + 1, closer - 1)
+    elements = top_level_parts(text, opener + 1, closer - 1)
     if elements and not _normalized(text[elements[-1][0]:elements[-1][1]]):
         elements.pop()  # a trailing comma
     if first[0] == "(" and len(elements) < 2:
@@ -116,21 +116,3 @@ def _normalized(source: str) -> str:
     """``source`` less blanks and line continuations: coarser than ``pairs.normalized``,
     which reads an element without the blanks around it."""
     return "".join(source.split()).replace("\\", "")
-
-
-def _top_level_parts(text: str, start: int, stop: int) -> list[tuple[int, int]]:
-    """``text[start:stop]`` cut at its commas outside brackets, as (start, stop) offsets."""
-    parts, depth, begun = [], 0, start
-    for match in _PARTS.finditer(text, start, stop):
-        char = match.group()
-        if char == ",":
-            if depth == 0:
-                parts.append((begun, match.start()))
-                begun = match.end()
-        elif char in "([{":
-            depth += 1
-        else:
-            depth -= 1
-    if begun < stop or parts:
-        parts.append((begun, stop))
-    return parts

@@ -19,7 +19,7 @@ from linter.names import key_counterpart, kv_side, value_counterpart
 from linter.prefilter.file import _File
 from linter.prefilter.imports import _from_imported
 from linter.prefilter.lines import _DEFINITION_LINE, _LONE_CR
-from linter.prefilter.statements import _STRING_LEFT, _statement_end
+from linter.prefilter.statements import _STRING_LEFT, _statement_end, top_level_parts
 from linter.prefilter.words import _GAP
 
 
@@ -200,22 +200,9 @@ def _bases(code: str, start: int, end: int) -> str | bool | None:
 def _plain_bases(bases: str) -> list[str]:
     """The bases (text between a class header's brackets) that are one plain name: the only
     ones ``module_screens.kv207`` looks up (not ``nn.Module``, ``Generic[T]``, keywords)."""
-    if "(" in bases or "[" in bases or "{" in bases:
-        items, depth, begin = [], 0, 0
-        for i, char in enumerate(bases):
-            if char in "([{":
-                depth += 1
-            elif char in ")]}":
-                depth -= 1
-            elif char == "," and depth == 0:
-                items.append(bases[begin:i])
-                begin = i + 1
-        items.append(bases[begin:])
-    else:
-        items = bases.split(",")
     plain = []
-    for item in items:
-        item = item.replace("\\", " ").strip()
+    for start, stop in top_level_parts(bases, 0, len(bases)):
+        item = bases[start:stop].replace("\\", " ").strip()
         if item.isidentifier():
             plain.append(item)
     return plain

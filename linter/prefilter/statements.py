@@ -14,6 +14,28 @@ from linter.prefilter.words import word_first
 _BRACKET = re.compile(r"[()\[\]{}]")
 
 
+_BRACKET_OR_COMMA = re.compile(r"[()\[\]{},]")
+
+
+def top_level_parts(text: str, start: int, stop: int) -> list[tuple[int, int]]:
+    """``text[start:stop]`` cut at its commas outside brackets, as (start, stop) offsets (none
+    for empty text): a call's arguments, a literal's elements, a class's bases."""
+    parts, depth, begun = [], 0, start
+    for match in _BRACKET_OR_COMMA.finditer(text, start, stop):
+        char = match.group()
+        if char == ",":
+            if depth == 0:
+                parts.append((begun, match.start()))
+                begun = match.end()
+        elif char in "([{":
+            depth += 1
+        else:
+            depth -= 1
+    if begun < stop or parts:
+        parts.append((begun, stop))
+    return parts
+
+
 _STRING_LEFT = re.compile(r'"[^"\n]*"')
 
 
