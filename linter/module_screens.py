@@ -363,9 +363,9 @@ def kv207(tree: ast.AST, settings: Settings, path: str) -> frozenset[int]:
     """A top-level class with a base it can inherit a projection from (a class of the module
     or a name imported by ``from ... import``: the rule reads no other) that calls its
     parent's ``__init__`` and assigns one side of a K/V projection pair a ``*Linear`` without
-    the other, where the twin is named in a class of the module or in the module file a base
-    is imported from (the rule finds the inherited twin among those classes only). The lines
-    of such classes."""
+    the other, where the twin is named in a class of the module it derives from, or (a base
+    read from another file of the tree) in any class of the module or that file: the rule
+    finds the inherited twin among those classes only. The lines of such classes."""
     classes = _top_classes(tree)
     imported: dict[str, list[tuple[ast.ImportFrom, str]]] | None = None
     in_classes: set[str] | None = None
@@ -380,15 +380,48 @@ def kv207(tree: ast.AST, settings: Settings, path: str) -> frozenset[int]:
                 imported = _imports(tree)
             if not any(b in classes or b in imported for b in bases):
                 continue
+            local, outside = _ancestry(cls, classes)
+            files = [
+                target for b in outside for statement, _ in imported.get(b, ())
+                if (target := _imported_file(statement, path)) is not None
+            ]
+            if not files:
+                # No base is read from another file: the twin is inherited only from a class
+                # of the module that ``cls`` derives from (diffusers' ``AttentionModuleMixin``,
+                # a package outside the tree, lends the rule nothing).
+                if any(not twins.isdisjoint(_names_in(base)) for base in local):
+                    found.add(cls.lineno)
+                continue
+            # An imported base's own bases are looked up among the module's classes too (by
+            # name, as ``hierarchy.ancestors`` does): any class of the module may lend the twin.
             if in_classes is None:
                 in_classes = {n for c in classes.values() for k in c for n in _names_in(k)}
             if not twins.isdisjoint(in_classes) or any(
-                not twins.isdisjoint(read_once(target, identifier_set, frozenset()))
-                for b in bases for statement, _ in imported.get(b, ())
-                if (target := _imported_file(statement, path)) is not None
+                not twins.isdisjoint(read_once(target, identifier_set, frozenset())) for target in files
             ):
                 found.add(cls.lineno)
     return frozenset(found)
+
+
+def _ancestry(cls: ast.ClassDef, classes: dict[str, list[ast.ClassDef]]) -> tuple[list[ast.ClassDef], set[str]]:
+    """The module's classes ``cls`` derives from (every class bound to a base's name, along
+    their own bases), and the base names along the way that name no class of the module."""
+    local: list[ast.ClassDef] = []
+    outside: set[str] = set()
+    seen = {cls.name}
+    todo = [d for b in cls.bases if (d := _dotted(b)) is not None]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name not in classes:
+            outside.add(name)
+            continue
+        for base in classes[name]:
+            local.append(base)
+            todo.extend(d for b in base.bases if (d := _dotted(b)) is not None)
+    return local, outside
 
 
 # KV208 -----------------------------------------------------------------------------------

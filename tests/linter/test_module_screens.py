@@ -78,6 +78,21 @@ def test_kv207_needs_one_side_redeclared_after_the_parent_init_on_a_known_base()
     assert not _screen("KV207", base.replace("k_proj", "q_proj") + child)
 
 
+def test_kv207_needs_the_twin_named_by_a_class_the_child_derives_from(tmp_path) -> None:
+    # diffusers' shape: both sides built under ``if``/``else`` (so neither is surely defined),
+    # a base from a package outside the tree, and other classes of the module naming the twin.
+    child = ("class Child(nn.Module, Mixin):\n    def __init__(self, d, h, fused):\n        super().__init__()\n"
+             "        if fused:\n            self.to_k = nn.Linear(d, h)\n        self.to_v = nn.Linear(d, h)\n")
+    sibling = "class Sibling(nn.Module):\n    def __init__(self, d):\n        super().__init__()\n        self.to_k = nn.Linear(d, d)\n\n\n"
+    linted = _package(tmp_path, {}, "flux.py")
+    assert not _screen("KV207", f"from diffusers.attention import Mixin\n\n\n{sibling}{child}", str(linted))
+    assert not _screen("KV207", f"from .missing import Mixin\n\n\n{sibling}{child}", str(linted))
+    # The same sibling as the child's base, directly or through a middle class, lends the twin.
+    derived = child.replace("(nn.Module, Mixin)", "(Sibling)")
+    assert _screen("KV207", sibling + derived, str(linted))
+    assert _screen("KV207", sibling + "class Middle(Sibling):\n    pass\n\n\n" + derived.replace("(Sibling)", "(Middle)"), str(linted))
+
+
 def test_kv207_needs_the_twin_named_where_an_imported_base_lives(tmp_path) -> None:
     child = ("class Child(Base):\n    def __init__(self, config):\n        super().__init__(config)\n"
              "        self.v_proj = nn.Linear(config.hidden_size, config.num_attention_heads * self.head_dim)\n")
