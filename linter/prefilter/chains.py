@@ -121,3 +121,98 @@ def assigned_reaches(text: str, name: str, targets: Collection[str], raw: bool =
         if reached:
             return True
     return False
+
+
+def cut_reading(text: str, name: str, passes: Collection[str], raw: bool) -> frozenset[str]:
+    """What the chains rooted at identifier ``name`` reach past steps in ``passes`` (calls of
+    axis-moving methods: ``k.transpose(1, 2)``), as the screens read a cut after
+    ``ast_screens._seen_through``: ``"[cut"`` for a subscript that cuts (``_cuts``),
+    ``"[slices"`` for one of slices only (``_only_slices``), the name of every attribute
+    reached (``view``, ``narrow``), ``","`` where a chain that took a step may end an
+    argument (``narrow(k.float(), ...)``), and ``"?"`` where ``raw`` text may hide what
+    follows behind a string or comment. A subscript ends a chain: ``k[0][:n]`` is no cut of
+    ``k``."""
+    found: set[str] = set()
+    n = len(text)
+    for _, end in word_spans(text, (name,)):
+        i, steps = end, 0
+        while True:
+            i = _SPACE.match(text, i).end()
+            if i >= n:
+                break
+            char = text[i]
+            if char == "[":
+                after = _after_group(text, i, raw)
+                if after is None or text[after - 1] != "]":
+                    found.add("?")  # unclosed, or a string or comment may hide the close
+                else:
+                    found.update(_subscript_reading(text[i + 1:after - 1]))
+                break
+            if char == ".":
+                attribute = _NAME.match(text, _SPACE.match(text, i + 1).end())
+                if attribute is None:
+                    break
+                found.add(attribute.group())
+                bracket = _SPACE.match(text, attribute.end()).end()
+                if attribute.group() not in passes or bracket >= n or text[bracket] != "(":
+                    break
+                after = _after_group(text, bracket, raw)
+                if after is None:
+                    found.add("?")
+                    break
+                i, steps = after, steps + 1
+                continue
+            if char == ")":
+                # ``(k)[:n]`` is ``k[:n]``; ``f(k)[0]`` is read alike, which only costs a parse.
+                if steps:
+                    found.add(",")
+                i += 1
+                continue
+            if char == "," and steps:
+                found.add(",")
+            elif raw and char in "\"'#":
+                found.add("?")
+            break
+    return frozenset(found)
+
+
+# Subscript elements that cut nothing (``_cuts``): a non-negative int literal, None, Ellipsis.
+_UNCUT_ELEMENT = re.compile(r"(?:[0-9][0-9_]*|0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|None|\.\.\.)")
+_EMPTY_SLICE = re.compile(r"::?")
+_STRUCTURE = re.compile(r"[()\[\]{},:\"']")
+
+
+def _subscript_reading(content: str) -> set[str]:
+    """``"[cut"`` and/or ``"[slices"`` for the text between a subscript's brackets, read
+    element by element (top-level commas): a slice has a top-level colon (a lambda's reads as
+    one too, which only adds); a quote (an f-string's field may keep one) reads as both."""
+    if "'" in content or '"' in content:
+        return {"[cut", "[slices"}
+    elements, depth, start, colon = [], 0, 0, False
+    for match in _STRUCTURE.finditer(content):
+        char = match.group()
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif depth == 0 and char == ":":
+            colon = True
+        elif depth == 0 and char == ",":
+            elements.append(("".join(content[start:match.start()].split()), colon))
+            start, colon = match.end(), False
+    last = "".join(content[start:].split())
+    if last or not elements:
+        elements.append((last, colon))
+    cut, only_slices = False, True
+    for element, is_slice in elements:
+        if is_slice:
+            cut = cut or _EMPTY_SLICE.fullmatch(element) is None
+        elif element in ("None", "..."):
+            continue
+        else:
+            only_slices = False
+            cut = cut or _UNCUT_ELEMENT.fullmatch(element) is None
+    found = {"[cut"} if cut else set()
+    if only_slices:
+        found.add("[slices")
+    return found

@@ -9,7 +9,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Collection, Iterable, Iterator
 
-from linter.prefilter.chains import assigned_reaches, root_reaches
+from linter.prefilter.chains import assigned_reaches, cut_reading, root_reaches
 from linter.code_only import code_only
 from linter.names import (
     ATTENTION_CALLABLES,
@@ -80,9 +80,8 @@ _UNWORDED_CALLABLES = frozenset(c for c in ATTENTION_CALLABLES if not is_attenti
 _PROJECTION_WORDS = ("proj", "linear", "dense", "wk", "wv", "to_k", "to_v")
 
 
-# Methods after which a name counts as reshaped (KV101) or cut (KV102), seen through included.
-_RESHAPED_BY = RESHAPE_CALLS | SEE_THROUGH
-_CUT_BY = SEE_THROUGH | {"split", "chunk", "tensor_split", "narrow"}
+# The calls KV102 reads as cuts beside slices (``ast_screens._SPLIT_CALLS``).
+_SPLIT_CALLS = frozenset({"split", "chunk", "tensor_split", "narrow"})
 # What may follow a name: a bracket, or a dot and an attribute's name.
 _FOLLOWER = re.compile(rf"{_GAP}(?:([\[(])|\.{_GAP}(\w+))")
 _SELF_ATTRIBUTE = re.compile(rf"self(?<![A-Za-z0-9_]self)(?={_GAP}\.{_GAP}(\w+))")
@@ -117,6 +116,7 @@ class _File:
         self._view_arguments: frozenset[str] | None = None
         self._code: str | None = None
         self._followers: dict[str, frozenset[str]] = {}
+        self._cut_readings: dict[str, frozenset[str]] = {}
         self._assigned: dict[str, frozenset[str]] = {}
         self._self_attributes: frozenset[str] | None = None
         self._returned: frozenset[str] | None = None
@@ -298,18 +298,33 @@ class _File:
         return "[" in self.followers(name)
 
     def reshaped(self, name: str) -> bool:
-        after = self.followers(name)
-        return "[" in after or not after.isdisjoint(_RESHAPED_BY) or self.argument_reshaped(name)
-
-    def seen_through(self, name: str) -> bool:
-        """``k.transpose(1, 2)[...]``: a subscript after axis-moving steps (``reshapes.see_through``).
-        Any such step counts, subscripted or not: its arguments may hold brackets of any depth."""
-        return not self.followers(name).isdisjoint(SEE_THROUGH)
+        """Can ``ast_screens._kv101_anywhere`` read a cut of ``name``: a subscript that cuts
+        (``k[:n]``, not ``k[0]`` or ``k[:, None]``) or a reshape call (``k.narrow(...)``),
+        after axis-moving steps or not, or ``name`` (so stepped) first in a reshape's
+        arguments. A step alone (``k.float()``) is no cut."""
+        reading = self.cut_reading(name)
+        return (
+            "[cut" in reading or "?" in reading or not reading.isdisjoint(RESHAPE_CALLS)
+            or ("," in reading and not self.identifiers.isdisjoint(RESHAPE_CALLS))
+            or self.argument_reshaped(name)
+        )
 
     def cut(self, name: str) -> bool:
-        """Subscripted, seen through, or cut by KV102's split/chunk/tensor_split/narrow."""
-        after = self.followers(name)
-        return "[" in after or not after.isdisjoint(_CUT_BY) or self.argument_reshaped(name)
+        """Can ``ast_screens._kv102_anywhere`` read a cut of ``name``: a subscript of slices
+        only, or a split/chunk/tensor_split/narrow, as ``reshaped`` reads a cut."""
+        reading = self.cut_reading(name)
+        return (
+            "[slices" in reading or "?" in reading or not reading.isdisjoint(_SPLIT_CALLS)
+            or ("," in reading and not self.identifiers.isdisjoint(_SPLIT_CALLS))
+            or self.argument_reshaped(name)
+        )
+
+    def cut_reading(self, name: str) -> frozenset[str]:
+        """``chains.cut_reading`` of ``name`` (computed once per name)."""
+        found = self._cut_readings.get(name)
+        if found is None:
+            found = self._cut_readings[name] = cut_reading(self.text, name, SEE_THROUGH, not self.reduced)
+        return found
 
     def argument_reshaped(self, name: str) -> bool:
         """``torch.narrow(k, ...)``, ``narrow(self.k, ...)``: a reshape whose first positional

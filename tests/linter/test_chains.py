@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
-from linter.prefilter.chains import assigned_reaches, root_reaches
+from linter.ast_screens import _cuts, _only_slices
+from linter.names import SEE_THROUGH
+from linter.prefilter.chains import assigned_reaches, cut_reading, root_reaches
 from linter.tensor_roots import SAME_TENSOR_METHODS
 
 VIEWS = frozenset({"view", "reshape", "unflatten", "rearrange"})
@@ -122,3 +126,41 @@ def test_on_raw_text_a_chain_without_strings_or_comments_is_still_read_exactly()
 
 def test_on_raw_text_an_assigned_value_in_brackets_with_a_string_is_maybe() -> None:
     assert assigned_reaches("k = (x, ']')[0]", "k", VIEWS, raw=True)
+
+
+# ``cut_reading``: what a chain reaches, as KV101's and KV102's screens read a cut.
+
+SUBSCRIPTS = [
+    "k[:n]", "k[0]", "k[:, None]", "k[..., :64]", "k[-1]", "k[True]", "k[idx]", "k[1:2, ...]",
+    "k[None]", "k[:]", "k[::]", "k[0x1F]", "k[1.0]", "k[:n,]", "k[a, b]", "k[0, :, 1]", "k[1_000]",
+    "k[::2]", "k[:, :, 0]", "k[..., None, :t]", "k[(1)]", "k[lambda: 0]", "k[f(x)[0]:]", "k[0b1]",
+]
+
+
+@pytest.mark.parametrize("text", SUBSCRIPTS)
+def test_a_subscript_is_read_as_the_screens_read_its_tree(text: str) -> None:
+    node = ast.parse(text).body[0].value
+    expected = ({"[cut"} if _cuts(node) else set()) | ({"[slices"} if _only_slices(node) else set())
+    read = cut_reading(text, "k", SEE_THROUGH, raw=False) & {"[cut", "[slices"}
+    assert read >= expected  # never less: the text may only let more through
+    if text not in ("k[(1)]", "k[lambda: 0]"):  # read as more than they are, harmlessly
+        assert read == expected
+
+
+def test_axis_moving_steps_are_seen_through_to_a_subscript_or_a_call() -> None:
+    assert {"[cut", "transpose"} <= cut_reading("y = k.transpose(1, 2)[:, :t]", "k", SEE_THROUGH, raw=False)
+    assert "narrow" in cut_reading("y = k.contiguous().narrow(0, 0, t)", "k", SEE_THROUGH, raw=False)
+    # A step alone cuts nothing; after one, the chain may end an argument (``narrow(k.float(), ...)``).
+    assert cut_reading("y = k.float()\n", "k", SEE_THROUGH, raw=False) == {"float"}
+    assert "," in cut_reading("narrow(k.float(), 0, 0, t)", "k", SEE_THROUGH, raw=False)
+    # Another method or an attribute ends the chain: ``k.shape[0]`` is no cut of ``k``.
+    assert "[cut" not in cut_reading("n = k.shape[0]", "k", SEE_THROUGH, raw=False)
+    assert "[cut" not in cut_reading("y = k.new_zeros(3)[:t]", "k", SEE_THROUGH, raw=False)
+    # A subscript ends it too: ``k[0][:t]`` cuts the first row, not ``k``.
+    assert "[cut" not in cut_reading("y = k[0][:t]", "k", SEE_THROUGH, raw=False)
+
+
+def test_on_raw_text_a_string_or_comment_in_a_chain_makes_the_reading_maybe() -> None:
+    assert "?" in cut_reading("y = k.to('cpu')[:t]", "k", SEE_THROUGH, raw=True)
+    assert "?" in cut_reading("y = (k  # trimmed\n     [:t])", "k", SEE_THROUGH, raw=True)
+    assert "?" in cut_reading("y = k[:t", "k", SEE_THROUGH, raw=False)  # unclosed

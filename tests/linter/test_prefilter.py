@@ -639,3 +639,25 @@ def test_every_invalid_example_is_planned_whatever_rule_asks_for_the_pair_first(
         alone = parse_plan(example.code, [rules[code]], Settings())
         after_a_pair = parse_plan(example.code, [rules["KV104"], rules[code]], Settings())
         assert code in alone.rules and code in after_a_pair.rules, example.code
+
+
+KV102 = [rules_by_code()["KV102"]]
+
+
+def test_kv101_needs_a_cut_of_the_key_not_a_step_or_an_index() -> None:
+    # sglang's shape: the key cast and rotated in place, never cut; and a row taken by index.
+    cast = ("def forward(self, q, k, v):\n    q, k = q.float(), k.float()\n"
+            "    q, k = self.rotary_emb(q, k)\n    return self.attn(q, k, v)\n")
+    assert not parse_plan(cast, KV101, Settings()).needed
+    assert not parse_plan(cast.replace("k.float()", "k[0]"), KV101, Settings()).needed
+    for cut in ("k.float()[:, :t]", "k.transpose(1, 2)[..., :t]", "k.float().narrow(1, 0, t)", "torch.narrow(k.float(), 1, 0, t)"):
+        assert parse_plan(cast.replace("k.float()", cut), KV101, Settings()).needed, cut
+
+
+def test_kv102_needs_both_sides_sliced_or_split_not_indexed() -> None:
+    indexed = ("def forward(self, q, k, v, slots):\n    k = k[slots]\n    v = v[slots]\n"
+               "    return flash_attn_func(q, k, v)\n")
+    assert not parse_plan(indexed, KV102, Settings()).needed
+    assert not parse_plan(indexed.replace("[slots]", ".float()"), KV102, Settings()).needed
+    for cut in ("[:, :t]", ".transpose(1, 2)[..., :t]", ".transpose(1, 2).split(t)[0]"):
+        assert parse_plan(indexed.replace("[slots]", cut), KV102, Settings()).needed, cut

@@ -54,9 +54,9 @@ def test_the_finding_in_the_cut_class_is_reported_as_the_slow_path_reports_it() 
 
 
 def test_a_definition_no_screen_lets_through_never_reaches_libcst() -> None:
-    # K and V both subscripted (the text condition holds), but K by an index: KV102 compares
-    # slices only, and its screen knows it.
-    text = CLASS.replace("cache_k[:b, :p + s]", "cache_k[slots]")
+    # K and V both sliced (the text condition holds), but alike: the rule reports a site only
+    # where no site of the other side matches it, and the screen knows it.
+    text = CLASS.replace("cache_k[:b, :p + s]", "cache_k[:b, :p]")
     plan = parse_plan(text, [rules_by_code()["KV102"]], SETTINGS)
     assert plan.needed
     assert _screened_units(text, plan, JOB)[0] == []
