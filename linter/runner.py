@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from itertools import accumulate
+from itertools import accumulate, repeat
 from bisect import bisect_right
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -508,14 +508,14 @@ def _screened_units(
     live: set[str | None] = set()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # invalid escapes and the like are not ours to report
-        for (start, end), rules in zip(plan.ranges, plan.range_rules):
+        for (start, end), rules, members in zip(plan.ranges, plan.range_rules, plan.range_members or repeat(None)):
             # Line numbers of ``tree`` count from ``offset + 1``.
             statements = [s for s in whole if start < _first_line(s) <= end] if whole is not None else None
             if statements:
-                tree, offset = ast.Module(body=statements, type_ignores=[]), 0
+                tree, offset, members = ast.Module(body=statements, type_ignores=[]), 0, None
             else:
                 try:
-                    tree, offset = ast.parse("\n".join(lines[start:end])), start
+                    tree, offset = ast.parse(_class_text(lines, start, end, members)), start
                 except (SyntaxError, ValueError, RecursionError, MemoryError):
                     kept.append((start, end))
                     live.update(rules)
@@ -527,25 +527,41 @@ def _screened_units(
             live.update(rules)
             cls = tree.body[-1] if tree.body else None
             if isinstance(cls, ast.ClassDef) and len(tree.body) == 1 and rules <= METHOD_SCOPED:
-                kept.extend(_screened_methods(cls, start, end, (lines, offset), rules, job))
+                kept.extend(_screened_methods(cls, start, end, (lines, offset), rules, job, members and members[0]))
             else:
                 kept.append((start, end))
     return kept, parsed, frozenset(live)
 
 
+def _class_text(lines: list[str], start: int, end: int, members: tuple[int, tuple[tuple[int, int], ...]] | None) -> str:
+    """Lines ``start``-``end`` of ``lines``; of a class the plan read member by member
+    (``ParsePlan.range_members``), its header and the planned members only, every other line
+    of its body left empty, so the tree's line numbers stay the file's."""
+    if members is None:
+        return "\n".join(lines[start:end])
+    body, planned = members
+    kept = bytearray(end - body)
+    for first, stop in planned:
+        kept[first - body:stop - body] = b"\1" * (stop - first)
+    return "\n".join([*lines[start:body], *(line if kept[i] else "" for i, line in enumerate(lines[body:end]))])
+
+
 def _screened_methods(
-    cls: ast.ClassDef, start: int, end: int, source: tuple[list[str], int], rules: frozenset[str | None], job: Job
+    cls: ast.ClassDef, start: int, end: int, source: tuple[list[str], int], rules: frozenset[str | None], job: Job,
+    body: int | None = None,
 ) -> list[tuple[int, int]]:
     """``cls`` (lines ``start``-``end``; ``source``: the file's lines, and the offset its line
     numbers count from, plus one): its header and the methods (or nested classes) of its body
     that a screen of ``rules`` lets through, as absolute line ranges; the whole class where it
-    cannot be cut."""
+    cannot be cut. ``body``: where the body starts, when ``cls`` holds only some of its
+    statements (``_class_text``)."""
     from linter.ast_screens import may_report
 
     offset = source[1]
     first = _first_line(cls.body[0])
     if first <= cls.lineno:
         return [(start, end)]  # ``class A: ...`` on one line
+    header_end = offset + first - 1 if body is None else body
     definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     kept = [s for s in cls.body if isinstance(s, definitions) and may_report(s, rules, job.settings, source)]
     # The rest of the body (attributes, ``if``/``try`` blocks that may hold methods) is kept
@@ -556,7 +572,7 @@ def _screened_methods(
     if not kept:
         return []
     kept.sort(key=_first_line)
-    return [(start, offset + first - 1), *((offset + _first_line(s) - 1, offset + s.end_lineno) for s in kept)]
+    return [(start, header_end), *((offset + _first_line(s) - 1, offset + s.end_lineno) for s in kept)]
 
 
 def _first_line(statement: ast.stmt) -> int:

@@ -68,7 +68,7 @@ from linter.prefilter.kv209 import _kv209
 from linter.prefilter.kv301 import _kv301
 from linter.prefilter.lines import _LONE_CR
 from linter.rules import rule_triggers
-from linter.segments import Segment, header, top_level_segments
+from linter.segments import _DEFINITION_LINE, Segment, header, open_brackets, top_level_segments
 from linter.settings import Settings
 from linter.triggers import Scanner, Trigger
 
@@ -86,6 +86,7 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "BY_METHOD",
     "NOTHING",
     "TOP_LEVEL_CLASS",
     "ParsePlan",
@@ -152,6 +153,11 @@ class ParsePlan:
     # ``module_screens`` name the definitions they may report in; ``ranges`` stand for the
     # other rules.
     module_rules: frozenset[str | None] = frozenset()
+    # Per range, for a class whose live rules each reason within one method (``BY_METHOD``):
+    # (the first line of its body, the line ranges of the members of its body whose own code,
+    # under the class's header, meets a condition); None for a range read whole. The ``ast``
+    # screens need parse only those members.
+    range_members: tuple[tuple[int, tuple[tuple[int, int], ...]] | None, ...] = ()
 
     @property
     def needed(self) -> bool:
@@ -235,19 +241,94 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
             rests[own] = _File(rest, settings, reduced=True)
         if condition(rests[own]):
             return ParsePlan(True, rules=codes, module_rules=module_rules)
-    ranges, unit_rules = [], []
+    ranges, unit_rules, unit_members = [], [], []
+    raw_lines: list[str] = []
     for segment in segments:
         relevant = [c for c in live if _OWN_UNIT[c](segment)]
         if relevant:
             unit = _File(segment.text, settings, reduced=True)
-            held = frozenset(_CODES.get(c) for c in relevant if c(unit))
-            if held:
-                ranges.append((segment.start, segment.end))
-                unit_rules.append(held)
-    return ParsePlan(False, tuple(ranges), codes, tuple(unit_rules), module_rules)
+            held = [c for c in relevant if c(unit)]
+            if not held:
+                continue
+            members = None
+            if segment.kind == "class" and _BY_METHOD.issuperset(held):
+                raw_lines = raw_lines or text.split("\n")
+                members = _members(segment, raw_lines, held, settings)
+            if members is not None and not members[1]:
+                continue  # no method meets a condition alone: no finding in the class
+            ranges.append((segment.start, segment.end))
+            unit_rules.append(frozenset(_CODES.get(c) for c in held))
+            unit_members.append(members)
+    return ParsePlan(False, tuple(ranges), codes, tuple(unit_rules), module_rules, tuple(unit_members))
 
 
 _CODES = {condition: code for code, condition in _CONDITIONS.items()}
+
+# The rules whose every finding lies in one function (or in a class body's other statements
+# together), the enclosing classes' names aside (``scopes.Scope.enclosing``): a class is read
+# member by member for them (``ast_screens.METHOD_SCOPED``, the same rules).
+_BY_METHOD = frozenset({_kv101, _kv102, _kv103, _kv106, _kv202})
+BY_METHOD = frozenset(_CODES[c] for c in _BY_METHOD)
+
+
+def _members(
+    segment: Segment, raw: list[str], conditions: list[Callable[[_File], bool]], settings: Settings
+) -> tuple[int, tuple[tuple[int, int], ...]] | None:
+    """The first line of the class ``segment``'s body and the line ranges of the members of
+    that body (its methods and nested classes with their decorators, and its other statements
+    as one group) whose own code, read under the class's header (the enclosing class's name
+    is attention context), meets one of ``conditions`` (``raw``: the file's lines); None when
+    the body cannot be read member by member (on the header's line, or indented with tabs or
+    form feeds)."""
+    text = segment.text
+    head = _DEFINITION_LINE.search(text)
+    if head is None or "\t" in text or "\f" in text:
+        return None
+    header_end = _header_end(text, head.start())
+    if header_end is None or not text[head.start():header_end].rstrip().endswith(":"):
+        return None
+    header = text[:header_end + 1]
+    lines = text[header_end + 1:].split("\n")
+    first = segment.start + header.count("\n")
+    # The body's indentation is its first statement's, read in the file's own text (the reduced
+    # text blanks a docstring's first line and starts its last with one space).
+    statement = next((line for line in raw[first:segment.end] if line.strip() and not line.lstrip().startswith("#")), "")
+    indent = len(statement) - len(statement.lstrip(" "))
+    if not indent or statement[indent] in "\t\f":
+        return None
+    # The body dedented, a line indented less (inside brackets, a string's end) kept off
+    # column 0, so that its members are the top-level statements of the result.
+    dedented = "\n".join(
+        line[indent:] if line.startswith(" " * indent) else (" " + line.lstrip(" ") if line.strip() else "")
+        for line in lines
+    )
+    kept: list[tuple[int, int]] = []
+    rest: list[Segment] = []
+    for member in top_level_segments(dedented):
+        if not member.definition:
+            rest.append(member)
+        elif _meets(header, lines, [member], conditions, settings):
+            kept.append((first + member.start, first + member.end))
+    if rest and _meets(header, lines, rest, conditions, settings):
+        kept.extend((first + m.start, first + m.end) for m in rest)
+    return first, tuple(sorted(kept))
+
+
+def _header_end(text: str, start: int) -> int | None:
+    """The newline ending the ``class`` header that starts at ``start``: the first after which
+    its brackets are closed and no backslash continues it (None: none does)."""
+    depth = 0
+    while (newline := text.find("\n", start)) >= 0:
+        depth += open_brackets(text, start, newline)
+        if depth <= 0 and not text[start:newline].rstrip().endswith("\\"):
+            return newline
+        start = newline + 1
+    return None
+
+
+def _meets(header: str, lines: list[str], members: list[Segment], conditions: list[Callable[[_File], bool]], settings: Settings) -> bool:
+    unit = _File(header + "\n".join("\n".join(lines[m.start:m.end]) for m in members), settings, reduced=True)
+    return any(condition(unit) for condition in conditions)
 
 
 def own_unit(code: str | None) -> str | None:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
+from linter.code_only import code_only
 from linter.prefilter import excerpt, parse_plan
+from linter.prefilter.file import _File
+from linter.prefilter.kv101 import _kv101
 from linter.rules import rules_by_code
-from linter.runner import _screened_units, check_stdin, job_for
+from linter.runner import _class_text, _screened_units, check_stdin, job_for
 from linter.settings import Settings
 
 SETTINGS = Settings(select=frozenset({"KV102"}))
@@ -131,3 +134,77 @@ def test_a_finding_in_a_kept_definition_is_reported_from_it_in_place_not_from_th
     assert module not in seen and in_place.count("\n") == module.count("\n")
     assert "WINDOW = 128" in in_place and "import torch" in in_place and "keys = cache_k[:b, :p + s]" in in_place
     assert "def unrelated" not in in_place and "def reset" not in in_place and "def tail" not in in_place
+
+
+# A class whose live rules each reason within one method is read member by member by the plan:
+# only the members meeting a condition under the class's header are parsed.
+MEMBERS = '''\
+import torch
+
+
+@register(
+    "attention")
+class SelfAttention(
+    nn.Module,
+):
+    """Keys and values.
+    Cached."""
+
+    scale = {"a": 1,
+"b": 2}
+
+    def __init__(self, k_proj, v_proj):
+        super().__init__()
+        self.k_proj, self.v_proj = k_proj, v_proj
+
+    @torch.no_grad()
+    def forward(self, q, k, v, t):
+        k = k[:, :t]
+        scores = torch.matmul(q, k.transpose(-2, -1)).softmax(-1)
+        return torch.matmul(scores, v)
+
+    def describe(self):
+        text = """k and v
+are trimmed alike"""
+        return text
+'''
+
+
+def test_a_class_is_planned_member_by_member_for_method_scoped_rules() -> None:
+    plan = parse_plan(MEMBERS, [rules_by_code()["KV101"]], Settings(select=frozenset({"KV101"})))
+    lines = MEMBERS.split("\n")
+    assert plan.ranges == ((3, 29),)
+    body, members = plan.range_members[0]
+    # The header (decorators included) ends where the body starts; only ``forward`` meets the
+    # condition alone: the class's name is its attention context, read with it.
+    assert lines[body - 1] == "):" and [lines[a:b][1].strip() for a, b in members] == ["def forward(self, q, k, v, t):"]
+
+
+def test_a_member_cut_parses_at_the_files_own_lines_and_reports_as_the_slow_path() -> None:
+    job = job_for(Settings(select=frozenset({"KV101"})))
+    plan = parse_plan(MEMBERS, job.rules, job.settings)
+    body, members = plan.range_members[0]
+    tree = ast.parse(_class_text(MEMBERS.split("\n"), 3, 29, (body, members)))
+    cls = tree.body[0]
+    assert [s.name for s in cls.body] == ["forward"] and cls.body[0].lineno - 1 == members[0][0] - 3 + 1
+    fast = check_stdin(MEMBERS.encode(), "attention.py", job).findings
+    slow = check_stdin(MEMBERS.encode(), "attention.py", replace(job, prefilter=False)).findings
+    assert [(f.code, f.span.row, f.message) for f in fast] == [(f.code, f.span.row, f.message) for f in slow]
+    assert [f.code for f in slow] == ["KV101"]
+
+
+def test_a_class_no_member_of_which_meets_a_condition_alone_is_not_planned() -> None:
+    # The key cut in a method that never names the value: KV101 pairs them within one function.
+    split = MEMBERS.replace("        k = k[:, :t]\n", "").replace(
+        "    def describe(self):", "    def trim(self, k, t):\n        return k[:, :t]\n\n    def describe(self):")
+    plan = parse_plan(split, [rules_by_code()["KV101"]], Settings(select=frozenset({"KV101"})))
+    assert plan.ranges == () and not plan.needed
+    # Read whole, the class meets the condition: only the member reading stops it.
+    assert _kv101(_File(code_only(split), Settings(), reduced=True))
+
+
+def test_the_plan_reads_by_method_exactly_the_rules_the_screens_read_by_method() -> None:
+    from linter.ast_screens import METHOD_SCOPED
+    from linter.prefilter import BY_METHOD
+
+    assert BY_METHOD == METHOD_SCOPED
