@@ -69,7 +69,8 @@ class _Kv209Facts:
         if not through:
             return False
         # One through a helper, the other viewed: named in a statement with a view word.
-        viewed = _named_with_a_view(self.f.code)
+        wanted = frozenset({twins[k] for k in keys if k in through} | {k for k in keys if twins[k] in through})
+        viewed = _named_with_a_view(self.f.code, wanted)
         return any(
             (k in through and twins[k] in viewed) or (twins[k] in through and k in viewed)
             for k in keys
@@ -209,20 +210,21 @@ _BRACKET_OR_TEXT = re.compile(r"""[()\[\]{}'"#]""")
 
 
 @lru_cache(maxsize=4)
-def _named_with_a_view(code: str) -> frozenset[str]:
-    """Every identifier in a statement of ``code`` (reduced by ``code_only``) with a view word
-    in it: a superset of ``module_screens._viewed_names`` (the names in a view's receiver, its
-    first argument, or the target it is assigned to), which are all in the view's statement.
+def _named_with_a_view(code: str, wanted: frozenset[str]) -> frozenset[str]:
+    """Those of ``wanted`` named in a statement of ``code`` (reduced by ``code_only``) with a
+    view word in it: every name ``module_screens._viewed_names`` finds (the names in a view's
+    receiver, its first argument, or the target it is assigned to) is in the view's statement.
 
     Statements are read from each ``def`` or ``class`` line (every such line of code starts a
-    statement, outside any bracket) to the next; where their brackets do not balance, the
-    whole stretch counts as one statement."""
+    statement, outside any bracket) to the next, in the stretches naming one of ``wanted``;
+    where their brackets do not balance, the whole stretch counts as one statement."""
     found: set[str] = set()
-    if _VIEW_WORD.search(code) is None:
+    if not wanted or _VIEW_WORD.search(code) is None:
         return frozenset()
+    named = _compiled(rf"{word_first(wanted)}(?!\w)")
     cuts = [0, *(m.end() for m in _DEFINITION_LINE.finditer(code)), len(code)]
     for a, b in pairwise(cuts):
-        if _VIEW_WORD.search(code, a, b) is None:
+        if _VIEW_WORD.search(code, a, b) is None or named.search(code, a, b) is None:
             continue
         stretch = code[a:b]
         # Brackets inside an f-string's kept fields are text (``f"{d[')']}"``): neutral.
@@ -234,7 +236,7 @@ def _named_with_a_view(code: str) -> frozenset[str]:
         for start, end in spans:
             if _VIEW_WORD.search(stretch, start, end) is not None:
                 found |= identifier_set(stretch[start:end])
-    return frozenset(found)
+    return frozenset(found & wanted)
 
 
 _STRING_BRACKETS = re.compile(r'"[^"\n]*"|\'[^\'\n]*\'')
