@@ -41,6 +41,7 @@ from linter.prefilter import (
     top_level_starts,
     view_returning_defs,
 )
+from linter.prefilter.kv207 import _redeclaring_class, class_spans, plain_bases_of
 from linter.prefilter.lines import _LONE_CR
 from linter.prefilter.words import _compiled
 from linter.segments import bound_name, top_level_segments
@@ -818,7 +819,47 @@ _NO_VIEWS = _ViewReturning("")
 
 # Screens of a module rule that read the text alone (and the modules it imports), asked before
 # the file is parsed: where one says no, its rule needs no ``ast`` tree of the file.
-TEXT_SCREENS = {"KV105": kv105_text, "KV208": kv208_text, "KV209": kv209_text}
+def kv207_text(text: str, settings: Settings, path: str) -> bool:
+    """``kv207`` asked of the text, before the file is parsed: the text condition's class
+    (``prefilter.kv207``) whose twin is named by a class of the module it derives from (read
+    along the plain bases of the module's classes, as ``_ancestry`` reads them), or with a base
+    along the way that a ``from ... import`` binds to a file of the tree (``kv207`` then asks
+    more of that file and the module's classes)."""
+    if "\r" in text and _LONE_CR.search(text):
+        return True  # old Mac line ends: the classes are not read line by line
+    code = code_only(text)
+    classes = class_spans(code)
+    imports: dict[str, list[tuple[int, list[str]]]] | None = None
+
+    def lends(plain: list[str], twins: set[str]) -> bool:
+        nonlocal imports
+        seen: set[str] = set()
+        todo = list(plain)
+        outside = set()
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            if name not in classes:
+                outside.add(name)
+                continue
+            for start, end in classes[name]:
+                if not twins.isdisjoint(identifier_set(code[start:end])):
+                    return True
+                todo.extend(plain_bases_of(code, start, end))
+        if not outside:
+            return False
+        if imports is None:
+            imports = {}
+            for level, parts, _, bound in from_imports(text):
+                imports.setdefault(bound, []).append((level, parts))
+        return any(_module_at(path, level, parts) is not None for name in outside for level, parts in imports.get(name, ()))
+
+    return _redeclaring_class(code, tuple(map(tuple, settings.extra_pairs)), lambda: True, lends)
+
+
+TEXT_SCREENS = {"KV105": kv105_text, "KV207": kv207_text, "KV208": kv208_text, "KV209": kv209_text}
 
 
 SCREENS = {"KV105": kv105, "KV207": kv207, "KV208": kv208, "KV209": kv209}

@@ -89,7 +89,10 @@ def _twin(attr: str, extra: tuple[tuple[str, str], ...]) -> str | None:
     return (value_counterpart if side == "k" else key_counterpart)(attr, extra)
 
 
-def _redeclaring_class(code: str, extra, local_bases: Callable[[], bool] = lambda: True) -> bool:
+def _redeclaring_class(
+    code: str, extra, local_bases: Callable[[], bool] = lambda: True,
+    lends: Callable[[list[str], set[str]], bool] | None = None,
+) -> bool:
     """Can a top-level class of ``code`` (the text reduced by ``code_only``) pass
     ``module_screens.kv207``: a parent ``__init__`` call, a K/V-side ``self.`` target that a
     ``Linear`` follows in its statement whose twin the class does not surely define directly
@@ -99,7 +102,8 @@ def _redeclaring_class(code: str, extra, local_bases: Callable[[], bool] = lambd
     A class's text runs from its column-0 ``class`` line to the next column-0 ``def`` or
     ``class`` line; what follows the class there (other top-level statements) only adds to
     what is searched. The cheap tests go first; the file's identifiers (``local_bases``) are
-    collected last."""
+    collected last. ``lends(plain bases, twins)``, where given, has the last word on a class
+    whose bases pass (``module_screens.kv207_text``: the file's path at hand)."""
     starts = [m.end() for m in _CLASS_LINE.finditer(code)]
     first = _FIRST_CLASS.match(code)
     if first is not None:
@@ -132,8 +136,35 @@ def _redeclaring_class(code: str, extra, local_bases: Callable[[], bool] = lambd
                             local.update(_CLASS_NAME.findall("\n" + code[first.end():code.find("\n", first.end())]))
                 if local.isdisjoint(plain):
                     continue
+            if lends is not None and not lends(plain, twins):
+                continue
         return True
     return False
+
+
+def class_spans(code: str) -> dict[str, list[tuple[int, int]]]:
+    """The top-level classes of ``code`` (reduced by ``code_only``) by name: each one's text, from
+    its ``class`` keyword to the next column-0 ``def`` or ``class`` line, as offsets."""
+    found: dict[str, list[tuple[int, int]]] = {}
+    first = _FIRST_CLASS.match(code)
+    starts = [first.end()] if first is not None else []
+    starts.extend(m.end() for m in _CLASS_LINE.finditer(code))
+    for start in starts:
+        name = _CLASS_HEAD_NAME.match(code, start)
+        if name is None:
+            continue
+        after = _TOP_DEFINITION.search(code, start + 5)
+        found.setdefault(name.group(1), []).append((start, after.start() + 1 if after else len(code)))
+    return found
+
+
+def plain_bases_of(code: str, start: int, end: int) -> list[str]:
+    """The plain names among the bases of the class whose text is ``code[start:end]``."""
+    bases = _bases(code, start, end)
+    return _plain_bases(bases) if isinstance(bases, str) else []
+
+
+_CLASS_HEAD_NAME = re.compile(r"class[ \t]+(\w+)")
 
 
 def _lonely_candidates(code: str, start: int, end: int, extra) -> set[str]:

@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks.equivalence import default_settings
 from linter import dependencies
-from linter.module_screens import SCREENS
+from linter.module_screens import SCREENS, TEXT_SCREENS
 from linter.prefilter import parse_plan
 from linter.rules import rules_by_code
 from linter.runner import _lint_text, job_for
@@ -41,6 +41,12 @@ def _package(root, modules: dict[str, str], linted: str):
 def test_every_invalid_example_passes_its_module_screen(code: str) -> None:
     for example in rules_by_code()[code].INVALID:
         assert _screen(code, example.code), example.code
+
+
+@pytest.mark.parametrize("code", sorted(TEXT_SCREENS))
+def test_every_invalid_example_passes_its_text_screen(code: str) -> None:
+    for example in rules_by_code()[code].INVALID:
+        assert TEXT_SCREENS[code](example.code, Settings(), "<test>"), example.code
 
 
 def test_kv105_stops_a_helper_that_builds_a_new_tensor() -> None:
@@ -346,3 +352,25 @@ def test_imported_tops_of_the_repositorys_modules_read_alike() -> None:
             assert [ast.dump(c, include_attributes=True) for c in tops.classes(name)] == expected.get((True, name), []), (path, name)
             assert [ast.dump(f, include_attributes=True) for f in tops.functions(name)] == expected.get((False, name), []), (path, name)
         assert tops._whole is None, path  # every definition parsed alone
+
+
+def test_kv207_text_screen_reads_the_ancestry_as_the_tree_screen_does(tmp_path) -> None:
+    from linter.module_screens import kv207_text
+
+    child = ("class Child(nn.Module, Mixin):\n    def __init__(self, d, h, fused):\n        super().__init__()\n"
+             "        if fused:\n            self.to_k = nn.Linear(d, h)\n        self.to_v = nn.Linear(d, h)\n")
+    sibling = "class Sibling(nn.Module):\n    def __init__(self, d):\n        super().__init__()\n        self.to_k = nn.Linear(d, d)\n\n\n"
+    linted = _package(tmp_path, {"base.py": sibling}, "flux.py")
+    cases = {
+        # A base from outside the tree, or from a module the tree lacks: no lender.
+        f"from diffusers.attention import Mixin\n\n\n{sibling}{child}": False,
+        f"from .missing import Mixin\n\n\n{sibling}{child}": False,
+        # A class of the module the child derives from, directly or through a middle class.
+        sibling + child.replace("(nn.Module, Mixin)", "(Sibling)"): True,
+        sibling + "class Middle(Sibling):\n    pass\n\n\n" + child.replace("(nn.Module, Mixin)", "(Middle)"): True,
+        # A base read from a file of the tree: the tree screen asks more of it.
+        "from .base import Sibling\n\n\n" + child.replace("(nn.Module, Mixin)", "(Sibling)"): True,
+    }
+    for text, expected in cases.items():
+        assert kv207_text(text, Settings(), str(linted)) is expected, text
+        assert _screen("KV207", text, str(linted)) is expected, text  # the two screens agree
