@@ -8,7 +8,10 @@ no comments, no plain string contents; once a K/V pair was asked for, which need
 conditions read only that), and last per top-level statement (``segments``): a rule
 whose findings all come from facts inside one function or class (one class, for KV203), or
 from the rest of the module, can only report inside a definition whose own code meets its
-condition, or in the rest when that does. The parser then sees only those definitions, or the
+condition, or in the rest when that does. A class whose live rules each reason within one
+method (``BY_METHOD``) is read further, member by member (``_members``): only the methods, and
+the rest of its body as one group, whose own code meets a condition under the class's header
+are parsed by the ``ast`` screens. The parser then sees only those definitions, or the
 whole file when the rest of the module is involved or a rule is one this module does not know
 (where the rest is involved, the runner still reduces every definition the ``ast`` screens
 stop to its header: ``runner._cut_of_whole``, with ``own_unit``).
