@@ -22,7 +22,8 @@ import ast
 import re
 import warnings
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from linter.ast_screens import _builds_linear, _dotted, _flat, _names_in, _seen_through, _self_attr, _tail, walk
 from linter.code_only import code_only
@@ -46,6 +47,8 @@ from linter.prefilter.lines import _LONE_CR
 from linter.prefilter.words import _compiled
 from linter.segments import bound_name, top_level_segments
 from linter.settings import Settings
+
+_C = TypeVar("_C")
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -405,12 +408,24 @@ def kv207(tree: ast.AST, settings: Settings, path: str) -> frozenset[int]:
 
 
 def _ancestry(cls: ast.ClassDef, classes: dict[str, list[ast.ClassDef]]) -> tuple[list[ast.ClassDef], set[str]]:
-    """The module's classes ``cls`` derives from (every class bound to a base's name, along
-    their own bases), and the base names along the way that name no class of the module."""
-    local: list[ast.ClassDef] = []
+    """The module's classes ``cls`` derives from and the base names that name none of them
+    (``_along_bases``)."""
+    return _along_bases(_dotted_bases(cls), classes, _dotted_bases, {cls.name})
+
+
+def _dotted_bases(cls: ast.ClassDef) -> list[str]:
+    return [d for b in cls.bases if (d := _dotted(b)) is not None]
+
+
+def _along_bases(
+    bases: list[str], classes: dict[str, list[_C]], bases_of: Callable[[_C], list[str]], seen: set[str]
+) -> tuple[list[_C], set[str]]:
+    """Every class of ``classes`` (by name) bound to one of ``bases``, then to one of theirs
+    (``bases_of``), and so on, each name once (none of ``seen``); and the names along the way
+    that name no class of ``classes``."""
+    local: list[_C] = []
     outside: set[str] = set()
-    seen = {cls.name}
-    todo = [d for b in cls.bases if (d := _dotted(b)) is not None]
+    todo = list(bases)
     while todo:
         name = todo.pop()
         if name in seen:
@@ -421,7 +436,7 @@ def _ancestry(cls: ast.ClassDef, classes: dict[str, list[ast.ClassDef]]) -> tupl
             continue
         for base in classes[name]:
             local.append(base)
-            todo.extend(d for b in base.bases if (d := _dotted(b)) is not None)
+            todo.extend(bases_of(base))
     return local, outside
 
 
@@ -833,21 +848,9 @@ def kv207_text(text: str, settings: Settings, path: str) -> bool:
 
     def lends(plain: list[str], twins: set[str]) -> bool:
         nonlocal imports
-        seen: set[str] = set()
-        todo = list(plain)
-        outside = set()
-        while todo:
-            name = todo.pop()
-            if name in seen:
-                continue
-            seen.add(name)
-            if name not in classes:
-                outside.add(name)
-                continue
-            for start, end in classes[name]:
-                if not twins.isdisjoint(identifier_set(code[start:end])):
-                    return True
-                todo.extend(plain_bases_of(code, start, end))
+        local, outside = _along_bases(plain, classes, lambda span: plain_bases_of(code, *span), set())
+        if any(not twins.isdisjoint(identifier_set(code[start:end])) for start, end in local):
+            return True
         if not outside:
             return False
         if imports is None:
