@@ -859,7 +859,7 @@ def kv207_text(text: str, settings: Settings, path: str) -> bool:
                 imports.setdefault(bound, []).append((level, parts))
         return any(_module_at(path, level, parts) is not None for name in outside for level, parts in imports.get(name, ()))
 
-    return _redeclaring_class(code, tuple(map(tuple, settings.extra_pairs)), lambda: True, lends)
+    return _redeclaring_class(code, settings.extra_pairs, lends=lends)
 
 
 TEXT_SCREENS = {"KV105": kv105_text, "KV207": kv207_text, "KV208": kv208_text, "KV209": kv209_text}

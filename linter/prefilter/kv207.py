@@ -39,9 +39,7 @@ def _kv207(f: _File) -> bool:
     text = f.text
     if "class" not in text or "Linear" not in text or "__init__" not in text:
         return False
-    extra = f.settings.extra_pairs
-    if extra.__class__ is not tuple:
-        extra = tuple(map(tuple, extra))  # ``_twin`` caches by it
+    extra = hashable_pairs(f.settings.extra_pairs)
     if not _assigns_a_linear(text, extra):
         return False
     if "\r" in text and _LONE_CR.search(text):
@@ -71,7 +69,6 @@ _FIRST_CLASS = re.compile(r"[\ufeff\f]*(?=class\b)")
 _TOP_DEFINITION = re.compile(r"\n\f*(?=(?:async[ \t]+)?def\b|class\b)")
 
 
-_CLASS_NAME = re.compile(r"\n\f*class[ \t]+(\w+)")
 _CLASS_HEAD = re.compile(r"class[ \t]+\w+[ \t]*")
 # A method's statement that surely assigns ``self.X`` (group 1), alone or annotated with a
 # plain (subscripted) name: ``self.v_proj = ...``, ``self.v_proj: nn.Linear = ...``. Nothing
@@ -104,15 +101,11 @@ def _redeclaring_class(
     what is searched. The cheap tests go first; the file's identifiers (``local_bases``) are
     collected last. ``lends(plain bases, twins)``, where given, has the last word on a class
     whose bases pass (``module_screens.kv207_text``: the file's path at hand)."""
-    starts = [m.end() for m in _CLASS_LINE.finditer(code)]
-    first = _FIRST_CLASS.match(code)
-    if first is not None:
-        starts.insert(0, first.end())
+    extra = hashable_pairs(extra)
+    classes = class_spans(code)
     imported: frozenset[str] | None = None  # ``from x import``-ed names; None until needed
     local: set[str] | None = None  # the top-level class names, when a K/V pair is named
-    for start in starts:
-        after = _TOP_DEFINITION.search(code, start + 5)
-        end = after.start() + 1 if after else len(code)
+    for start, end in (span for spans in classes.values() for span in spans):
         if code.find("Linear", start, end) < 0 or not _calls_an_init(code, start, end):
             continue
         twins = _lonely_candidates(code, start, end, extra)
@@ -129,11 +122,7 @@ def _redeclaring_class(
             plain = _plain_bases(bases)
             if imported.isdisjoint(plain):
                 if local is None:
-                    local = set()
-                    if local_bases():
-                        local.update(_CLASS_NAME.findall(code))
-                        if first is not None:
-                            local.update(_CLASS_NAME.findall("\n" + code[first.end():code.find("\n", first.end())]))
+                    local = set(classes) - {""} if local_bases() else set()
                 if local.isdisjoint(plain):
                     continue
             if lends is not None and not lends(plain, twins):
@@ -143,19 +132,23 @@ def _redeclaring_class(
 
 
 def class_spans(code: str) -> dict[str, list[tuple[int, int]]]:
-    """The top-level classes of ``code`` (reduced by ``code_only``) by name: each one's text, from
-    its ``class`` keyword to the next column-0 ``def`` or ``class`` line, as offsets."""
+    """The top-level classes of ``code`` (reduced by ``code_only``) by name (``""`` for a header
+    whose name is not on its line): each one's text, from its ``class`` keyword to the next
+    column-0 ``def`` or ``class`` line, as offsets."""
     found: dict[str, list[tuple[int, int]]] = {}
     first = _FIRST_CLASS.match(code)
     starts = [first.end()] if first is not None else []
     starts.extend(m.end() for m in _CLASS_LINE.finditer(code))
     for start in starts:
         name = _CLASS_HEAD_NAME.match(code, start)
-        if name is None:
-            continue
         after = _TOP_DEFINITION.search(code, start + 5)
-        found.setdefault(name.group(1), []).append((start, after.start() + 1 if after else len(code)))
+        found.setdefault(name.group(1) if name else "", []).append((start, after.start() + 1 if after else len(code)))
     return found
+
+
+def hashable_pairs(extra) -> tuple[tuple[str, str], ...]:
+    """The configured extra pairs as a tuple of tuples: ``_twin`` caches by them."""
+    return extra if extra.__class__ is tuple else tuple(map(tuple, extra))
 
 
 def plain_bases_of(code: str, start: int, end: int) -> list[str]:
