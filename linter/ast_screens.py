@@ -1053,17 +1053,24 @@ def _kv204_states(receiver: ast.expr, bound: dict, extra, depth: int) -> set[str
         if depth > 6:
             return set()
         return set().union(*(_kv204_states(v, bound, extra, depth + 1) for v, _, _ in bound.get(receiver.id, ())))
-    if type(receiver) is not ast.Call:
-        return set()
-    attr = _self_attr(receiver.func)
+    found = _projection_call(receiver, extra)
+    return set() if found is None else {found[1]}
+
+
+def _projection_call(node: ast.expr, extra) -> tuple[str, str] | None:
+    """(``k_proj``, ``x``) of ``self.k_proj(x)``, a call ``flows.projected`` reads as a K/V
+    projection's output: one argument, a name, and one side (``query_key_value`` is both)."""
+    if type(node) is not ast.Call:
+        return None
+    attr = _self_attr(node.func)
     # libcst counts ``*x`` and ``**x`` as arguments whose value is ``x``.
-    args = [a.value if type(a) is ast.Starred else a for a in receiver.args] + [kw.value for kw in receiver.keywords]
+    args = [a.value if type(a) is ast.Starred else a for a in node.args] + [kw.value for kw in node.keywords]
     if (
         attr is None or kv_side(attr, extra) is None or len(args) != 1 or type(args[0]) is not ast.Name
         or (value_counterpart(attr, extra) and key_counterpart(attr, extra))
     ):
-        return set()
-    return {args[0].id}
+        return None
+    return attr, args[0].id
 
 
 def _none_defaults(args: ast.arguments) -> set[str]:
@@ -1077,31 +1084,49 @@ _KV_ROLES = (Role.KV_HEADS, Role.KV_WIDTH)
 
 
 def _kv205(facts: Facts, settings: Settings) -> bool:
-    """A view or reshape naming a query head count, and a K/V ``*Linear`` projection whose
-    assignment names a KV head count or width."""
+    """A view or reshape naming a query head count, of a K/V ``*Linear`` projection's output
+    (``self.k_proj(x)`` itself, or a name bound to it, through names: ``flows.projected``)
+    whose assignment names a KV head count or width."""
     extra = settings.extra_pairs
-    if not any(_kv205_view(call, extra) for call in facts.calls):
+    views = [call for call in facts.calls if _kv205_query_view(call)]
+    if not views:
         return False
-    return any(
-        any((attr := _self_attr(t)) is not None and kv_side(attr, extra) is not None for t in targets)
-        and _builds_linear(value) and any(name_role(n) in _KV_ROLES for n in _names_in(value))
+    declared = {
+        attr
         for targets, value in facts.assignments
-    )
-
-
-def _kv205_view(call: ast.Call, extra) -> bool:
-    """A view or reshape of what may be a K/V projection's output (a name, or
-    ``self.k_proj(x)`` itself: ``flows.projected``) with an element of its shape that is one
-    query head count alone (``sizes.factors`` of it is that one name)."""
-    func = call.func
-    if type(func) is not ast.Attribute or func.attr not in _SHAPE_METHODS:
+        for target in targets
+        if (attr := _self_attr(target)) is not None and kv_side(attr, extra) is not None
+        and _builds_linear(value) and any(name_role(n) in _KV_ROLES for n in _names_in(value))
+    }
+    if not declared:
         return False
-    receiver = func.value
-    if type(receiver) is ast.Call:
-        attr = _self_attr(receiver.func)
-        if attr is None or kv_side(attr, extra) is None or len(receiver.args) + len(receiver.keywords) != 1:
-            return False
-    elif type(receiver) is not ast.Name:
+    # Every value a plain name is bound to anywhere in the unit (``model.functions`` keeps the
+    # last simple binding before the view, in the view's own function): a literal tuple's
+    # elements too, as ``k, v = self.k_proj(x), self.v_proj(x)`` pairs them.
+    bound: dict[str, list[ast.expr]] = {}
+    for targets, value in facts.assignments:
+        values = (value, *value.elts) if isinstance(value, (ast.Tuple, ast.List)) else (value,)
+        for target in targets:
+            if type(target) is ast.Name:
+                bound.setdefault(target.id, []).extend(values)
+    for call in views:
+        todo, seen = [call.func.value], set()
+        while todo:
+            receiver = todo.pop()
+            if type(receiver) is ast.Name:
+                if receiver.id not in seen:
+                    seen.add(receiver.id)
+                    todo.extend(bound.get(receiver.id, ()))
+            elif (found := _projection_call(receiver, extra)) is not None and found[0] in declared:
+                return True
+    return False
+
+
+def _kv205_query_view(call: ast.Call) -> bool:
+    """A view or reshape of a name or a call with an element of its shape that is one query
+    head count alone (``sizes.factors`` of it is that one name)."""
+    func = call.func
+    if type(func) is not ast.Attribute or func.attr not in _SHAPE_METHODS or type(func.value) not in (ast.Name, ast.Call):
         return False
     # ``_shape_elements``: libcst's arguments less ``*x`` and ``**x``.
     values = [a for a in call.args if type(a) is not ast.Starred] + [kw.value for kw in call.keywords if kw.arg is not None]

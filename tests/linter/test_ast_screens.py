@@ -265,6 +265,47 @@ class Attention(nn.Module):
     _stopped_and_silent("KV205", text)
 
 
+def test_kv205_a_projection_reached_through_names_passes_its_screen() -> None:
+    text = """\
+class Attention(nn.Module):
+    def __init__(self, hidden, num_heads, num_kv_heads, head_dim):
+        super().__init__()
+        self.num_heads, self.head_dim = num_heads, head_dim
+        self.k_proj, self.v_proj = nn.Linear(hidden, num_kv_heads * head_dim), nn.Linear(hidden, num_kv_heads * head_dim)
+
+    def forward(self, x, b, s):
+        projected, values = self.k_proj(x), self.v_proj(x)
+        key = projected
+        return key.view(b, s, self.num_heads, self.head_dim), values
+"""
+    _passes_and_reports("KV205", text)
+
+
+@pytest.mark.parametrize("viewed", [
+    # A piece of a fused projection's output: the rule reads no one projection in it.
+    "qkv, _ = self.qkv_proj(x)\n        q, k, v = qkv.split([self.q_size, self.kv_size, self.kv_size], dim=-1)",
+    # A K-side projection declared with the query's width.
+    "k = self.k_norm_proj(x)",
+    # The K projection of two inputs at once.
+    "k = self.k_proj(x, bias)",
+])
+def test_kv205_views_of_no_kv_sized_projection_are_stopped(viewed: str) -> None:
+    text = f"""\
+class Attention(nn.Module):
+    def __init__(self, hidden, num_heads, num_kv_heads, head_dim):
+        super().__init__()
+        self.num_heads, self.head_dim = num_heads, head_dim
+        self.qkv_proj = QKVParallelLinear(hidden, head_dim, num_heads, num_kv_heads)
+        self.k_proj = RowLinear(hidden, num_kv_heads * head_dim)
+        self.k_norm_proj = nn.Linear(hidden, num_heads * head_dim)
+
+    def forward(self, x, b, s, bias):
+        {viewed}
+        return k.view(b, s, self.num_heads, self.head_dim)
+"""
+    _stopped_and_silent("KV205", text)
+
+
 def test_kv204_a_length_read_by_size_on_the_query_passes_its_screen() -> None:
     text = """\
 class DecoderAttention(nn.Module):
