@@ -25,7 +25,7 @@ from linter.names import (
 from linter.prefilter.lines import definition_lines
 from linter.prefilter.statements import _statement_extent
 from linter.prefilter.vocabulary import _VIEW_CALLS
-from linter.prefilter.words import _DOT, _GAP, _compiled, identifier_set, word_first, word_spans
+from linter.prefilter.words import _DOT, _GAP, _compiled, identifier_lines, identifier_set, word_first, word_spans
 from linter.settings import Settings
 
 
@@ -38,9 +38,9 @@ except ImportError:  # a build without a C compiler: the searches below answer a
 _K_TOKENS = tuple(sorted(K_SIDE_TOKENS))
 
 
-def _k_candidates(ids: Iterable[str]) -> set[str]:
-    """The identifiers with a K-side part (``k``, ``cache_k``, ``key_states``): candidates for
-    ``kv_side``.
+def _k_candidates(ids: Iterable[str] | str) -> set[str]:
+    """The identifiers (names, or a str of names one per line) with a K-side part (``k``,
+    ``cache_k``, ``key_states``): candidates for ``kv_side``.
 
     The compiled helper (``linter/_identifiers.c``) compares each name's parts in place where
     the build made one (about a third of the time of the search below). Without it, each
@@ -51,8 +51,8 @@ def _k_candidates(ids: Iterable[str]) -> set[str]:
     return _k_candidates_searched(ids)
 
 
-def _k_candidates_searched(ids: Iterable[str]) -> set[str]:
-    wrapped = "_" + "_\n_".join(ids) + "_"
+def _k_candidates_searched(ids: Iterable[str] | str) -> set[str]:
+    wrapped = "_" + (ids.replace("\n", "_\n_") if isinstance(ids, str) else "_\n_".join(ids)) + "_"
     found = set()
     for token in K_SIDE_TOKENS:
         needle = f"_{token}_"
@@ -149,35 +149,46 @@ class _File:
     @property
     def identifiers(self) -> frozenset[str]:
         if self._identifiers is None:
-            self._identifiers = identifier_set(self.text)
+            # Split from the joined names where they were read (cheaper than a second scan).
+            joined = self._joined
+            self._identifiers = identifier_set(self.text) if joined is None else frozenset(joined.split("\n") if joined else ())
         return self._identifiers
 
     @property
     def k_names(self) -> list[str]:
         """K-side identifiers whose V counterpart also occurs."""
         if self._pairs is None:
-            self._pairs = self.pairs_among(self.identifiers)
+            self._pairs = self.pairs_among(self.joined_identifiers())
         return self._pairs
 
     def joined_identifiers(self) -> str:
         """The distinct identifiers, one per line (computed once)."""
         if self._joined is None:
-            self._joined = "\n".join(self.identifiers)
+            self._joined = identifier_lines(self.text)
         return self._joined
 
-    def pairs_among(self, ids: frozenset[str]) -> list[str]:
-        """The K-side names in ``ids`` whose V counterpart is in ``ids`` too."""
+    def pairs_among(self, ids: frozenset[str] | str) -> list[str]:
+        """The K-side names among ``ids`` (a set, or names one per line) whose V counterpart
+        is among them too. Most texts have no candidate; the few that do ask for a few
+        counterparts, each one search of the lines."""
         extra = self.settings.extra_pairs
+        if isinstance(ids, str):
+            lines = f"\n{ids}\n"
+
+            def has(name: str | None) -> bool:
+                return name is not None and f"\n{name}\n" in lines
+        else:
+            has = ids.__contains__
         candidates = _k_candidates(ids)
-        candidates.update(k for k, _ in extra if k in ids)
+        candidates.update(k for k, _ in extra if has(k))
         return [
             name for name in candidates
-            if kv_side(name, extra) == "k" and value_counterpart(name, extra) in ids
+            if kv_side(name, extra) == "k" and has(value_counterpart(name, extra))
         ]
 
     def pairs_near(self, words: frozenset[str]) -> list[str]:
         """K-side names whose K and V sides both share a statement with one of ``words``."""
-        return self.pairs_among(identifier_set("\n".join(self._chunks_with(words))))
+        return self.pairs_among(identifier_lines("\n".join(self._chunks_with(words))))
 
     def attention_context(self) -> bool:
         if self._attention is None:

@@ -51,9 +51,22 @@ _NON_WORD_BYTES = bytes(c if c >= 128 or chr(c).isalnum() or c == 95 else 32 for
 
 try:
     from linter._identifiers import identifiers as _compiled_identifiers
+    from linter._identifiers import joined as _compiled_joined
     from linter._identifiers import spans as _compiled_spans
 except ImportError:  # a build without a C compiler: the readings below answer alike
-    _compiled_identifiers = _compiled_spans = None
+    _compiled_identifiers = _compiled_joined = _compiled_spans = None
+
+
+def identifier_lines(text: str) -> str:
+    """The distinct identifiers of ``text`` (``identifier_set``'s), one a line, in no
+    particular order: what a file's trigger words and K/V pairs are looked for in.
+
+    The compiled helper builds the string from the text's own characters, with no string per
+    identifier (half the time of the set and its join over sglang's files; most files are
+    asked nothing else)."""
+    if _compiled_joined is not None:
+        return _compiled_joined(text)
+    return "\n".join(identifier_set(text))
 
 
 def identifier_set(text: str) -> frozenset[str]:

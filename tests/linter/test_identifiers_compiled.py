@@ -27,9 +27,9 @@ _ROOT = Path(__file__).resolve().parents[2]
 
 try:
     from linter._identifiers import identifiers as native
-    from linter._identifiers import lines_with, present, spans, with_part
+    from linter._identifiers import joined, lines_with, present, spans, with_part
 except ImportError:
-    native = lines_with = present = spans = with_part = None
+    native = joined = lines_with = present = spans = with_part = None
 
 needs_native = pytest.mark.skipif(native is None, reason="linter._identifiers was not built (no C compiler): identifier sets are read in Python")
 
@@ -44,6 +44,7 @@ def test_the_pre_filter_uses_the_compiled_sets_where_they_could_be_built() -> No
     if not _compiler_at_hand():
         pytest.skip("no C compiler or Python headers here: the wheel is pure Python")
     assert native is not None and words._compiled_identifiers is native
+    assert joined is not None and words._compiled_joined is joined
     assert with_part is not None and file._compiled_with_part is with_part
     assert spans is not None and words._compiled_spans is spans
     assert present is not None and triggers._present is present
@@ -99,6 +100,38 @@ def test_the_repositorys_files_read_alike(monkeypatch: pytest.MonkeyPatch) -> No
     assert native(many) == frozenset(_IDENTIFIER.findall(many))
 
 
+def _lines(text: str) -> list[str]:
+    return text.split("\n") if text else []
+
+
+@needs_native
+@given(st.text(max_size=200))
+def test_joined_names_are_the_set_one_a_line(text: str) -> None:
+    found = _lines(joined(text))
+    # Each name once, and equal (so of the narrowest width) to the pattern's.
+    assert len(found) == len(set(found))
+    assert frozenset(found) == native(text) == frozenset(_IDENTIFIER.findall(text))
+
+
+@needs_native
+@pytest.mark.parametrize("text", [
+    "",
+    "# only a comment: ()\n",
+    "ключ = k_cache[0]  # café\n",
+    "k = 1  # 形状\nv = k\n",  # two bytes a character in the text, one in its names
+    "\U0001d4b3 = 𝒽ead_dim + k\n",
+    "k\udcffv = 1\n",
+])
+def test_joined_names_of_any_width_read_alike(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    found = _lines(joined(text))
+    assert sorted(found) == sorted(_python_reading(text, monkeypatch))
+    with monkeypatch.context() as patch:
+        patch.setattr(words, "_compiled_joined", None)
+        assert sorted(_lines(words.identifier_lines(text))) == sorted(found)
+    with pytest.raises(TypeError):
+        joined(b"k = 1")
+
+
 def _the(name: str, names: frozenset[str]) -> str:
     return next(n for n in names if n == name)
 
@@ -144,6 +177,9 @@ def test_k_candidates_are_the_pythons(names: list[str]) -> None:
     found = file._k_candidates(names)
     assert found == file._k_candidates_searched(names)
     assert found == {n for n in names if any(part in file.K_SIDE_TOKENS for part in n.split("_"))}
+    # The names one a line, as the pre-filter keeps a file's.
+    lines = "\n".join(dict.fromkeys(names))
+    assert file._k_candidates(lines) == file._k_candidates_searched(lines) == found
 
 
 @needs_native
@@ -155,6 +191,8 @@ def test_k_candidates_of_the_repositorys_files_read_alike() -> None:
     names = ["ключ_x", "x__y", "k", "_"]
     assert with_part(names, ("ключ", "")) == {"ключ_x", "x__y", "_"}
     assert with_part(iter(names), ()) == set()
+    assert with_part("\n".join(names), ("ключ", "")) == {"ключ_x", "x__y", "_"}
+    assert with_part("", ("k",)) == set() and with_part("k\n\nk_1", ("k",)) == {"k", "k_1"}
     with pytest.raises(TypeError):
         with_part(names, ["k"])
     with pytest.raises(TypeError):
