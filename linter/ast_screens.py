@@ -1052,7 +1052,11 @@ def _kv204_states(receiver: ast.expr, bound: dict, extra, depth: int) -> set[str
     if type(receiver) is ast.Name:
         if depth > 6:
             return set()
-        return set().union(*(_kv204_states(v, bound, extra, depth + 1) for v, _, _ in bound.get(receiver.id, ())))
+        # An unpacked name (``v, _ = self.v_proj(x)``) is no simple binding: ``binding_before``
+        # gives none.
+        return set().union(*(
+            _kv204_states(v, bound, extra, depth + 1) for v, position, _ in bound.get(receiver.id, ()) if position is None
+        ))
     found = _projection_call(receiver, extra)
     return set() if found is None else {found[1]}
 
@@ -1175,7 +1179,8 @@ def _kv206(facts: Facts, settings: Settings) -> bool:
 
 
 def _kv301(facts: Facts, settings: Settings) -> bool:
-    """A ``self.`` K/V pair both assigned, and one of them rebuilt from itself."""
+    """A ``self.`` K/V pair both assigned, and one of them rebuilt from itself: first anywhere
+    in the unit, then class by class as the rule reads each (``_kv301_class``)."""
     extra = settings.extra_pairs
     assigned = {a for targets, _ in facts.assignments for t in targets if (a := _self_attr(t)) is not None}
     paired = set()
@@ -1189,15 +1194,72 @@ def _kv301(facts: Facts, settings: Settings) -> bool:
         for target in targets:
             attr = _self_attr(target.value if isinstance(target, ast.Subscript) else target)
             if attr in paired and any(_self_attr(n) == attr for n in walk(value)):
-                return True
+                # The rule asks it of one class at a time, of each method with its own pairs.
+                return any(_kv301_class(node, extra) for node in walk(facts.tree) if type(node) is ast.ClassDef)
     return False
+
+
+def _kv301_class(node: ast.ClassDef, extra) -> bool:
+    """Does a method of this class rebuild one side of a pair from itself (``self.k =
+    f(self.k)``, ``self.k[...] = f(self.k)``) and never read the other side's name? The
+    rule's ``owned_pairs`` (both sides set in one method, by method name) and ``_check``
+    (``model.mentions`` of the twin, then its assignments and stores); each method is asked,
+    where the rule asks the last of those sharing a name."""
+    methods = [(m.name, _kv301_body(m)) for m in node.body if type(m) is ast.FunctionDef or type(m) is ast.AsyncFunctionDef]
+    set_in: dict[str, set[str]] = {}
+    for name, nodes in methods:
+        set_in.setdefault(name, set()).update(
+            attr for n in nodes if type(n) is ast.Assign or (type(n) is ast.AnnAssign and n.value is not None)
+            for t in _flat(n.targets if type(n) is ast.Assign else [n.target]) if (attr := _self_attr(t)) is not None
+        )
+    twins: dict[str, set[str]] = {}
+    for set_here in set_in.values():
+        for attr in set_here:
+            twin = value_counterpart(attr, extra)
+            if kv_side(attr, extra) == "k" and is_kv_tensor_name(attr, extra) and twin in set_here:
+                twins.setdefault(attr, set()).add(twin)
+                twins.setdefault(twin, set()).add(attr)
+    if not twins:
+        return False
+    for _, nodes in methods:
+        # What ``mentions`` counts, or less: names and attribute names read (a target's own
+        # name is not; ``self.k += x`` and ``del`` reads are left out, which only keeps more).
+        read = {n.id if type(n) is ast.Name else n.attr for n in nodes if type(n) in (ast.Name, ast.Attribute) and type(n.ctx) is ast.Load}
+        for n in nodes:
+            if type(n) is not ast.Assign and (type(n) is not ast.AnnAssign or n.value is None):
+                continue
+            for target in _flat(n.targets if type(n) is ast.Assign else [n.target]):
+                attr = _self_attr(target.value if type(target) is ast.Subscript else target)
+                if attr in twins and not twins[attr] <= read and any(_self_attr(v) == attr for v in walk(n.value)):
+                    return True
+    return False
+
+
+def _kv301_body(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
+    """The nodes of ``method``'s body that its ``function_model`` walks: nested definitions
+    are left out, and so is an annotated assignment's annotation, which the model never reads."""
+    nodes: list[ast.AST] = []
+    stack: list = list(reversed(method.body))
+    while stack:
+        current = stack.pop()
+        if current is None or isinstance(current, _DEFINITIONS):
+            continue
+        nodes.append(current)
+        kind = current.__class__
+        if kind is ast.AnnAssign:
+            stack.extend((current.target, current.value))
+        else:
+            _push_children(current, kind, stack)
+    return nodes
 
 
 def _kv201(facts: Facts, settings: Settings) -> bool:
     """A K ``*Linear`` projection and its V twin declared (on any object) with output sizes
     written differently: ``sizes.heads_mismatch`` finds no mismatch between sizes of equal
     text, nor between sizes that differ only in brackets, comments or spelling of one
-    constant (equal ``ast`` trees), which classify factor by factor alike."""
+    constant (equal ``ast`` trees), which classify factor by factor alike. Then, class by
+    class, sizes that ``ast_sizes.heads_mismatch`` finds naming different head counts, names
+    resolved as the rule resolves them: ``_kv201_visit``."""
     extra = settings.extra_pairs
     declared: dict[str, set[str]] = {}
     for targets, value in facts.assignments:
@@ -1205,12 +1267,94 @@ def _kv201(facts: Facts, settings: Settings) -> bool:
             continue
         size = _kv201_size(value)
         if size is not None:
-            declared.setdefault(targets[0].attr, set()).add(size)
+            declared.setdefault(targets[0].attr, set()).add(size if size is _UNREAD else ast.dump(size))
     for attr, sizes in declared.items():
         twin = value_counterpart(attr, extra)
         if twin in declared and (len(sizes) > 1 or sizes != declared[twin] or _UNREAD in sizes):
-            return True
+            tree = facts.tree
+            return _kv201_visit(tree.body if type(tree) is ast.Module else [tree], None, None, extra)
     return False
+
+
+# A class's ``self.X`` values (shared by the aliases of its body and of every function in it)
+# and its declarations: (attribute, output size, the aliases of the scope declaring it).
+_KV201Class = tuple[dict, list[tuple[str, "ast.expr | str", Aliases]]]
+
+
+def _kv201_visit(statements: list[ast.stmt], owner: _KV201Class | None, aliases: Aliases | None, extra) -> bool:
+    """Do ``statements`` (in the class ``owner``, in the scope whose names ``aliases`` holds)
+    hold a class whose K and V declarations name different head counts? The rule's visitor:
+    each class collects the declarations in it, nested classes their own; each class body and
+    function has its own local names, and every scope in a class shares the class's ``self``
+    attributes; one-target assignments with a value record an alias (``sizes.Aliases``) wherever
+    a class encloses them. Where the rule picks one V declaration (the K's block's, or the only
+    one), any is asked."""
+    for node in statements:
+        kind = type(node)
+        if kind is ast.ClassDef:
+            inner: _KV201Class = ({}, [])
+            if _kv201_visit(node.body, inner, _kv201_aliases(inner[0]), extra) or _kv201_mismatch(inner[1], extra):
+                return True
+            continue
+        if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            if _kv201_visit(node.body, owner, _kv201_aliases(owner[0] if owner is not None else {}), extra):
+                return True
+            continue
+        if owner is not None and aliases is not None and (
+            kind is ast.Assign and len(node.targets) == 1 or kind is ast.AnnAssign and node.value is not None
+        ):
+            target = node.targets[0] if kind is ast.Assign else node.target
+            aliases.record(target, node.value)
+            size = _kv201_size(node.value)
+            if type(target) is ast.Attribute and size is not None and kv_side(target.attr, extra) is not None:
+                owner[1].append((target.attr, size, aliases))
+        for block in _kv201_blocks(node):
+            if _kv201_visit(block, owner, aliases, extra):
+                return True
+    return False
+
+
+def _kv201_aliases(attrs: dict) -> Aliases:
+    """A scope's aliases: its own local names, its class's ``self`` attributes."""
+    aliases = Aliases()
+    aliases.attrs = attrs
+    return aliases
+
+
+def _kv201_blocks(node: ast.stmt) -> Iterator[list[ast.stmt]]:
+    """The statement lists of a compound statement (its ``except`` and ``case`` bodies too)."""
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(node, field, None)
+        if type(block) is list:
+            yield block
+    for part in (*getattr(node, "handlers", ()), *getattr(node, "cases", ())):
+        yield part.body
+
+
+def _kv201_mismatch(declarations: list[tuple[str, ast.expr | str, Aliases]], extra) -> bool:
+    """``_check``: a K declaration and a V declaration of its twin whose sizes name different
+    head counts, each side's names resolved in the K's scope first, then the V's; a size read
+    behind ``*`` or ``**`` always counts."""
+    for attr, k_size, k_aliases in declarations:
+        twin = value_counterpart(attr, extra)
+        for v_attr, v_size, v_aliases in declarations:
+            if v_attr != twin or twin is None:
+                continue
+            if k_size is _UNREAD or v_size is _UNREAD or heads_mismatch(
+                k_size, v_size, resolve=_kv201_chain(k_aliases, v_aliases), implicit_one=True
+            ) is not None:
+                return True
+    return False
+
+
+def _kv201_chain(first: Aliases, second: Aliases) -> Callable[[ast.expr], ast.expr | None]:
+    """The rule's ``_chain``: a name resolved in ``first``, else in ``second``."""
+
+    def resolve(node: ast.expr) -> ast.expr | None:
+        found = first.resolve(node)
+        return found if found is not None else second.resolve(node)
+
+    return resolve
 
 
 # KV201's reading of a ``*Linear`` call's output size (``model.classes.output_size``).
@@ -1219,9 +1363,9 @@ _OUTPUT_INDEX = {"LazyLinear": 0}
 _UNREAD = "<a size behind * or **>"
 
 
-def _kv201_size(value: ast.expr) -> str | None:
-    """The output size (its tree, dumped) of the layer ``model.classes.linear_layer`` finds in
-    ``value``, or ``_UNREAD`` where an unpacked argument hides which argument it is."""
+def _kv201_size(value: ast.expr) -> ast.expr | str | None:
+    """The output size of the layer ``model.classes.linear_layer`` finds in ``value``, or
+    ``_UNREAD`` where an unpacked argument hides which argument it is."""
     if type(value) is ast.IfExp:
         layers = [b for b in (value.body, value.orelse) if type(b) is ast.Call]
         if len(layers) != 1:
@@ -1243,9 +1387,9 @@ def _kv201_size(value: ast.expr) -> str | None:
         return _UNREAD
     for kw in value.keywords:
         if kw.arg in _OUTPUT_KEYWORDS:
-            return ast.dump(kw.value)
+            return kw.value
     index = _OUTPUT_INDEX.get(tail, 1)
-    return ast.dump(value.args[index]) if index < len(value.args) else None
+    return value.args[index] if index < len(value.args) else None
 
 
 def _before(a: ast.AST, b: ast.AST) -> bool:

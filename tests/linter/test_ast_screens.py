@@ -187,6 +187,71 @@ class Attention(nn.Module):
     assert _screen("KV201", text)
 
 
+# Sizes written differently whose factors name the same heads once names resolve (or none).
+KV201_RESOLVED = {
+    "a neutral width resolved to a product with a factor of its own": """\
+class GroupedMixer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.hidden_size = config.hidden_size
+        self.channels = self.hidden_size * config.group_count
+        self.key_proj = ReplicatedLinear(config.embed_dim, self.channels, bias=False)
+        self.value_proj = ReplicatedLinear(config.embed_dim, self.hidden_size, bias=False)
+""",
+    "a local alias of the same product": """\
+class Attention(nn.Module):
+    def __init__(self, hidden, num_kv_heads, head_dim):
+        super().__init__()
+        out = num_kv_heads * head_dim
+        self.k_proj = nn.Linear(hidden, out)
+        self.v_proj = nn.Linear(hidden, num_kv_heads * head_dim)
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(KV201_RESOLVED))
+def test_kv201_sizes_alike_once_resolved_are_stopped(name: str) -> None:
+    _stopped_and_silent("KV201", KV201_RESOLVED[name])
+
+
+@pytest.mark.parametrize("text", [
+    # A local alias of the KV product, against the query heads.
+    """\
+class Attention(nn.Module):
+    def __init__(self, hidden, num_heads, num_kv_heads, head_dim):
+        super().__init__()
+        out = num_kv_heads * head_dim
+        self.k_proj = nn.Linear(hidden, out)
+        self.v_proj = nn.Linear(hidden, num_heads * head_dim)
+""",
+    # A ``self`` attribute set in another method: the class's attributes are every method's.
+    """\
+class Attention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self._widths(config)
+        self.k_proj = nn.Linear(config.hidden_size, self.width)
+        self.v_proj = nn.Linear(config.hidden_size, config.num_attention_heads * self.head_dim)
+
+    def _widths(self, config):
+        self.width = config.num_key_value_heads * self.head_dim
+""",
+    # A class declared inside a function.
+    """\
+def build(hidden, num_heads, num_kv_heads, head_dim):
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wk = nn.Linear(hidden, num_kv_heads * head_dim)
+            self.wv = nn.Linear(hidden, num_heads * head_dim)
+
+    return Attention()
+""",
+])
+def test_kv201_sizes_that_differ_once_resolved_pass_its_screen(text: str) -> None:
+    _passes_and_reports("KV201", text)
+
+
 def test_kv201_output_keywords_are_the_models() -> None:
     from linter.model import classes
 
@@ -231,6 +296,34 @@ class SelfAttention(nn.Module):
         return key, value, attention_mask
 """
     _stopped_and_silent("KV204", text)
+
+
+KV204_UNPACKED = """\
+class ParallelAttention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.to_q = ColumnParallelLinear(dim, dim)
+        self.to_k = ColumnParallelLinear(dim, dim)
+
+    def forward(self, x, context=None):
+        states = x if context is None else context
+        q_shape = (*x.shape[:-1], self.heads, -1)
+        q, _ = self.to_q(x)
+        {bound}
+        return q.view(q_shape), k.view(q_shape)
+"""
+
+
+def test_kv204_a_projection_unpacked_from_a_tuple_is_stopped() -> None:
+    # ``k, _ = self.to_k(...)`` is no simple binding: the rule never reads ``k`` as the
+    # projection's output.
+    _stopped_and_silent("KV204", KV204_UNPACKED.replace("{bound}", "k, _ = self.to_k(states)"))
+
+
+@pytest.mark.parametrize("bound", ["k = self.to_k(states)", "k, bias = self.to_k(states), None"])
+def test_kv204_a_projection_bound_alone_or_paired_passes_its_screen(bound: str) -> None:
+    _passes_and_reports("KV204", KV204_UNPACKED.replace("{bound}", bound))
 
 
 # KV205: a view of the K/V projection's output with the query head count as one element.
@@ -633,6 +726,91 @@ def test_kv202_a_method_screened_alone_is_its_own_scope() -> None:
     assert isinstance(method, ast.FunctionDef) and may_report(method, ["KV202"], Settings())
     silent = ast.parse(KV202_SILENT["a page size against a literal one (unclassifiable)"]).body[0]
     assert not may_report(silent, ["KV202"], Settings())
+
+
+# KV301: one side of a pair set together rebuilt from itself, in a method that never reads the other.
+KV301_REPORTED = {
+    "the twin read in another method only": """\
+class WindowCache:
+    def __init__(self, k, v):
+        self.k = k
+        self.v = v
+
+    def write(self, key, value, start, end):
+        self.k[:, start:end] = key
+        self.v[:, start:end] = value
+
+    def detach(self):
+        self.k = self.k.detach()
+""",
+    "the twin assigned, never read": """\
+class KVCache:
+    def __init__(self):
+        self.k_cache = None
+        self.v_cache = None
+
+    def evict(self, keep):
+        self.k_cache = self.k_cache[:, -keep:]
+        self.v_cache = None
+""",
+    "the twin read only in a nested function": """\
+class KVCache:
+    def __init__(self, shape):
+        self.key_cache = torch.zeros(shape)
+        self.value_cache = torch.zeros(shape)
+
+    def shift(self, n):
+        def later():
+            return self.value_cache.sum()
+        self.key_cache[:, :-n] = self.key_cache[:, n:].clone()
+        return later
+""",
+}
+KV301_SILENT = {
+    "the twin read in the same method, on another branch": """\
+class WindowCache:
+    def __init__(self, k, v):
+        self.k = k
+        self.v = v
+
+    def update(self, key, value, start, end, detach):
+        if detach:
+            self.k = self.k.detach()
+        self.k[:, start:end] = key
+        self.v[:, start:end] = value
+""",
+    "both sides rebuilt together": """\
+class LayerCache:
+    def __init__(self):
+        self.k_cache = None
+        self.v_cache = None
+
+    def store(self, k, v):
+        self.k_cache = torch.cat([self.k_cache, k], dim=1)
+        self.v_cache = torch.cat([self.v_cache, v], dim=1)
+""",
+    "the sides set in different methods, never together": """\
+class SplitCache:
+    def __init__(self, k):
+        self.k_cache = k
+
+    def set_values(self, v):
+        self.v_cache = v
+
+    def evict(self, keep):
+        self.k_cache = self.k_cache[:, -keep:]
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(KV301_REPORTED))
+def test_kv301_shapes_it_reports_pass_its_screen(name: str) -> None:
+    _passes_and_reports("KV301", KV301_REPORTED[name])
+
+
+@pytest.mark.parametrize("name", sorted(KV301_SILENT))
+def test_kv301_look_alikes_are_stopped(name: str) -> None:
+    _stopped_and_silent("KV301", KV301_SILENT[name])
 
 
 def test_walk_gives_ast_walk_s_nodes_less_the_contexts() -> None:
