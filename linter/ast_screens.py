@@ -127,27 +127,38 @@ def _argument(args: list[ast.expr], keywords: list[ast.keyword], index: int, key
     return args[index] if index < len(args) else None
 
 
-def _kv203_split(call: ast.Call, three_targets: bool, listed: Collection[str]) -> bool:
-    """Can this call be one of KV203's equal-thirds QKV splits? ``listed``: the names some
-    single-name assignment of the unit gives a list or tuple of three, or a product (the
-    rule reads a name's sizes through its function's one assignment)."""
+def _kv203_first(call: ast.Call) -> tuple[str, ast.expr] | None:
+    """The method (``chunk``, ``split``, ``tensor_split``) and its parts or sizes argument of
+    a split along a feature axis, as KV203's ``visit_Call`` reads them; None for any other
+    call."""
     func = call.func
     if not isinstance(func, ast.Attribute) or func.attr not in _SPLITS:
-        return False
+        return None
     args, keywords = list(call.args), call.keywords
     if isinstance(func.value, ast.Name) and func.value.id == "torch" and func.attr in _FUNCTION_FORMS:
         # torch.chunk(qkv, 3, -1): the receiver is the first positional argument.
         if not args:
-            return False
+            return None
         args = args[1:]
     if any(isinstance(a, ast.Starred) for a in args) or any(kw.arg is None for kw in keywords):
-        return False
+        return None
     first = _argument(args, keywords, 0, _FIRST_KEYWORD[func.attr])
     dim = int_value(_argument(args, keywords, 1, "dim"))
-    if first is None or dim is None or dim == 0:
+    return None if first is None or dim is None or dim == 0 else (func.attr, first)
+
+
+def _kv203_split(call: ast.Call, three_targets: bool, function: ast.AST | None) -> bool:
+    """Can this call (in ``function``) be one of KV203's equal-thirds splits
+    (``_equal_thirds``)? A name of sizes is read through its function's one assignment before
+    the call, as the rule's ``Aliases`` read it."""
+    read = _kv203_first(call)
+    if read is None:
         return False
-    if func.attr != "split":
+    method, first = read
+    if method != "split":
         return int_value(first) == 3
+    if isinstance(first, ast.Name) and function is not None:
+        first = _kv203_alias(function, first, call) or first
     if isinstance(first, (ast.List, ast.Tuple)):
         # Equal source text (the rule's test) means equal trees.
         return len(first.elts) == 3 and len({ast.dump(e) for e in first.elts}) == 1
@@ -157,38 +168,166 @@ def _kv203_split(call: ast.Call, three_targets: bool, listed: Collection[str]) -
             isinstance(n, (ast.List, ast.Tuple)) and len(n.elts) == 1 for n in sides
         ):
             return True  # [head_dim] * 3
-    # A name assigned a list of sizes, or one size for every part when the call is unpacked
-    # into three names.
-    return three_targets or (isinstance(first, ast.Name) and first.id in listed)
+    # One size for every part: only when the call is unpacked into three names.
+    return three_targets
+
+
+_FUNCTION_KINDS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _kv203_alias(function: ast.AST, name: ast.Name, call: ast.Call) -> ast.expr | None:
+    """``Aliases.resolve`` of ``name`` at ``call``: the value of its one single-target
+    assignment in ``function`` (a function inside keeps its own) that KV203 has visited by
+    then (one that starts before the call); None for none or several."""
+    at = (call.lineno, call.col_offset)
+    values = [
+        node.value for node in _kv203_region(function, _FUNCTION_KINDS)
+        if type(node) is ast.Assign and len(node.targets) == 1 and type(node.targets[0]) is ast.Name
+        and node.targets[0].id == name.id and (node.lineno, node.col_offset) < at
+    ]
+    return values[0] if len(values) == 1 else None
+
+
+def _kv203_region(root: ast.AST, inner: tuple[type, ...]) -> Iterator[ast.AST]:
+    """``root`` and the nodes under it, less those under (and at) a node of the ``inner`` kinds
+    below it: the nodes KV203 files under ``root``'s own function or class."""
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        if node is None or (node is not root and isinstance(node, inner)):
+            continue
+        yield node
+        _push_children(node, type(node), todo)
 
 
 def _kv203(facts: Facts, settings: Settings) -> bool:
-    """A split into equal thirds of what reads as a fused QKV output (``_is_qkv``), and a KV
-    head count named anywhere but as a keyword."""
+    """A split into equal thirds of what reads as a fused QKV output (``_is_qkv``), filed
+    under a class that names a KV head count, anywhere but as a keyword, not proven equal to
+    the query head count (``_settle``); outside classes, under a unit that names one."""
     three: set[int] = set()
     unpacked: dict[int, list[str | None]] = {}  # call -> the names its assignment unpacks into
-    listed: set[str] = set()
     for node in facts.assigns:
         target = node.targets[0] if len(node.targets) == 1 else None
-        if type(target) is ast.Name:
-            value = node.value
-            if (type(value) in (ast.List, ast.Tuple) and len(value.elts) == 3) or type(value) is ast.BinOp:
-                listed.add(target.id)
-        elif isinstance(target, (ast.Tuple, ast.List)):
+        if isinstance(target, (ast.Tuple, ast.List)):
             names = [_tail(e) for e in target.elts]
             calls = [id(n) for n in walk(node.value) if isinstance(n, ast.Call)]
             unpacked.update((call, names) for call in calls)
             if len(target.elts) == 3:
                 three.update(calls)
-    if not any(
-        _kv203_split(call, id(call) in three, listed) and _kv203_qkv(call, unpacked.get(id(call))) for call in facts.calls
-    ):
+    splits = [
+        call for call in facts.calls
+        if _kv203_first(call) is not None and _kv203_qkv(call, unpacked.get(id(call)))
+    ]
+    if not splits:
         return False
     # The names the walk collected first; the rarer spellings (a class, an import) by a walk.
     spelled = facts.names | facts.attrs | facts.params | {fn.name for fn in facts.functions}
-    return any(is_kv_head_count_name(name) for name in spelled) or any(
+    if not (any(is_kv_head_count_name(name) for name in spelled) or any(
         is_kv_head_count_name(name) for node in walk(facts.tree) for name in _identifiers(node)
-    )
+    )):
+        return False
+    owners: dict[int, bool] = {}  # class -> whether it names a KV head count not proven equal
+    for call, (function, owner) in _kv203_places(facts.tree, splits).items():
+        if not _kv203_split(call, id(call) in three, function):
+            continue
+        if owner is None:
+            return True  # the module's: its functions and statements lie beyond this unit
+        if id(owner) not in owners:
+            owners[id(owner)] = _kv203_unequal_heads(owner, facts)
+        if owners[id(owner)]:
+            return True
+    return False
+
+
+def _kv203_places(tree: ast.AST, calls: list[ast.Call]) -> dict[ast.Call, tuple[ast.AST | None, ast.ClassDef | None]]:
+    """Per call: its innermost function, and the class KV203 files its split under (None: the
+    module), as the rule's owners stack: a function hands its splits to the class around it
+    (``leave_FunctionDef``), a split outside functions stays with its class."""
+    wanted = {id(call): call for call in calls}
+    found = {}
+    todo: list[tuple[ast.AST, ast.AST | None, ast.ClassDef | None, ast.ClassDef | None]] = [(tree, None, None, None)]
+    while todo:
+        node, function, around, owner = todo.pop()
+        if node is None:
+            continue
+        kind = type(node)
+        if kind is ast.Call and id(node) in wanted:
+            found[wanted[id(node)]] = (function, owner)
+        elif kind is ast.ClassDef:
+            # Its decorators and bases are the class's own, as libcst visits them after
+            # ``visit_ClassDef``; a function's too.
+            around = node
+            owner = node if function is None else owner
+        elif kind in _FUNCTION_KINDS:
+            function, owner = node, around
+        children: list[ast.AST] = []
+        _push_children(node, kind, children)
+        todo.extend((child, function, around, owner) for child in children)
+    return found
+
+
+def _kv203_unequal_heads(owner: ast.ClassDef, facts: Facts) -> bool:
+    """Does ``owner`` (less the classes inside it) name a KV head count, anywhere but as a
+    keyword, that ``_Owner.equal_to_query`` does not prove equal to the query head count?"""
+    nodes = list(_kv203_region(owner, (ast.ClassDef,)))
+    named = {name for node in nodes for name in _identifiers(node) if is_kv_head_count_name(name)}
+    return bool(named) and not named <= _kv203_equal_to_query(nodes, facts)
+
+
+_HEAD_ROLES = (Role.Q_HEADS, Role.KV_HEADS)
+
+
+def _kv203_equal_to_query(nodes: list[ast.AST], facts: Facts) -> set[str]:
+    """``_Owner.equal_to_query`` over the assignments among ``nodes``: the KV head counts every
+    assignment of which reads a query head count or another such name, and nothing else of a
+    head count's name. Only the KV head counts' reads are kept: no other name is proven."""
+    assigned: dict[str, list[set[str] | None]] = {}
+    for node in nodes:
+        if type(node) is not ast.Assign:
+            continue
+        names = [_kv203_target(t) for t in node.targets]
+        if None in names or not any(name_role(n) is Role.KV_HEADS for n in names):
+            continue
+        heads = _kv203_heads(node, facts)
+        for name in names:
+            assigned.setdefault(name, []).append(None if heads is None else heads | (set(names) - {name}))
+    proven: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, reads in assigned.items():
+            if name in proven or name_role(name) is not Role.KV_HEADS:
+                continue
+            # An unread value (None) proves nothing.
+            if all(r and all(name_role(w) is Role.Q_HEADS or w in proven for w in r) for r in reads):
+                proven.add(name)
+                changed = True
+    return proven
+
+
+def _kv203_target(target: ast.expr) -> str | None:
+    """``_target_name``: a plain name, or ``X`` of ``self.X``."""
+    if type(target) is ast.Name:
+        return target.id
+    if type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id == "self":
+        return target.attr
+    return None
+
+
+def _kv203_heads(node: ast.Assign, facts: Facts) -> set[str] | None:
+    """The head counts' names in the source text of ``node``'s value, as ``_Owner.record``
+    reads them (its comments and strings included); None without that text, or where the
+    lines handed over are not the ones ``node`` was parsed from."""
+    if facts.source is None:
+        return None
+    text = facts.text(node.targets[-1], node)  # " = value"
+    try:
+        read = ast.parse("_" + text).body
+    except (SyntaxError, ValueError):
+        return None
+    if len(read) != 1 or type(read[0]) is not ast.Assign or ast.dump(read[0].value) != ast.dump(node.value):
+        return None
+    return {w for w in _IDENTIFIER.findall(text) if name_role(w) in _HEAD_ROLES}
 
 
 def _kv203_qkv(call: ast.Call, names: list[str | None] | None) -> bool:

@@ -4,6 +4,7 @@ look-alikes the rules stay silent on (the slow path says so) are stopped before 
 from __future__ import annotations
 
 import ast
+import textwrap
 from dataclasses import replace
 
 import pytest
@@ -644,6 +645,165 @@ def test_kv203_a_name_assigned_equal_thirds_passes_its_screen(sizes: str, parts:
 )
 def test_kv203_a_name_holding_other_sizes_is_stopped(sizes: str, parts: str) -> None:
     _stopped_and_silent("KV203", KV203_BY_NAME.replace("SIZES", sizes).replace("PARTS", parts))
+
+
+def _kv203_screen(text: str, lines: list[str] | None = None) -> bool:
+    """KV203's screen as the runner asks it: with the lines the tree was parsed from."""
+    return may_report(ast.parse(text), ["KV203"], Settings(), (text.split("\n") if lines is None else lines, 0))
+
+
+# Tensor-parallel attention splitting its fused output by sizes held in a name and unpacked
+# into three names: the rule reads the name through its one assignment before the split, and
+# only equal sizes are thirds.
+KV203_SIZES_NAMED = """\
+class ShardedAttention(nn.Module):
+    def __init__(self, config, tp_size):
+        super().__init__()
+        self.tp_size = tp_size
+        self.num_kv_heads = config.num_key_value_heads // tp_size
+        self.head_dim = config.head_dim
+        self.q_size = config.num_attention_heads // tp_size * self.head_dim
+        self.kv_size = self.num_kv_heads * self.head_dim
+        self.qkv_proj = QKVParallelLinear(config.hidden_size, self.head_dim)
+
+    def forward(self, hidden_states):
+        qkv, _ = self.qkv_proj(hidden_states)
+SPLIT
+        return qkv
+"""
+
+
+def _kv203_sized(split: str) -> str:
+    return KV203_SIZES_NAMED.replace("SPLIT", textwrap.indent(textwrap.dedent(split), " " * 8).rstrip("\n"))
+
+
+@pytest.mark.parametrize(
+    "split",
+    [
+        "widths = [self.head_dim] * 3\nq, k, v = qkv.split(widths, dim=-1)",
+        "widths = [self.kv_size, self.kv_size, self.kv_size]\nq, k, v = qkv.split(widths, dim=-1)",
+        # One width for every part, through a name.
+        "widths = self.kv_size\nq, k, v = qkv.split(widths, dim=-1)",
+        # Assigned twice: the rule reads the name itself, a KV width.
+        "kv_size = self.kv_size\nif self.tp_size > 1:\n    kv_size = self.head_dim\nq, k, v = qkv.split(kv_size, dim=-1)",
+        # Parts gathered into one name: equal thirds by the sizes alone.
+        "widths = [self.head_dim] * 3\nqkv = torch.split(qkv, widths, dim=-1)",
+        # Other sizes assigned in a function inside: not this function's name.
+        "def unused():\n    widths = [self.q_size, self.kv_size, self.kv_size]\nwidths = [self.head_dim] * 3\nqkv = torch.split(qkv, widths, dim=-1)",
+    ],
+)
+def test_kv203_sizes_read_through_a_name_as_equal_thirds_pass_its_screen(split: str) -> None:
+    text = _kv203_sized(split)
+    assert _reported("KV203", text) == ["KV203"]
+    assert _kv203_screen(text)
+
+
+@pytest.mark.parametrize(
+    "split",
+    [
+        # Query and KV sizes, unpacked into three names.
+        "widths = [self.q_size, self.kv_size, self.kv_size]\nq, k, v = qkv.split(widths, dim=-1)",
+        # Per-rank sizes repeated for every rank, the parts gathered into one name.
+        "widths = [self.q_size, self.kv_size, self.kv_size] * self.tp_size\nqkv = torch.split(qkv, widths, dim=-1)",
+    ],
+)
+def test_kv203_sizes_read_through_a_name_as_unequal_are_stopped(split: str) -> None:
+    text = _kv203_sized(split)
+    assert _reported("KV203", text) == []
+    assert not _kv203_screen(text)
+
+
+# Encoder attention that declares a KV head count for its fused projection's sake, the count
+# made equal to the query head count by assignment: no GQA, and the rule is silent.
+KV203_EQUAL_HEADS = """\
+class EncoderSelfAttention(nn.Module):
+    def __init__(self, config, tp_size):
+        super().__init__()
+HEADS
+        self.num_kv_heads = max(1, self.total_num_kv_heads // tp_size)
+        self.head_dim = config.d_model // config.num_heads
+        self.qkv_proj = QKVParallelLinear(config.d_model, self.head_dim, self.total_num_heads, self.total_num_kv_heads)
+
+    def forward(self, hidden_states):
+        qkv, _ = self.qkv_proj(hidden_states)
+        q, k, v = qkv.chunk(3, dim=-1)
+        return q, k, v
+"""
+
+
+def _kv203_heads(heads: str) -> str:
+    return KV203_EQUAL_HEADS.replace("HEADS", textwrap.indent(textwrap.dedent(heads), " " * 8).rstrip("\n"))
+
+
+@pytest.mark.parametrize(
+    "heads",
+    [
+        "self.total_num_heads = self.total_num_kv_heads = config.num_heads",
+        "self.total_num_heads = config.num_heads\nself.total_num_kv_heads = self.total_num_heads",
+    ],
+)
+def test_kv203_kv_heads_assigned_the_query_heads_are_stopped(heads: str) -> None:
+    text = _kv203_heads(heads)
+    assert _reported("KV203", text) == []
+    assert not _kv203_screen(text)
+
+
+@pytest.mark.parametrize(
+    "heads",
+    [
+        "self.total_num_heads = config.num_heads\nself.total_num_kv_heads = config.num_key_value_heads",
+        # The rule reads the value's text: a comment inside it, a string.
+        (
+            "self.total_num_heads = config.num_heads\nself.total_num_kv_heads = (\n"
+            "    self.total_num_heads  # until num_key_value_heads lands\n)"
+        ),
+        (
+            "self.total_num_heads = config.num_heads\n"
+            "self.total_num_kv_heads = getattr(config, 'num_key_value_heads', self.total_num_heads)"
+        ),
+        # An annotated assignment is none the rule records.
+        "self.total_num_heads = config.num_heads\nself.total_num_kv_heads: int = self.total_num_heads",
+    ],
+)
+def test_kv203_kv_heads_not_proven_equal_pass_its_screen(heads: str) -> None:
+    text = _kv203_heads(heads)
+    assert _reported("KV203", text) == ["KV203"]
+    assert _kv203_screen(text)
+
+
+def test_kv203_heads_proven_only_from_the_lines_the_tree_was_parsed_from() -> None:
+    text = _kv203_heads("self.total_num_heads = self.total_num_kv_heads = config.num_heads")
+    assert _kv203_screen(text, ["x = 1"] * len(text.split("\n")))
+    assert _screen("KV203", text)  # no lines at all
+
+
+def test_kv203_a_split_in_a_class_body_inside_a_method_is_the_methods_class() -> None:
+    # The rule files a function's splits under the class around the function.
+    text = """\
+class Attention(nn.Module):
+    def __init__(self, config):
+        self.num_kv_heads = config.num_key_value_heads
+
+    def build(self, qkv):
+        class Parts:
+            query, key, value = qkv.chunk(3, dim=-1)
+        return Parts
+"""
+    assert _reported("KV203", text) == ["KV203"]
+    assert _kv203_screen(text)
+
+
+def test_kv203_a_kv_head_count_of_a_class_inside_is_not_the_splits() -> None:
+    text = """\
+class Attention(nn.Module):
+    class Defaults:
+        num_key_value_heads = 8
+
+    def forward(self, qkv):
+        return qkv.chunk(3, dim=-1)
+"""
+    assert _reported("KV203", text) == []
+    assert not _kv203_screen(text)
 
 
 # KV202: K and V views of one form naming different head counts, as ``heads`` compares them.
