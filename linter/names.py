@@ -210,6 +210,26 @@ INDEXED_CALLS = frozenset({
     "index_select", "scatter_", "scatter", "scatter_add_", "masked_scatter_",
     "npu_scatter_nd_update_", "npu_scatter_nd_update", "scatter_update_", "scatter_update",
 })
+# Where the written data sits in an update call, counted among the positional arguments left once
+# the cache itself is set aside (``k_cache.index_copy_(dim, index, source)`` and
+# ``npu_scatter_nd_update_(k_cache, indices, updates)`` alike). The data is K on one side and V on
+# the other and may legitimately differ (``.view(..., head_dim)`` vs ``.view(..., v_head_dim)``);
+# only the cache's own subscripts and the remaining (index) arguments must agree.
+INDEXED_DATA_POSITION = {
+    "index_copy_": 2, "index_copy": 2, "index_add_": 2, "scatter_": 2, "scatter": 2, "scatter_add_": 2,
+    "index_put_": 1, "index_put": 1, "masked_scatter_": 1, "npu_scatter_nd_update_": 1,
+    "npu_scatter_nd_update": 1, "scatter_update_": 1, "scatter_update": 1,
+}
+# Keywords of an indexed call that name no index: the data written (``source=``), ``out=``
+# (where a gather writes: the K and V slots of one stacked destination differ by design), and
+# switches of behaviour.
+INDEXED_IGNORED_KEYWORDS = frozenset({
+    "source", "src", "values", "updates", "out", "accumulate", "reduce", "include_self", "non_blocking",
+})
+# Indexed calls that exist as free functions (``from torch_npu import npu_scatter_nd_update_``).
+# A bare ``scatter(...)``/``index_copy(...)`` is a local helper with its own signature: the
+# tensor methods are only ever called on a tensor or through ``torch.``/``torch_npu.``.
+INDEXED_FREE_FUNCTIONS = frozenset({"npu_scatter_nd_update_", "npu_scatter_nd_update", "scatter_update_", "scatter_update"})
 
 
 class Role(Enum):

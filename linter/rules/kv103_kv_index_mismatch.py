@@ -10,6 +10,9 @@ import libcst as cst
 from linter.names import (
     CACHE_PARTS,
     INDEXED_CALLS,
+    INDEXED_DATA_POSITION,
+    INDEXED_FREE_FUNCTIONS,
+    INDEXED_IGNORED_KEYWORDS,
     counterpart_of_dotted,
     is_kv_tensor_name,
     kv_side,
@@ -29,26 +32,6 @@ from linter.scopes import (
 )
 from linter.triggers import PAIRED, AnyCase, Trigger
 
-# Name parts that make a K/V name a cache or pool (what this rule is about).
-# Gather/scatter calls that read or write a cache at an index.
-# Where the written data sits in an update call, counted among the positional arguments left once
-# the cache itself is set aside (``k_cache.index_copy_(dim, index, source)`` and
-# ``npu_scatter_nd_update_(k_cache, indices, updates)`` alike). The data is K on one side and V on
-# the other and may legitimately differ (``.view(..., head_dim)`` vs ``.view(..., v_head_dim)``);
-# only the cache's own subscripts and the remaining (index) arguments must agree.
-_DATA_POSITION = {
-    "index_copy_": 2, "index_copy": 2, "index_add_": 2, "scatter_": 2, "scatter": 2, "scatter_add_": 2,
-    "index_put_": 1, "index_put": 1, "masked_scatter_": 1, "npu_scatter_nd_update_": 1,
-    "npu_scatter_nd_update": 1, "scatter_update_": 1, "scatter_update": 1,
-}
-_DATA_KEYWORDS = frozenset({"source", "src", "values", "updates"})
-# Keywords that name no index: ``out=`` is where a gather writes (the K and V slots of one stacked
-# destination differ by design), the others switch behaviour.
-_IGNORED_KEYWORDS = _DATA_KEYWORDS | frozenset({"out", "accumulate", "reduce", "include_self", "non_blocking"})
-# Update calls that exist as free functions (``from torch_npu import npu_scatter_nd_update_``).
-# A bare ``scatter(...)``/``index_copy(...)`` is a local helper with its own signature: the
-# tensor methods are only ever called on a tensor or through ``torch.``/``torch_npu.``.
-_FREE_FUNCTIONS = frozenset({"npu_scatter_nd_update_", "npu_scatter_nd_update", "scatter_update_", "scatter_update"})
 # Cache managers are attention code even when nothing in them is named after attention.
 _CACHE_SCOPE = re.compile(r"kv|cache|pool", re.IGNORECASE)
 
@@ -227,7 +210,7 @@ def write_kv(k_buffer, v_buffer, loc, k, v):
             if site.quiet or site.tail not in INDEXED_CALLS:
                 continue
             if isinstance(site.node.func, cst.Name) and (
-                site.tail not in _FREE_FUNCTIONS or site.tail in scope.bindings
+                site.tail not in INDEXED_FREE_FUNCTIONS or site.tail in scope.bindings
             ):
                 continue
             for operand, arg in _cache_operands(site.node):
@@ -330,14 +313,14 @@ def _cache_operands(call: cst.Call) -> list[tuple[cst.BaseExpression, cst.Arg | 
 
 def _index_arguments(call: cst.Call, tail: str, operand: cst.Arg | None) -> tuple[cst.CSTNode, ...]:
     """The call's arguments other than the cache operand and the data written or read."""
-    data_position = _DATA_POSITION.get(tail)
+    data_position = INDEXED_DATA_POSITION.get(tail)
     kept: list[cst.CSTNode] = []
     position = 0
     for arg in call.args:
         if arg is operand:
             continue
         if arg.keyword is not None:
-            if arg.keyword.value not in _IGNORED_KEYWORDS:
+            if arg.keyword.value not in INDEXED_IGNORED_KEYWORDS:
                 kept.append(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT))
             continue
         if position != data_position:

@@ -545,6 +545,19 @@ def test_kv102_a_match_the_rule_cannot_use_is_no_match(name: str) -> None:
     assert set(_reported("KV102", text)) == {"KV102"}, "the shape must be one the rule reports"
     assert _screen_with_text("KV102", text)
 
+def test_kv102_a_value_written_to_reports_nothing_of_its_own() -> None:
+    # A test checks that one image's attention ignores another's: K and V cut alike per
+    # image, then the later image's values perturbed in place.
+    written = """\
+def test_attention_keeps_images_apart(q, k, v, bounds):
+    ref = torch.cat([F.scaled_dot_product_attention(q[a:b], k[a:b], v[a:b]) for a, b in bounds])
+    v[bounds[0][1]:] += 100
+    return ref
+"""
+    assert _reported("KV102", written) == [] and not _screen_with_text("KV102", written)
+    read = written.replace("v[bounds[0][1]:] += 100", "ref = ref + F.scaled_dot_product_attention(q, k, v[bounds[0][1]:])")
+    assert _reported("KV102", read) == ["KV102"] and _screen_with_text("KV102", read)
+
 
 def test_kv103_indices_compared_as_the_rule_compares_them() -> None:
     reported = """\
@@ -566,6 +579,145 @@ class KVPool:
 """
     alike = reported.replace("[layer_id - 1]", "[layer_id]")
     _text_compared("KV103", reported, alike)
+
+# KV103 reports a site that no site of the other side it meets matches (``scopes.mismatches``),
+# and reads only the sites the rule records: subscripts that index (not slices only), not
+# quiet (``k_buffers[0].device``), indexed calls on a cache as a tensor method or a known free
+# function, compared on the cache's subscripts and the index arguments (not the data written,
+# not ``out=``). Look-alikes with no such site are stopped.
+KV103_NO_SITE_REPORTS = {
+    "windows sliced alike, in two layouts": """\
+class CachedSelfAttention:
+    def forward(self, layer, k_new, v_new, start, n, packed):
+        if packed:
+            layer.k_cache[:, :, start:start + n].copy_(k_new)
+            layer.v_cache[:, :, start:start + n].copy_(v_new)
+            return layer.k_cache[:, :, :start + n], layer.v_cache[:, :, :start + n]
+        layer.k_cache[:, start:start + n].copy_(k_new)
+        layer.v_cache[:, start:start + n].copy_(v_new)
+        return layer.k_cache[:, :start + n], layer.v_cache[:, :start + n]
+""",
+    "one layer read for what all layers share": """\
+def scatter_staged_kv(staged, k_buffers, v_buffers, slots):
+    dim = k_buffers[0].shape[-1]
+    width = dim * k_buffers[0].element_size()
+    staged = staged.to(k_buffers[0].device)
+    for layer in range(len(k_buffers)):
+        k_buffers[layer][slots] = staged[0].view(-1, dim)
+        v_buffers[layer][slots] = staged[1].view(-1, dim)
+    return width
+""",
+    "rows moved: each index matched on the other side": """\
+def move_kv_cache_rows(k_pools, v_pools, dst, src):
+    for k_pool, v_pool in zip(k_pools, v_pools):
+        k_pool[dst] = k_pool[src]
+        v_pool[dst] = v_pool[src]
+""",
+    "a local helper named like a tensor method": """\
+class LatentKVPool:
+    def store_tiled(self, layer, loc, latent, rope):
+        def scatter(dst, src, width):
+            torch_npu.npu_scatter_nd_update_(dst.view(-1, width), loc.view(-1, 1), src.view(-1, width))
+
+        row = layer - self.first_layer
+        scatter(self.k_buf[row], latent, self.latent_dim)
+        scatter(self.v_buf[row], rope, self.rope_dim)
+""",
+    "gathers into the two halves of one output": """\
+class PagedKVCopier:
+    def stack_pages(self, k_cache, v_cache, pages):
+        out = k_cache.new_empty((pages.numel(), 2, *k_cache.shape[1:]))
+        torch.index_select(k_cache, 0, pages, out=out[:, 0])
+        torch.index_select(v_cache, 0, pages, out=out[:, 1])
+        return out
+""",
+    "updates with data of different widths": """\
+class LatentKVPool:
+    def store(self, layer, loc, k, v):
+        torch_npu.npu_scatter_nd_update_(self.k_buffer[layer], loc, k.view(-1, self.latent_dim))
+        torch_npu.npu_scatter_nd_update_(self.v_buffer[layer], loc, v.view(-1, self.rope_dim))
+""",
+    "a value written at a row of its own": """\
+def refresh_kv_cache(k_cache, v_cache, slots, spare, k_new, v_new):
+    k_cache[slots] = k_new
+    v_cache[slots] = v_new
+    v_cache[spare] = 0
+    return k_cache[slots] + 1
+""",
+}
+# Shapes next to those the rule reports: they pass.
+KV103_REPORTED_NEARBY = {
+    "windows at different layers": """\
+class CachedSelfAttention:
+    def forward(self, layer, k_new, v_new, start, n):
+        layer.k_cache[self.layer_idx, :, start:start + n].copy_(k_new)
+        layer.v_cache[self.layer_idx - 1, :, start:start + n].copy_(v_new)
+""",
+    "one layer's rows read for real": """\
+def scatter_staged_kv(staged, k_buffers, v_buffers, slots):
+    dim = k_buffers[0].shape[-1]
+    first = k_buffers[0][slots]
+    for layer in range(len(k_buffers)):
+        k_buffers[layer][slots] = staged[0].view(-1, dim)
+        v_buffers[layer][slots] = staged[1].view(-1, dim)
+    return first
+""",
+    "rows moved from different sources": """\
+def move_kv_cache_rows(k_pools, v_pools, dst, src):
+    for k_pool, v_pool in zip(k_pools, v_pools):
+        k_pool[dst] = k_pool[src]
+        v_pool[dst] = v_pool[dst]
+""",
+    "a local helper handed different rows": """\
+class LatentKVPool:
+    def store_tiled(self, layer, loc, latent, rope):
+        def scatter(dst, src, width):
+            torch_npu.npu_scatter_nd_update_(dst.view(-1, width), loc.view(-1, 1), src.view(-1, width))
+
+        row = layer - self.first_layer
+        scatter(self.k_buf[row], latent, self.latent_dim)
+        scatter(self.v_buf[row + 1], rope, self.rope_dim)
+""",
+    "gathers of different pages": """\
+class PagedKVCopier:
+    def stack_pages(self, k_cache, v_cache, pages, rows):
+        out = k_cache.new_empty((pages.numel(), 2, *k_cache.shape[1:]))
+        torch.index_select(k_cache, 0, pages, out=out[:, 0])
+        torch.index_select(v_cache, 0, rows, out=out[:, 1])
+        return out
+""",
+    "updates at different locations": """\
+class LatentKVPool:
+    def store(self, layer, loc, slot, k, v):
+        torch_npu.npu_scatter_nd_update_(self.k_buffer[layer], loc, k.view(-1, self.latent_dim))
+        torch_npu.npu_scatter_nd_update_(self.v_buffer[layer], slot, v.view(-1, self.rope_dim))
+""",
+    "a value read at a row of its own": """\
+def refresh_kv_cache(k_cache, v_cache, slots, spare, k_new, v_new):
+    k_cache[slots] = k_new
+    v_cache[slots] = v_new
+    return k_cache[slots] + v_cache[spare]
+""",
+    "a free function this scope binds: its caches compared as accesses": """\
+def write_kv(k_buffer, v_buffer, loc, npu_scatter_nd_update_):
+    npu_scatter_nd_update_(k_buffer[loc], 0)
+    npu_scatter_nd_update_(v_buffer[loc - 1], 0)
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(KV103_NO_SITE_REPORTS))
+def test_kv103_look_alikes_with_no_site_to_report_are_stopped(name: str) -> None:
+    text = KV103_NO_SITE_REPORTS[name]
+    assert _reported("KV103", text) == [], "a look-alike the rule reports would be a wrong stop"
+    assert not _screen_with_text("KV103", text)
+
+
+@pytest.mark.parametrize("name", sorted(KV103_REPORTED_NEARBY))
+def test_kv103_sites_the_rule_reports_pass(name: str) -> None:
+    text = KV103_REPORTED_NEARBY[name]
+    assert _reported("KV103", text) == ["KV103"], "the shape must be one the rule reports"
+    assert _screen_with_text("KV103", text)
 
 
 def test_text_that_is_not_the_sites_own_is_never_alike() -> None:
