@@ -25,7 +25,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-from linter.ast_screens import _builds_linear, _dotted, _flat, _names_in, _seen_through, _self_attr, _tail, walk
+from linter.ast_screens import _UNREAD, _builds_linear, _dotted, _flat, _kv201_size, _names_in, _seen_through, _self_attr, _tail, walk
 from linter.code_only import code_only
 from linter.model.module_files import absolute_module_file, module_file, read_once
 from linter.model.twins import is_value_head_dim
@@ -393,7 +393,7 @@ def kv207(tree: ast.AST, settings: Settings, path: str) -> frozenset[int]:
                 # No base is read from another file: the twin is inherited only from a class
                 # of the module that ``cls`` derives from (diffusers' ``AttentionModuleMixin``,
                 # a package outside the tree, lends the rule nothing).
-                if any(not twins.isdisjoint(_names_in(base)) for base in local):
+                if any(not twins.isdisjoint(_names_in(base)) for base in local) and not _declared_alike(cls, local, extra):
                     found.add(cls.lineno)
                 continue
             # An imported base's own bases are looked up among the module's classes too (by
@@ -405,6 +405,42 @@ def kv207(tree: ast.AST, settings: Settings, path: str) -> frozenset[int]:
             ):
                 found.add(cls.lineno)
     return frozenset(found)
+
+
+def _declared_alike(cls: ast.ClassDef, local: list[ast.ClassDef], extra) -> bool:
+    """Is every K/V projection ``cls`` declares declared with one output size, the size of
+    every declaration of its twin in ``local`` (the module's classes it derives from)? The
+    rule compares the two through one resolver (``hierarchy.resolver``): equal trees resolve
+    alike, so they name the same head counts and it has nothing to report. A size it may read
+    otherwise (unpacked arguments, a layer this reading does not find) answers no."""
+    theirs = _projection_sizes(local)
+    for attr, sizes in _projection_sizes([cls]).items():
+        side = kv_side(attr, extra)
+        twin = (value_counterpart if side == "k" else key_counterpart)(attr, extra) if side else None
+        if twin is None:
+            continue
+        every = sizes | theirs.get(twin, set())
+        if len(every) != 1 or None in every or _UNREAD in every:
+            return False
+    return True
+
+
+def _projection_sizes(classes: list[ast.ClassDef]) -> dict[str, set[str | None]]:
+    """``self.X`` -> the output sizes (trees, dumped) of every ``*Linear`` assigned to it in
+    ``classes``, as ``ast_screens._kv201_size`` reads the layer (``model.classes.output_size``)."""
+    found: dict[str, set[str | None]] = {}
+    for cls in classes:
+        for node in walk(cls):
+            if type(node) is not ast.Assign and (type(node) is not ast.AnnAssign or node.value is None):
+                continue
+            if not _builds_linear(node.value):
+                continue
+            size = _kv201_size(node.value)
+            dumped = size if size is None or isinstance(size, str) else ast.dump(size)
+            for target in _flat(node.targets if type(node) is ast.Assign else [node.target]):
+                if (attr := _self_attr(target)) is not None:
+                    found.setdefault(attr, set()).add(dumped)
+    return found
 
 
 def _ancestry(cls: ast.ClassDef, classes: dict[str, list[ast.ClassDef]]) -> tuple[list[ast.ClassDef], set[str]]:

@@ -84,6 +84,33 @@ def test_kv207_needs_one_side_redeclared_after_the_parent_init_on_a_known_base()
     assert not _screen("KV207", base.replace("k_proj", "q_proj") + child)
 
 
+def _kv207_reported(text: str) -> list[str]:
+    job = replace(job_for(Settings(select=frozenset({"KV207"}))), prefilter=False)
+    return [f.code for f in _lint_text(text, "<test>", job)]
+
+
+def test_kv207_a_side_redeclared_with_its_twins_very_size_is_stopped() -> None:
+    # A base building K; its subclass adds V with the same output size, spelled alike (sglang's
+    # gated attention): one resolver reads both, so they name the same head count.
+    base = ("class Base(nn.Module):\n    def __init__(self, config):\n        super().__init__()\n"
+            "        self.total_num_kv_heads = config.num_key_value_heads\n"
+            "        self.k_proj = ColumnParallelLinear(\n            config.hidden_size,\n"
+            "            self.total_num_kv_heads * self.head_dim,  # per rank below\n            bias=False,\n        )\n\n\n")
+    child = ("class Child(Base):\n    def __init__(self, config):\n        super().__init__(config)\n"
+             "        self.v_proj = ColumnParallelLinear(config.hidden_size, (self.total_num_kv_heads * self.head_dim), bias=False)\n")
+    assert _kv207_reported(base + child) == []
+    assert not _screen("KV207", base + child)
+    # Another size, another spelling of a size, or a size behind ``*args``: the rule decides.
+    for other in ("config.num_attention_heads * self.head_dim", "self.head_dim * self.total_num_kv_heads", "*sizes"):
+        text = base + child.replace("(self.total_num_kv_heads * self.head_dim)", other)
+        assert _screen("KV207", text), other
+    different = base + child.replace("(self.total_num_kv_heads * self.head_dim)", "config.num_attention_heads * self.head_dim")
+    assert _kv207_reported(different) == ["KV207"]
+    # The twin declared twice in the ancestry, once with another size.
+    grown = base + base.replace("class Base(nn.Module)", "class Wide(Base)").replace("self.total_num_kv_heads *", "self.num_heads *")
+    assert _screen("KV207", grown + child.replace("(Base)", "(Wide)"))
+
+
 def test_kv207_needs_the_twin_named_by_a_class_the_child_derives_from(tmp_path) -> None:
     # diffusers' shape: both sides built under ``if``/``else`` (so neither is surely defined),
     # a base from a package outside the tree, and other classes of the module naming the twin.
