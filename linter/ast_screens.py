@@ -32,6 +32,7 @@ from typing import NamedTuple, TypeVar
 from linter.ast_sizes import Aliases, heads_mismatch, int_value
 from linter.model.twins import key_head_dim_twin
 from linter.names import (
+    ATTENTION_CALLABLES,
     AXISLESS_RESHAPES,
     CACHE_PARTS,
     INDEXED_CALLS,
@@ -1546,7 +1547,57 @@ def _kv101(facts: Facts, settings: Settings) -> bool:
     """A K tensor cut along some axis whose V partner, in the same function, is read whole
     and never rebound to a resized tensor (what ``_value_source`` needs to name it)."""
     extra = settings.extra_pairs
-    return _kv101_anywhere(facts, extra) and any(_kv101_scope(nodes, extra) for nodes in facts.scopes())
+    if not _kv101_anywhere(facts, extra):
+        return False
+    callables = settings.extra_attention_callables
+    by_any_call = []
+    for nodes in facts.scopes():
+        paired = _kv101_scope(nodes, extra, callables)
+        if paired is _KERNEL:
+            return True
+        if paired is _ANY_CALL:
+            by_any_call.append(nodes)
+    if not by_any_call:
+        return False
+    latent = _kv101_latent(facts.tree)
+    return any(not any(id(node) in latent for node in nodes) for nodes in by_any_call)
+
+
+# What pairs a cut K with its whole V in a scope (``_kv101_scope``): an attention kernel or
+# hand-written attention, which the rule reads anywhere, or only a call of unknown signature,
+# which it reads outside a latent pool's functions.
+_KERNEL = "kernel"
+_ANY_CALL = "any call"
+
+
+# ``scopes.LATENT_ATTENTION`` and ``kv101_key_only_reshape._STORAGE``: names of MLA code, of storage.
+_LATENT = re.compile(r"MLA|(?:^|_)mla(?:_|$)")
+_STORAGE = re.compile(r"pool|cache|buffer", re.IGNORECASE)
+
+
+def _kv101_latent(tree: ast.AST) -> set[int]:
+    """The body statements of each function ``check_scope`` reads as a latent (MLA) cache
+    pool's, where only attention kernels (and hand-written attention) pair a K with its V:
+    among the enclosing classes and functions (the function itself included), one named for
+    MLA and one for storage. The tree shows no more of them than the rule's excerpt (a method
+    screened alone shows only its own name), so a function latent here is latent to the rule."""
+    found: set[int] = set()
+    todo: list[tuple[ast.AST, tuple[str, ...]]] = [(tree, ())]
+    while todo:
+        node, names = todo.pop()
+        if isinstance(node, _DEFINITIONS):
+            names = (*names, node.name)
+            if type(node) is not ast.ClassDef and any(_LATENT.search(n) for n in names) and any(
+                _STORAGE.search(n) for n in names
+            ):
+                found.update(id(statement) for statement in node.body)
+        # Definitions sit among statements only: in the bodies of compound ones.
+        for field in _BLOCKS:
+            todo.extend((child, names) for child in getattr(node, field, ()))
+    return found
+
+
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
 def _kv101_anywhere(facts: Facts, extra) -> bool:
@@ -1570,12 +1621,15 @@ def _kv101_anywhere(facts: Facts, extra) -> bool:
     return False
 
 
-def _kv101_scope(nodes: list[ast.AST], extra) -> bool:
+def _kv101_scope(nodes: list[ast.AST], extra, callables: Collection[str]) -> str | None:
     """KV101 in one scope: a K cut that may be on a token/head axis (``reshapes``' roles),
     whose bounds do not name the V side, whose partner is read whole (under shape-keeping
     steps only: ``v``, ``v.view(...)``, not ``v[:n]`` or ``v.shape``) and never resized in the
     scope (``_value_source`` needs both to name it), and one call (or hand-written attention's
-    products) given both: the cut K, or a name bound from it, and the whole V, or its alias."""
+    products) given both: the cut K, or a name bound from it, and that cut's own partner
+    whole, or its alias (``_is_unmatched`` compares the value with the cut's partner); a call
+    of unknown signature pairs them as ``_paired_argument`` does. ``_KERNEL``, ``_ANY_CALL``
+    or None: what pairs them, a kernel preferred."""
     cuts: dict[int, str] = {}
     for node in nodes:
         if type(node) is ast.Subscript:
@@ -1587,28 +1641,37 @@ def _kv101_scope(nodes: list[ast.AST], extra) -> bool:
         if found is not None:
             cuts[id(node)] = found
     if not cuts:
-        return False
+        return None
     live = (set(cuts.values()) & _read_whole(nodes)) - _resized_names(nodes)
     if not live:
-        return False
-    keys, values = _kv101_derived(nodes, set(cuts), live)
+        return None
+    keys, values = _kv101_derived(nodes, cuts, live)
 
-    def is_key(arg: ast.expr) -> bool:
+    def key_partners(arg: ast.expr) -> set[str]:
         # Hand-written attention's operands hold the key deeper (``k.transpose(-2, -1)``).
-        return any(id(n) in cuts or (type(n) is ast.Name and n.id in keys) for n in walk(arg))
+        found: set[str] = set()
+        for n in walk(arg):
+            if id(n) in cuts:
+                found.add(cuts[id(n)])
+            elif type(n) is ast.Name:
+                found |= keys.get(n.id, set())
+        return found
 
-    def is_value(arg: ast.expr) -> bool:
+    def value_partners(arg: ast.expr) -> set[str]:
         name = _dotted(_strip_shape_keeping(arg))
-        return name is not None and (name in live or name in values)
+        return set() if name is None else ({name} & live) | values.get(name, set())
 
+    any_call = False
     products: list[ast.expr] = []
     softmax = False
     for node in nodes:
         if type(node) is ast.Call:
+            attention = _kv101_attention_call(node, callables)
+            if (attention or not any_call) and _kv101_paired(node, cuts, keys, value_partners, attention):
+                if attention:
+                    return _KERNEL
+                any_call = True
             args = [a for a in node.args if not isinstance(a, ast.Starred)] + [kw.value for kw in node.keywords]
-            at_key = [i for i, a in enumerate(args) if _from_a_cut(a, cuts, keys)]
-            if at_key and any(is_value(a) and (i not in at_key or len(at_key) > 1) for i, a in enumerate(args)):
-                return True
             tail = _tail(node.func)
             if tail == "softmax":
                 softmax = True
@@ -1617,8 +1680,51 @@ def _kv101_scope(nodes: list[ast.AST], extra) -> bool:
                     products.extend(a.elts if isinstance(a, (ast.List, ast.Tuple)) else (a,))
         elif type(node) is ast.BinOp and type(node.op) is ast.MatMult:
             products += (node.left, node.right)
-    # Hand-written attention: scores with the cut K, a softmax, a product with the whole V.
-    return softmax and any(is_key(p) for p in products) and any(is_value(p) for p in products)
+    # Hand-written attention: scores with the cut K, a softmax, a product with its whole V.
+    if softmax:
+        partners = {partner for p in products for partner in key_partners(p)}
+        if any(partners & value_partners(p) for p in products):
+            return _KERNEL
+    return _ANY_CALL if any_call else None
+
+
+def _kv101_attention_call(call: ast.Call, callables: Collection[str]) -> bool:
+    """``pairs.is_attention_call``: a kernel whose K and V arguments the rule knows."""
+    tail = _tail(call.func)
+    return tail is not None and (tail in ATTENTION_CALLABLES or tail in callables or _dotted(call.func) in callables)
+
+
+def _kv101_paired(
+    call: ast.Call, cuts: dict[int, str], keys: dict[str, set[str]], value_partners: Callable[[ast.expr], set[str]],
+    attention: bool,
+) -> bool:
+    """Does ``call`` take an argument traced to a K cut and, as another argument, that cut's
+    partner whole? An attention kernel's may be any two (over-approximating
+    ``attention_kv_args``); in another call (``_paired_argument``) the partner must be nearer
+    to the key than every argument surely named for it and surely no whole tensor: from
+    ``f(q, k[:0], v[:0], out, k, v)`` the rule takes ``v[:0]`` as ``k[:0]``'s value, ``v``
+    never, and ``v[:0]`` resolves to no name."""
+    # libcst's arguments less ``*x`` and ``**x``, in the order written.
+    args = [a for a in call.args if type(a) is not ast.Starred] + [kw.value for kw in call.keywords if kw.arg is not None]
+    keyed = [(at, partners) for at, arg in enumerate(args) if (partners := _from_a_cut(arg, cuts, keys))]
+    if not keyed:
+        return False
+    values = [value_partners(a) for a in args]
+    for at, partners in keyed:
+        for partner in partners:
+            ranks = [(abs(i - at), i < at) for i, found in enumerate(values) if i != at and partner in found]
+            if not ranks:
+                continue
+            if attention:
+                return True
+            tail = partner.rsplit(".", 1)[-1]
+            nearest = min(ranks)
+            if not any(
+                (abs(i - at), i < at) < nearest for i, a in enumerate(args)
+                if i != at and _tensor_root(a) == tail and _dotted(_strip_shape_keeping(a)) is None
+            ):
+                return True
+    return False
 
 
 def _strip_shape_keeping(node: ast.expr) -> ast.expr:
@@ -1628,11 +1734,13 @@ def _strip_shape_keeping(node: ast.expr) -> ast.expr:
     return node
 
 
-def _kv101_derived(nodes: list[ast.AST], cuts: set[int], partners: set[str]) -> tuple[set[str], set[str]]:
-    """(names bound from a K cut, names bound to a whole V partner), each through up to
-    ``_MAX_HOPS`` assignments or loops, as ``_origin`` and ``_value_source`` follow them
-    (``_bound_from_a_cut``); on the V side only plain names bound to the partner itself (under
-    shape-keeping steps), or looping over it."""
+def _kv101_derived(
+    nodes: list[ast.AST], cuts: dict[int, str], partners: set[str]
+) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """(names bound from a K cut, names bound to a whole V partner), each with the partners
+    it may stand for, through up to ``_MAX_HOPS`` assignments or loops, as ``_origin`` and
+    ``_value_source`` follow them (``_bound_from_a_cut``); on the V side only plain names bound
+    to the partner itself (under shape-keeping steps), or looping over it."""
     bindings: list[tuple[list[ast.expr], ast.expr, bool]] = []  # (targets, value, loop)
     for node in nodes:
         kind = type(node)
@@ -1642,60 +1750,79 @@ def _kv101_derived(nodes: list[ast.AST], cuts: set[int], partners: set[str]) -> 
             bindings.append(([node.target], node.value, False))
         elif kind is ast.For or kind is ast.AsyncFor or kind is ast.comprehension:
             bindings.append(([node.target], node.iter, True))
-    keys: set[str] = set()
-    values: set[str] = set()
-    known = partners | values
+    keys: dict[str, set[str]] = {}
+    values: dict[str, set[str]] = {}
+
+    def aliased(value: ast.expr) -> set[str]:
+        name = _dotted(_strip_shape_keeping(value))
+        return set() if name is None else ({name} & partners) | values.get(name, set())
+
     for _ in range(_MAX_HOPS + 1):
         grew = False
         for targets, value, loop in bindings:
-            names = _bound_from_a_cut(targets, value, loop, cuts, keys)
-            if not keys.issuperset(names):
-                keys |= names
-                grew = True
+            bound = list(_bound_from_a_cut(targets, value, loop, cuts, keys).items())
+            grew |= _kv101_merge(keys, bound)
             if loop:
                 # ``for v_i in [v] * n``: every pass the same V (``_repeated_item``); a ``zip``
                 # binds each name to its own iterable (``scopes._zips_onto``).
-                aliases = {
-                    name for name, iterable in _loop_bound(targets[0], value)
-                    if (item := _repeated_item(iterable)) is not None and _dotted(_strip_shape_keeping(item)) in known
-                }
+                aliases = [
+                    (name, aliased(item)) for name, iterable in _loop_bound(targets[0], value)
+                    if (item := _repeated_item(iterable)) is not None
+                ]
             else:
-                aliases = {t.id for t, v in _assigned_pairs(targets, value) if _dotted(_strip_shape_keeping(v)) in known}
-            if not values.issuperset(aliases):
-                values |= aliases
-                known = partners | values
-                grew = True
+                aliases = [(t.id, aliased(v)) for t, v in _assigned_pairs(targets, value)]
+            grew |= _kv101_merge(values, aliases)
         if not grew:
             break
     return keys, values
 
 
-def _from_a_cut(expr: ast.expr, cuts: Collection[int], keys: Collection[str]) -> bool:
-    """Can ``_origin`` trace ``expr`` (a call's argument) to a K cut: under shape-keeping steps,
-    a cut itself, a subscript of one or of a name bound from one (a piece), or a name bound
-    from one? A cut anywhere else in it (``torch.cat([k[:n], x])``, ``f(k[:n])``) is no origin."""
+def _kv101_merge(names: dict[str, set[str]], bound: list[tuple[str, set[str]]]) -> bool:
+    """Adds each name's partners to ``names``; did any partner come new?"""
+    grew = False
+    for name, partners in bound:
+        if partners and not partners <= names.get(name, set()):
+            names.setdefault(name, set()).update(partners)
+            grew = True
+    return grew
+
+
+def _from_a_cut(expr: ast.expr, cuts: dict[int, str], keys: dict[str, set[str]]) -> set[str]:
+    """The partners of the K cuts ``_origin`` may trace ``expr`` (a call's argument) to: under
+    shape-keeping steps, a cut itself, a subscript of one or of a name bound from one (a
+    piece), or a name bound from one. A cut anywhere else in it (``torch.cat([k[:n], x])``,
+    ``f(k[:n])``) is no origin."""
     node = _strip_shape_keeping(expr)
-    if id(node) in cuts:
-        return True
+    found = {cuts[id(node)]} if id(node) in cuts else set()
     if type(node) is ast.Subscript:
         node = _strip_shape_keeping(node.value)
         if id(node) in cuts:
-            return True
-    return type(node) is ast.Name and node.id in keys
+            found.add(cuts[id(node)])
+    if type(node) is ast.Name:
+        found |= keys.get(node.id, set())
+    return found
 
 
 def _bound_from_a_cut(
-    targets: list[ast.expr], value: ast.expr, loop: bool, cuts: Collection[int], keys: Collection[str]
-) -> set[str]:
-    """The names one binding may bind to a K cut, as ``scopes`` binds them and ``_origin``
-    follows them: a loop's name (or each name a ``zip`` binds) over a cut itself; a plain
-    name assigned what ``_from_a_cut`` traces (``_assigned_pairs``); the names unpacking a
-    cut itself, the pieces of a split (``scopes._splits_into``); anything else binds none."""
+    targets: list[ast.expr], value: ast.expr, loop: bool, cuts: dict[int, str], keys: dict[str, set[str]]
+) -> dict[str, set[str]]:
+    """The names one binding may bind to a K cut, with the cuts' partners, as ``scopes`` binds
+    them and ``_origin`` follows them: a loop's name (or each name a ``zip`` binds) over a cut
+    itself; a plain name assigned what ``_from_a_cut`` traces (``_assigned_pairs``); the names
+    unpacking a cut itself, the pieces of a split (``scopes._splits_into``); anything else
+    binds none."""
+    found: dict[str, set[str]] = {}
     if loop:
-        return {name for name, iterable in _loop_bound(targets[0], value) if id(_strip_shape_keeping(iterable)) in cuts}
-    found = {target.id for target, bound in _assigned_pairs(targets, value) if _from_a_cut(bound, cuts, keys)}
-    if id(_strip_shape_keeping(value)) in cuts:
-        found |= {e.id for t in targets if type(t) in (ast.Tuple, ast.List) for e in t.elts if type(e) is ast.Name}
+        for name, iterable in _loop_bound(targets[0], value):
+            if id(cut := _strip_shape_keeping(iterable)) in cuts:
+                found.setdefault(name, set()).add(cuts[id(cut)])
+        return found
+    for target, bound in _assigned_pairs(targets, value):
+        if partners := _from_a_cut(bound, cuts, keys):
+            found.setdefault(target.id, set()).update(partners)
+    if id(cut := _strip_shape_keeping(value)) in cuts:
+        for e in (e for t in targets if type(t) in (ast.Tuple, ast.List) for e in t.elts if type(e) is ast.Name):
+            found.setdefault(e.id, set()).add(cuts[id(cut)])
     return found
 
 

@@ -66,6 +66,26 @@ def grouped_attention(query, key, value, groups):
         outputs.append(flash_attn_func(query, key_part, value_part))
     return outputs
 """,
+    "two K/V pairs in one call of unknown signature, the cut key's nearest value whole": """\
+class ChunkedAttnBackend:
+    def forward_chunk(self, q, k, v, out, n):
+        self.extend_kernel(q, k[:n], v, out, k[:0], v[:0])
+""",
+    "equally near values on both sides of the cut key: the later one, whole": """\
+class SplitAttention:
+    def forward(self, q, k, v, n):
+        return self.kernel(q, v[:0], k[:n], v)
+""",
+    "an attention kernel in a latent (MLA) pool's method": """\
+class MLAPagedPool:
+    def reference_attention(self, q, cache_k, cache_v, n):
+        return flash_attn_func(q, cache_k[:n], cache_v)
+""",
+    "any call in an MLA attention module that is no pool": """\
+class MLAAttention:
+    def forward(self, q, k, v, n):
+        return self.core(q, k[:n], v)
+""",
 }
 
 KV101_SILENT = {
@@ -113,6 +133,37 @@ def grouped_attention(query, key, value, groups, chunked):
         ]
     return flash_attn_func(query, key, value)
 """,
+    "a cut of another key (a reference cache) beside this key's whole value": """\
+class ReferenceAttention:
+    def forward(self, query, key, value, key_cache, value_cache, slot, n):
+        key_rot = rotate(key[:, :n])
+        ref_key = key_cache[slot]
+        ref_value = value_cache[slot]
+        return self.attend(query, key_rot, value, ref_key, ref_value)
+""",
+    "a cut of the pool's key buffer beside the whole value written into it": """\
+class PagedKVPool:
+    def store(self, layer, loc, cache_k, cache_v, valid):
+        if self.fallback:
+            return self.store(layer, loc[valid], cache_k.index_select(0, valid), cache_v.index_select(0, valid))
+        write_rows(cache_k, cache_v, self.k_buffer[layer - self.first], self.v_buffer[layer - self.first], loc)
+""",
+    "two K/V pairs in one call of unknown signature, each cut key beside its cut value": """\
+class PrefixAttnBackend:
+    def forward_new_tokens_only(self, q, k, v, out, indptr):
+        self.extend_kernel(q, k, v, out, k[:0], v[:0], indptr)
+""",
+    "equally near values on both sides of the cut key: the later one, cut": """\
+class SplitAttention:
+    def forward(self, q, k, v, n):
+        return self.kernel(q, v, k[:n], v[:0])
+""",
+    "a latent (MLA) pool's method handing the cut key to its parent, the value whole": """\
+class ShardedMLATokenPool(MLATokenToKVPool):
+    def set_kv_buffer(self, layer, loc, cache_k, cache_v):
+        keep, rows = self.owned(loc)
+        super().set_kv_buffer(layer, rows, cache_k.index_select(0, keep), cache_v)
+""",
 }
 
 
@@ -150,6 +201,15 @@ def test_kv101_resizing_calls_are_the_rules() -> None:
     from linter.rules import kv101_key_only_reshape
 
     assert ast_screens._RESIZING_CALLS == kv101_key_only_reshape._RESIZING_CALLS
+
+
+def test_kv101_latent_pool_names_are_the_rules() -> None:
+    from linter import scopes
+    from linter.rules import kv101_key_only_reshape
+
+    assert ast_screens._LATENT.pattern == scopes.LATENT_ATTENTION.pattern
+    assert ast_screens._STORAGE.pattern == kv101_key_only_reshape._STORAGE.pattern
+    assert ast_screens._STORAGE.flags == kv101_key_only_reshape._STORAGE.flags
 
 
 # KV201: sizes the rule compares, written differently or alike.
