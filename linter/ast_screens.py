@@ -39,6 +39,7 @@ from linter.names import (
     INDEXED_DATA_POSITION,
     INDEXED_FREE_FUNCTIONS,
     INDEXED_IGNORED_KEYWORDS,
+    LATENT_ATTENTION,
     METADATA_ATTRIBUTES,
     QUIET_CALLS,
     RESHAPE_CALLS,
@@ -46,6 +47,7 @@ from linter.names import (
     SAME_TENSOR_METHODS,
     SEE_THROUGH,
     SHAPE_KEEPING,
+    STORAGE,
     Role,
     counterpart_of_dotted,
     is_kv_head_count_name,
@@ -1570,9 +1572,6 @@ _KERNEL = "kernel"
 _ANY_CALL = "any call"
 
 
-# ``scopes.LATENT_ATTENTION`` and ``kv101_key_only_reshape._STORAGE``: names of MLA code, of storage.
-_LATENT = re.compile(r"MLA|(?:^|_)mla(?:_|$)")
-_STORAGE = re.compile(r"pool|cache|buffer", re.IGNORECASE)
 
 
 def _kv101_latent(tree: ast.AST) -> set[int]:
@@ -1587,8 +1586,8 @@ def _kv101_latent(tree: ast.AST) -> set[int]:
         node, names = todo.pop()
         if isinstance(node, _DEFINITIONS):
             names = (*names, node.name)
-            if type(node) is not ast.ClassDef and any(_LATENT.search(n) for n in names) and any(
-                _STORAGE.search(n) for n in names
+            if type(node) is not ast.ClassDef and any(LATENT_ATTENTION.search(n) for n in names) and any(
+                STORAGE.search(n) for n in names
             ):
                 found.update(id(statement) for statement in node.body)
         # Definitions sit among statements only: in the bodies of compound ones.

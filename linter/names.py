@@ -38,6 +38,10 @@ ATTENTION_CALLABLES = frozenset({
 })
 
 _ATTENTION_WORD = re.compile(r"attn|attention", re.IGNORECASE)
+# Multi-head latent attention (DeepSeek ``MLA``, ``forward_mla``) names no "attention".
+LATENT_ATTENTION = re.compile(r"MLA|(?:^|_)mla(?:_|$)")
+# Names of storage: with a latent-attention name, a latent K/V pool (KV101 reads only its kernels).
+STORAGE = re.compile(r"pool|cache|buffer", re.IGNORECASE)
 
 
 def is_attention_word(name: str) -> bool:

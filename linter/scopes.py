@@ -12,7 +12,6 @@ flow, which is what a linter can afford and is right for straight-line attention
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -20,6 +19,7 @@ import libcst as cst
 
 from linter.einsum import Einsum, einsum_of, is_scores, is_weighted_sum
 from linter.names import (
+    LATENT_ATTENTION,
     METADATA_ATTRIBUTES,
     QUIET_CALLS,
     is_attention_word,
@@ -34,8 +34,6 @@ from linter.tensor_roots import tensor_root
 
 # Iterables whose loop targets are keys, indices or counters, not tensors.
 _NON_TENSOR_ITERABLES = frozenset({"items", "keys", "range", "enumerate"})
-# Multi-head latent attention (DeepSeek ``MLA``, ``forward_mla``) names no "attention".
-LATENT_ATTENTION = re.compile(r"MLA|(?:^|_)mla(?:_|$)")
 # Calls that only materialise or reorder an iterable: ``list(d.keys())`` still yields keys.
 _ORDERING_WRAPPERS = frozenset({"list", "tuple", "sorted", "reversed", "set"})
 # Matrix products written as calls (``torch.matmul(p, v)``, ``torch.bmm(q, k.transpose(1, 2))``).

@@ -9,7 +9,9 @@ import libcst as cst
 
 from linter.finding import Edit, Fix, Span
 from linter.names import (
+    LATENT_ATTENTION,
     RESHAPE_CALLS,
+    STORAGE,
     counterpart_of_dotted,
     is_kv_tensor_name,
     kv_side,
@@ -26,7 +28,6 @@ from linter.reshapes import (
 )
 from linter.rules.base import Example, Mirror, Rule, free_names
 from linter.scopes import (
-    LATENT_ATTENTION,
     Binding,
     CallSite,
     HandAttention,
@@ -39,7 +40,6 @@ from linter.triggers import ATTENTION, PAIRED, Trigger
 # A V binding built with any of these may already carry the matching token/head change.
 _RESIZING_CALLS = RESHAPE_CALLS | {"cat", "concat", "concatenate", "stack", "pad", "gather", "roll", "repeat_kv"}
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_STORAGE = re.compile(r"pool|cache|buffer", re.IGNORECASE)
 _MAX_HOPS = 4
 
 
@@ -248,7 +248,7 @@ def ring_step(q, k, v, start, end):
         # there only a real attention kernel, which reads both, says that they must describe the
         # same tokens. (MLA attention modules themselves, with real K and V, stay checked.)
         latent = any(LATENT_ATTENTION.search(name) for name in scope.enclosing) and any(
-            _STORAGE.search(name) for name in scope.enclosing
+            STORAGE.search(name) for name in scope.enclosing
         )
         reported: set[int] = set()
         # Hand-written attention pairs its key and value as a kernel call does.

@@ -203,15 +203,6 @@ def test_kv101_resizing_calls_are_the_rules() -> None:
     assert ast_screens._RESIZING_CALLS == kv101_key_only_reshape._RESIZING_CALLS
 
 
-def test_kv101_latent_pool_names_are_the_rules() -> None:
-    from linter import scopes
-    from linter.rules import kv101_key_only_reshape
-
-    assert ast_screens._LATENT.pattern == scopes.LATENT_ATTENTION.pattern
-    assert ast_screens._STORAGE.pattern == kv101_key_only_reshape._STORAGE.pattern
-    assert ast_screens._STORAGE.flags == kv101_key_only_reshape._STORAGE.flags
-
-
 # KV201: sizes the rule compares, written differently or alike.
 KV201_REPORTED = """\
 class CrossAttention(nn.Module):
