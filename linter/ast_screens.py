@@ -947,14 +947,12 @@ def _kv104(facts: Facts, settings: Settings) -> bool:
         if isinstance(func, ast.Attribute) and func.attr in _WRITES:
             index = _WRITES[func.attr]
             positional = [a for a in call.args if not isinstance(a, ast.Starred)]
-            if index < len(positional) and _is_kv_tensor(func.value, "k", extra) and _is_kv_tensor(positional[index], "v", extra):
+            if index < len(positional) and _kv104_crossed(func.value, positional[index], extra):
                 return True  # k_cache.copy_(v)
     for targets, value in facts.assignments:
         values = [value, *(value.elts if isinstance(value, (ast.Tuple, ast.List)) else ())]
         for target in targets:
-            if isinstance(target, ast.Subscript) and _is_kv_tensor(target.value, "k", extra) and any(
-                isinstance(v, (ast.Name, ast.Attribute)) and _is_kv_tensor(v, "v", extra) for v in values
-            ):
+            if isinstance(target, ast.Subscript) and any(_kv104_crossed(target.value, v, extra) for v in values):
                 return True  # k_cache[slots] = v
     # A V-side name: the target, the value parameter, or the method's name.
     names = facts.params | _assigned_tails(facts) | {fn.name for fn in facts.functions}
@@ -968,6 +966,19 @@ def _kv104(facts: Facts, settings: Settings) -> bool:
     ):
         return False
     return any(_kv104_function(fn, extra) for fn in facts.functions)
+
+
+def _kv104_crossed(base: ast.expr, value: ast.expr, extra) -> bool:
+    """Can writing ``value`` into ``base`` be KV104's crossed write (``_crossed_writes``): a
+    V-side tensor into a K-side one whose V twin is another tensor? ``k_input[..., :r] =
+    v_input``, MLA's key built from its own value twin, is none."""
+    if not (
+        _is_kv_tensor(base, "k", extra) and isinstance(value, (ast.Name, ast.Attribute))
+        and _is_kv_tensor(value, "v", extra)
+    ):
+        return False
+    twin = value_counterpart(_tail(base), extra)
+    return twin is not None and twin != _tail(value)
 
 
 def _kv104_may_count(target: ast.expr, value: ast.expr, extra) -> bool:
@@ -1019,18 +1030,19 @@ def _kv104_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, extra) -> bool:
     args = fn.args
     params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a}
     if kv_side(fn.name, extra) == "v" and any(
-        (attr := _self_attr(n)) is not None and kv_side(attr, extra) == "k" and is_kv_tensor_name(attr, extra)
-        for n in walk(fn)
+        (attr := _kv104_reached(site)) is not None and _kv104_key_with_twin(attr, extra)
+        for site in _kv104_sites(fn)
     ):
         return True  # a value-side method reaching self.k_*
     for node in walk(fn):
         if isinstance(node, ast.Assign):
-            targets, value = _flat(node.targets), node.value
+            # ``a = b = x`` binds nothing in the model; reading each target over-approximates.
+            bound = [b for target in node.targets for b in _kv104_bindings(target, node.value)]
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets, value = _flat([node.target]), node.value
+            bound = list(_kv104_bindings(node.target, node.value))
         else:
             continue
-        for target in targets:
+        for target, value in bound:
             tail = _tail(target)
             if (
                 isinstance(target, ast.Name) and tail in params and isinstance(value, (ast.Call, ast.Subscript))
@@ -1054,6 +1066,61 @@ def _kv104_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, extra) -> bool:
                     continue
                 return True  # v = self.k_proj(x)
     return False
+
+
+def _kv104_bindings(target: ast.expr, value: ast.expr) -> Iterator[tuple[ast.expr, ast.expr]]:
+    """The (name, value) bindings of ``target = value`` that ``FunctionModel`` records with no
+    unpacking position, the only ones ``_twin_calls`` and ``_dead_value_parameter`` read: a
+    name or attribute takes the value; a tuple or list takes a literal tuple or list of its
+    length element by element (``q, k, v = self.q(x), self.k(x), self.v(x)``), and otherwise
+    binds its names by position (none here) while a nested tuple reads the whole value again."""
+    if isinstance(target, (ast.Name, ast.Attribute)):
+        yield target, value
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        if (
+            isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts)
+            and not any(isinstance(e, ast.Starred) for e in (*value.elts, *target.elts))
+        ):
+            for element, part in zip(target.elts, value.elts):
+                yield from _kv104_bindings(element, part)
+        else:
+            for element in target.elts:
+                if isinstance(element, (ast.Tuple, ast.List)):
+                    yield from _kv104_bindings(element, value)
+
+
+def _kv104_sites(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.expr]:
+    """What ``_value_method_on_key`` reads in a method: the returned values and the
+    subscripts assigned to whose base is a dotted name (``FunctionModel`` records no other
+    store: ``self.k_buffer[i][loc] = x`` is none)."""
+    for node in walk(fn):
+        if isinstance(node, ast.Return) and node.value is not None:
+            yield node.value
+        elif isinstance(node, ast.Assign) or (isinstance(node, ast.AnnAssign) and node.value is not None):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            yield from (t for t in _flat(targets) if isinstance(t, ast.Subscript) and _dotted(t.value) is not None)
+
+
+def _kv104_reached(expr: ast.expr) -> str | None:
+    """The ``X`` of the ``self.X`` that ``expr`` reaches through subscripts and method calls
+    (``self.k_buffer[i]``, ``self.k_buffer.view(n)``), as ``_value_method_on_key`` walks to
+    its root; ``self.get_key_buffer(i)`` reaches ``self`` itself, no attribute."""
+    while isinstance(expr, (ast.Subscript, ast.Call)):
+        if isinstance(expr, ast.Subscript):
+            expr = expr.value
+        elif isinstance(expr.func, ast.Attribute):
+            expr = expr.func.value
+        else:
+            return None
+    return _self_attr(expr)
+
+
+def _kv104_key_with_twin(attr: str, extra) -> bool:
+    """A K-side tensor attribute with a V twin to name (``k_buffer``, ``v_buffer``)."""
+    return (
+        kv_side(attr, extra) == "k" and is_kv_tensor_name(attr, extra)
+        and value_counterpart(attr, extra) is not None
+    )
 
 
 def _kv_projections(facts: Facts, extra, self_only: bool = True) -> set[str]:

@@ -771,6 +771,126 @@ def test_kv103_sites_the_rule_reports_pass(name: str) -> None:
     assert _screen_with_text("KV103", text)
 
 
+# KV104: the value side produced by the key side's twin.
+KV104_REPORTED = {
+    "the key projection called for the value in a literal tuple": """\
+class Attention(nn.Module):
+    def __init__(self, hidden):
+        super().__init__()
+        self.wk = nn.Linear(hidden, hidden)
+        self.wv = nn.Linear(hidden, hidden)
+
+    def forward(self, x):
+        k, v = self.wk(x), self.wk(x)
+        return k, v
+""",
+    "a nested tuple reading the whole value again": """\
+class Attention(nn.Module):
+    def __init__(self, hidden):
+        super().__init__()
+        self.wk = nn.Linear(hidden, hidden)
+        self.wv = nn.Linear(hidden, hidden)
+
+    def forward(self, x):
+        (k, v), *rest = self.wk(x), self.wk(x)
+        return k, v, rest
+""",
+    "a value getter returning a view of the key buffer": """\
+class TokenPool:
+    def __init__(self, k, v):
+        self.k_buffer = k
+        self.v_buffer = v
+
+    def get_value_buffer(self, layer):
+        return self.k_buffer[layer].view(-1)
+""",
+    "a value setter storing into the key buffer": """\
+class TokenPool:
+    def __init__(self, k, v):
+        self.k_buffer = k
+        self.v_buffer = v
+
+    def set_value_buffer(self, loc, data):
+        self.k_buffer[loc] = data
+""",
+    "a value input written into the key cache beside the value cache": """\
+def write(k_cache, v_cache, slots, v_input):
+    k_cache[slots] = v_input
+    return v_cache
+""",
+    "a value input copied into the key cache beside the value cache": """\
+def write(k_cache, v_cache, v_input):
+    k_cache.copy_(v_input)
+    return v_cache
+""",
+}
+
+KV104_SILENT = {
+    # Each side through its own projection, unpacked from a literal tuple.
+    "a tuple of each side's projection": """\
+class VisionAttention(nn.Module):
+    def __init__(self, hidden):
+        super().__init__()
+        self.wq = nn.Linear(hidden, hidden)
+        self.wk = nn.Linear(hidden, hidden)
+        self.wv = nn.Linear(hidden, hidden)
+
+    def forward(self, x):
+        q, k, v = self.wq(x), self.wk(x), self.wv(x)
+        return attend(q, k, v)
+""",
+    # MQA: the value getter hands out the key getter's buffer, a call the rule does not follow.
+    "a value getter delegating to the key getter": """\
+class LatentPool:
+    def __init__(self, kv):
+        self.kv_buffer = kv
+
+    def get_key_buffer(self, layer):
+        return self.kv_buffer[layer]
+
+    def get_value_buffer(self, layer):
+        return self.get_key_buffer(layer)
+""",
+    # A value-named method that only tidies a K-side bookkeeping attribute.
+    "a value-named method calling a method of a K-side attribute": """\
+class Cache(Base):
+    def lookup_value(self, key):
+        if key in self.recent_keys:
+            self.recent_keys.move_to_end(key)
+        return super().lookup_value(key)
+""",
+    # A store through two subscripts: the function model records no store without a named base.
+    "a value setter storing through two subscripts": """\
+class TokenPool:
+    def __init__(self, k, v):
+        self.k_buffer = k
+        self.v_buffer = v
+
+    def set_value_buffer(self, layer, loc, data):
+        self.k_buffer[layer][loc] = data
+""",
+    # MLA: the key's latent part is the value, written into the key under the value's twin name.
+    "the key built from its own value twin": """\
+class LatentAttention(nn.Module):
+    def forward(self, q, v_input, k_pe):
+        k_input = q.new_empty(q.shape[0], self.heads, self.dim)
+        k_input[..., : self.rank] = v_input
+        k_input[..., self.rank :] = k_pe
+        return self.attn(q, k_input, v_input)
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(KV104_REPORTED))
+def test_kv104_shapes_it_reports_pass_its_screen(name: str) -> None:
+    _passes_and_reports("KV104", KV104_REPORTED[name])
+
+
+@pytest.mark.parametrize("name", sorted(KV104_SILENT))
+def test_kv104_look_alikes_are_stopped(name: str) -> None:
+    _stopped_and_silent("KV104", KV104_SILENT[name])
+
+
 def test_text_that_is_not_the_sites_own_is_never_alike() -> None:
     # Lines that do not match the tree (a wrong offset) must not make two sites look alike.
     text = "def f(q, k_cache, v_cache, a, b):\n    return attention(q, k_cache[a], v_cache[b])\n"
