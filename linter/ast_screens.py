@@ -30,6 +30,7 @@ from collections.abc import Callable, Collection, Iterator
 from typing import NamedTuple, TypeVar
 
 from linter.ast_sizes import Aliases, heads_mismatch, int_value
+from linter.heads import equal_to_query
 from linter.model.twins import key_head_dim_twin
 from linter.names import (
     ATTENTION_CALLABLES,
@@ -297,18 +298,7 @@ def _kv203_equal_to_query(nodes: list[ast.AST], facts: Facts) -> set[str]:
         heads = _kv203_heads(node, facts)
         for name in names:
             assigned.setdefault(name, []).append(None if heads is None else heads | (set(names) - {name}))
-    proven: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name, reads in assigned.items():
-            if name in proven or name_role(name) is not Role.KV_HEADS:
-                continue
-            # An unread value (None) proves nothing.
-            if all(r and all(name_role(w) is Role.Q_HEADS or w in proven for w in r) for r in reads):
-                proven.add(name)
-                changed = True
-    return proven
+    return equal_to_query(assigned)
 
 
 def _kv203_target(target: ast.expr) -> str | None:

@@ -17,7 +17,7 @@ compare with this one code and cannot drift apart. No libcst here: the screens r
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -189,3 +189,22 @@ def describe(kind: str | int, linear: bool = False) -> str:
     if kind == 1:
         return "one head"
     return f"{kind} heads"
+
+
+def equal_to_query(assigned: dict[str, list[Collection[str] | None]]) -> set[str]:
+    """The KV head counts among ``assigned`` (a name -> the head-count names each of its
+    assignments reads, None where a value was not read) that provably equal the query head
+    count (no GQA): every assignment reads a query head count or another such name, and no
+    other KV head count (``self.total_num_kv_heads = self.total_num_heads``). KV203's rule and
+    its ``ast`` screen both ask it."""
+    proven: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, reads in assigned.items():
+            if name in proven or name_role(name) is not Role.KV_HEADS:
+                continue
+            if all(r and all(name_role(w) is Role.Q_HEADS or w in proven for w in r) for r in reads):
+                proven.add(name)
+                changed = True
+    return proven

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from linter.heads import equal_to_query
 from linter.names import Role, head_count_side, is_kv_head_count_name, kv_side, name_role
 from linter.pairs import dotted_name, normalized, source_of
 from linter.rules.base import Example, Rule
@@ -121,17 +122,7 @@ class _Owner:
         """KV head counts that provably equal the query head count (no GQA): every assignment
         reads a query head count or another such name, and no other KV head count
         (``self.total_num_kv_heads = self.total_num_heads``)."""
-        proven: set[str] = set()
-        changed = True
-        while changed:
-            changed = False
-            for name, reads in self.assigned.items():
-                if name in proven or name_role(name) is not Role.KV_HEADS:
-                    continue
-                if all(r and all(name_role(w) is Role.Q_HEADS or w in proven for w in r) for r in reads):
-                    proven.add(name)
-                    changed = True
-        return proven
+        return equal_to_query(self.assigned)
 
 
 _HEAD_ROLES = (Role.Q_HEADS, Role.KV_HEADS)
