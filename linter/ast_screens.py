@@ -590,14 +590,7 @@ def _kv102(facts: Facts, settings: Settings) -> bool:
         return False
     if facts.source is None:
         return True
-    contexts: list[_SiteContext] = []
-
-    def context() -> _SiteContext:
-        if not contexts:
-            contexts.append(_SiteContext(facts.tree))
-        return contexts[0]
-
-    return any(_kv102_scope(nodes, extra, facts.text, context) for nodes in facts.scopes())
+    return any(_kv102_scope(nodes, extra, facts.text, facts.site_context) for nodes in facts.scopes())
 
 
 def _kv102_scope(
@@ -809,6 +802,14 @@ class Facts:
         found = self.__dict__.get("_scopes")
         if found is None:
             found = self.__dict__["_scopes"] = _scopes(self.tree)
+        return found
+
+    def site_context(self) -> _SiteContext:
+        """Where each node stands as ``scopes`` walks the tree (``_SiteContext``), read on the
+        first question: KV102's and KV103's screens ask it only of units with a site."""
+        found = self.__dict__.get("_site_context")
+        if found is None:
+            found = self.__dict__["_site_context"] = _SiteContext(self.tree)
         return found
 
     def _walk(self) -> None:
@@ -2106,14 +2107,7 @@ def _kv103(facts: Facts, settings: Settings) -> bool:
         return False
     if facts.source is None:
         return True
-    contexts: list[_SiteContext] = []
-
-    def context() -> _SiteContext:
-        if not contexts:
-            contexts.append(_SiteContext(facts.tree))
-        return contexts[0]
-
-    return any(_kv103_scope(nodes, extra, facts.text, context) for nodes in facts.scopes())
+    return any(_kv103_scope(nodes, extra, facts.text, facts.site_context) for nodes in facts.scopes())
 
 
 def _kv103_scope(
