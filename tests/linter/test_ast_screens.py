@@ -496,8 +496,8 @@ def _screen_with_text(code: str, text: str) -> bool:
 
 
 def _text_compared(code: str, reported: str, alike: str) -> None:
-    assert _reported(code, reported) == [code] and _screen_with_text(code, reported)
-    assert _reported(code, alike) == [] and not _screen_with_text(code, alike)
+    _passes_and_reports(code, reported)
+    _stopped_and_silent(code, alike)
     assert _screen(code, alike), "without the text the screen keeps its old, wider answer"
 
 
@@ -587,7 +587,7 @@ def attention(q, k, v, n):
 
 
 def test_kv102_sites_matched_on_both_sides_are_stopped() -> None:
-    assert _reported("KV102", _KV102_HALVES) == [] and not _screen_with_text("KV102", _KV102_HALVES)
+    _stopped_and_silent("KV102", _KV102_HALVES)
     one_differs = _KV102_HALVES.replace("v[:, -num_rep:]", "v[:, -num_rep - 1:]")
     assert set(_reported("KV102", one_differs)) == {"KV102"} and _screen_with_text("KV102", one_differs)
 
@@ -607,9 +607,9 @@ def test_attention_keeps_images_apart(q, k, v, bounds):
     v[bounds[0][1]:] += 100
     return ref
 """
-    assert _reported("KV102", written) == [] and not _screen_with_text("KV102", written)
+    _stopped_and_silent("KV102", written)
     read = written.replace("v[bounds[0][1]:] += 100", "ref = ref + F.scaled_dot_product_attention(q, k, v[bounds[0][1]:])")
-    assert _reported("KV102", read) == ["KV102"] and _screen_with_text("KV102", read)
+    _passes_and_reports("KV102", read)
 
 
 def test_kv103_indices_compared_as_the_rule_compares_them() -> None:
@@ -752,15 +752,13 @@ KV103_REPORTED_NEARBY.update(
 @pytest.mark.parametrize("name", sorted(KV103_NO_SITE_REPORTS))
 def test_kv103_look_alikes_with_no_site_to_report_are_stopped(name: str) -> None:
     text = KV103_NO_SITE_REPORTS[name]
-    assert _reported("KV103", text) == [], "a look-alike the rule reports would be a wrong stop"
-    assert not _screen_with_text("KV103", text)
+    _stopped_and_silent("KV103", text)
 
 
 @pytest.mark.parametrize("name", sorted(KV103_REPORTED_NEARBY))
 def test_kv103_sites_the_rule_reports_pass(name: str) -> None:
     text = KV103_REPORTED_NEARBY[name]
-    assert _reported("KV103", text) == ["KV103"], "the shape must be one the rule reports"
-    assert _screen_with_text("KV103", text)
+    _passes_and_reports("KV103", text)
 
 
 # KV104: the value side produced by the key side's twin.
@@ -775,17 +773,6 @@ class Attention(nn.Module):
     def forward(self, x):
         k, v = self.wk(x), self.wk(x)
         return k, v
-""",
-    "a nested tuple reading the whole value again": """\
-class Attention(nn.Module):
-    def __init__(self, hidden):
-        super().__init__()
-        self.wk = nn.Linear(hidden, hidden)
-        self.wv = nn.Linear(hidden, hidden)
-
-    def forward(self, x):
-        (k, v), *rest = self.wk(x), self.wk(x)
-        return k, v, rest
 """,
     "a value getter returning a view of the key buffer": """\
 class TokenPool:
@@ -816,6 +803,10 @@ def write(k_cache, v_cache, v_input):
     return v_cache
 """,
 }
+KV104_REPORTED["a nested tuple reading the whole value again"] = _edited(
+    KV104_REPORTED["the key projection called for the value in a literal tuple"],
+    [("k, v = self.wk(x), self.wk(x)\n        return k, v", "(k, v), *rest = self.wk(x), self.wk(x)\n        return k, v, rest")],
+)
 
 KV104_SILENT = {
     # Each side through its own projection, unpacked from a literal tuple.
@@ -988,42 +979,32 @@ SPLIT
 """
 
 
-def _kv203_sized(split: str) -> str:
-    return KV203_SIZES_NAMED.replace("SPLIT", textwrap.indent(textwrap.dedent(split), " " * 8).rstrip("\n"))
+def _filled(template: str, place: str, lines: str) -> str:
+    """``template`` with ``lines`` at ``place``, indented as a method's body."""
+    return template.replace(place, textwrap.indent(textwrap.dedent(lines), " " * 8).rstrip("\n"))
 
 
 @pytest.mark.parametrize(
-    "split",
+    ("split", "reported"),
     [
-        "widths = [self.head_dim] * 3\nq, k, v = qkv.split(widths, dim=-1)",
-        "widths = [self.kv_size, self.kv_size, self.kv_size]\nq, k, v = qkv.split(widths, dim=-1)",
+        ("widths = [self.head_dim] * 3\nq, k, v = qkv.split(widths, dim=-1)", True),
+        ("widths = [self.kv_size, self.kv_size, self.kv_size]\nq, k, v = qkv.split(widths, dim=-1)", True),
         # One width for every part, through a name.
-        "widths = self.kv_size\nq, k, v = qkv.split(widths, dim=-1)",
+        ("widths = self.kv_size\nq, k, v = qkv.split(widths, dim=-1)", True),
         # Assigned twice: the rule reads the name itself, a KV width.
-        "kv_size = self.kv_size\nif self.tp_size > 1:\n    kv_size = self.head_dim\nq, k, v = qkv.split(kv_size, dim=-1)",
+        ("kv_size = self.kv_size\nif self.tp_size > 1:\n    kv_size = self.head_dim\nq, k, v = qkv.split(kv_size, dim=-1)", True),
         # Parts gathered into one name: equal thirds by the sizes alone.
-        "widths = [self.head_dim] * 3\nqkv = torch.split(qkv, widths, dim=-1)",
+        ("widths = [self.head_dim] * 3\nqkv = torch.split(qkv, widths, dim=-1)", True),
         # Other sizes assigned in a function inside: not this function's name.
-        "def unused():\n    widths = [self.q_size, self.kv_size, self.kv_size]\nwidths = [self.head_dim] * 3\nqkv = torch.split(qkv, widths, dim=-1)",
-    ],
-)
-def test_kv203_sizes_read_through_a_name_as_equal_thirds_pass_its_screen(split: str) -> None:
-    text = _kv203_sized(split)
-    _passes_and_reports("KV203", text)
-
-
-@pytest.mark.parametrize(
-    "split",
-    [
+        ("def unused():\n    widths = [self.q_size, self.kv_size, self.kv_size]\nwidths = [self.head_dim] * 3\nqkv = torch.split(qkv, widths, dim=-1)", True),
         # Query and KV sizes, unpacked into three names.
-        "widths = [self.q_size, self.kv_size, self.kv_size]\nq, k, v = qkv.split(widths, dim=-1)",
+        ("widths = [self.q_size, self.kv_size, self.kv_size]\nq, k, v = qkv.split(widths, dim=-1)", False),
         # Per-rank sizes repeated for every rank, the parts gathered into one name.
-        "widths = [self.q_size, self.kv_size, self.kv_size] * self.tp_size\nqkv = torch.split(qkv, widths, dim=-1)",
+        ("widths = [self.q_size, self.kv_size, self.kv_size] * self.tp_size\nqkv = torch.split(qkv, widths, dim=-1)", False),
     ],
 )
-def test_kv203_sizes_read_through_a_name_as_unequal_are_stopped(split: str) -> None:
-    text = _kv203_sized(split)
-    _stopped_and_silent("KV203", text)
+def test_kv203_sizes_read_through_a_name_count_as_thirds_when_equal(split: str, reported: bool) -> None:
+    (_passes_and_reports if reported else _stopped_and_silent)("KV203", _filled(KV203_SIZES_NAMED, "SPLIT", split))
 
 
 # Encoder attention that declares a KV head count for its fused projection's sake, the count
@@ -1044,46 +1025,37 @@ HEADS
 """
 
 
-def _kv203_heads(heads: str) -> str:
-    return KV203_EQUAL_HEADS.replace("HEADS", textwrap.indent(textwrap.dedent(heads), " " * 8).rstrip("\n"))
-
-
 @pytest.mark.parametrize(
-    "heads",
+    ("heads", "reported"),
     [
-        "self.total_num_heads = self.total_num_kv_heads = config.num_heads",
-        "self.total_num_heads = config.num_heads\nself.total_num_kv_heads = self.total_num_heads",
-    ],
-)
-def test_kv203_kv_heads_assigned_the_query_heads_are_stopped(heads: str) -> None:
-    text = _kv203_heads(heads)
-    _stopped_and_silent("KV203", text)
-
-
-@pytest.mark.parametrize(
-    "heads",
-    [
-        "self.total_num_heads = config.num_heads\nself.total_num_kv_heads = config.num_key_value_heads",
+        ("self.total_num_heads = self.total_num_kv_heads = config.num_heads", False),
+        ("self.total_num_heads = config.num_heads\nself.total_num_kv_heads = self.total_num_heads", False),
+        ("self.total_num_heads = config.num_heads\nself.total_num_kv_heads = config.num_key_value_heads", True),
         # The rule reads the value's text: a comment inside it, a string.
         (
-            "self.total_num_heads = config.num_heads\nself.total_num_kv_heads = (\n"
-            "    self.total_num_heads  # until num_key_value_heads lands\n)"
+            (
+                "self.total_num_heads = config.num_heads\nself.total_num_kv_heads = (\n"
+                "    self.total_num_heads  # until num_key_value_heads lands\n)"
+            ),
+            True,
         ),
         (
-            "self.total_num_heads = config.num_heads\n"
-            "self.total_num_kv_heads = getattr(config, 'num_key_value_heads', self.total_num_heads)"
+            (
+                "self.total_num_heads = config.num_heads\n"
+                "self.total_num_kv_heads = getattr(config, 'num_key_value_heads', self.total_num_heads)"
+            ),
+            True,
         ),
         # An annotated assignment is none the rule records.
-        "self.total_num_heads = config.num_heads\nself.total_num_kv_heads: int = self.total_num_heads",
+        ("self.total_num_heads = config.num_heads\nself.total_num_kv_heads: int = self.total_num_heads", True),
     ],
 )
-def test_kv203_kv_heads_not_proven_equal_pass_its_screen(heads: str) -> None:
-    text = _kv203_heads(heads)
-    _passes_and_reports("KV203", text)
+def test_kv203_kv_heads_count_unless_assigned_the_query_heads(heads: str, reported: bool) -> None:
+    (_passes_and_reports if reported else _stopped_and_silent)("KV203", _filled(KV203_EQUAL_HEADS, "HEADS", heads))
 
 
 def test_kv203_heads_proven_only_from_the_lines_the_tree_was_parsed_from() -> None:
-    text = _kv203_heads("self.total_num_heads = self.total_num_kv_heads = config.num_heads")
+    text = _filled(KV203_EQUAL_HEADS, "HEADS", "self.total_num_heads = self.total_num_kv_heads = config.num_heads")
     assert _kv203_screen(text, ["x = 1"] * len(text.split("\n")))
     assert _screen("KV203", text)  # no lines at all
 
