@@ -89,7 +89,7 @@ def _cells(row: str) -> int:
     return len(re.split(r"(?<!\\)\|", inner))
 
 
-DELIMITER = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+DELIMITER = re.compile(r"^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 
 
 def table_problems(doc: Path) -> list[str]:
@@ -121,7 +121,7 @@ def test_every_table_parses_as_one_table(doc):
 
 def test_the_table_check_catches_a_table_split_by_a_paragraph_and_a_short_row(tmp_path):
     doc = tmp_path / "page.md"
-    doc.write_text("| a | b |\n| --- | --- |\n| 1 | 2 |\n\nA paragraph.\n| 3 | 4 |\n\n| c | d |\n| - | - |\n| `x|y` |\n")
+    doc.write_text("| a | b |\n| --- | --- |\n| 1 | 2 |\n\nA paragraph.\n| 3 | 4 |\n\n| c | d |\n| - | - |\n| x | y | z |\n")
     problems = [p.split(": ", 1)[1] for p in table_problems(doc)]
     assert problems == ["table rows without a header and delimiter row (a table split by a paragraph?)",
                         "3 cells in a table of 2 columns"]
@@ -192,8 +192,9 @@ def documented_statuses(block: Block) -> list[int] | None:
 
 
 def _scratch(tmp_path: Path) -> dict[str, str]:
-    """A folder holding a copy of examples/, and an environment whose `kvlint` and `python` are
-    this interpreter's: the code under test, wherever it is installed."""
+    """A git repository holding a copy of examples/, and an environment whose `kvlint` and
+    `python` are this interpreter's: the code under test, wherever it is installed."""
+    subprocess.run(["git", "init", "--quiet", str(tmp_path)], check=True)
     shutil.copytree(ROOT / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("__pycache__"))
     bin_dir = tmp_path / ".bin"
     bin_dir.mkdir()
@@ -310,3 +311,21 @@ def test_quick_start_sets_up_then_lints_the_bundled_examples_with_the_exit_statu
     assert run.returncode == 1 and "examples/" in run.stdout, run.stdout + run.stderr
     quick_start = README.read_text(encoding="utf-8").split("## Quick start")[1].split("\n## ")[0]
     assert "exits 1" in quick_start
+
+
+# ---- CHANGELOG.md -------------------------------------------------------------------------
+
+CHANGE_KINDS = {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}
+
+
+def test_changelog_is_keep_a_changelog_by_version_newest_first():
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert text.startswith("# Changelog\n")
+    versions = re.findall(r"^## \[([^\]]+)\]", text, re.MULTILINE)
+    assert versions[0] == "Unreleased" and versions.count("Unreleased") == 1
+    numbered = [tuple(int(p) for p in v.split(".")) for v in versions[1:]]
+    assert all(re.fullmatch(r"\d+\.\d+\.\d+", v) for v in versions[1:]) and numbered == sorted(numbered, reverse=True)
+    kinds = set(re.findall(r"^### (.+)$", text, re.MULTILINE))
+    assert kinds <= CHANGE_KINDS, kinds - CHANGE_KINDS
+    # Every level-2 heading is a version; nothing else sits at that level.
+    assert len(re.findall(r"^## ", text, re.MULTILINE)) == len(versions)
