@@ -89,7 +89,8 @@ def test_the_readme_git_recipe_installs_this_repository_pinned_to_a_commit(tmp_p
         pytest.skip("not a git checkout")
     (recipe,) = re.findall(r'pip install "(kvlint-npu @ git\+https://<your-git-host>/kvlint@<commit>)"', (ROOT / "README.md").read_text())
     head = _git("rev-parse", "HEAD").stdout.strip()
-    requirement = recipe.replace("https://<your-git-host>/kvlint", ROOT.as_uri()).replace(PLACEHOLDER, head)
+    # file://localhost/...: pip's requirement parser wants a host in a git+ URL; git accepts it.
+    requirement = recipe.replace("https://<your-git-host>/kvlint", f"file://localhost{ROOT.as_posix()}").replace(PLACEHOLDER, head)
     report = tmp_path / "report.json"
     run = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--ignore-installed", "-q", "--report", str(report), requirement],
