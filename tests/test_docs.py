@@ -3,11 +3,13 @@
 - Every table parses as one table: a header, a delimiter row, and rows of the header's width,
   with no stray row left behind a paragraph (GitHub renders that as text).
 - Every relative link names a file or folder that exists.
-- Every shell block that runs kvlint runs, in a scratch folder holding a copy of examples/, with
-  the exit status it documents: 0 unless an HTML comment right before the block says
-  ``<!-- exit status: N -->``. A block marked ``<!-- illustrative -->`` (paths the reader
-  supplies, a model directory) is not run.
-- The pages speak in the present tense: no session or issue numbers, no commit hashes.
+- Every shell block that runs kvlint runs, command by command, in a scratch git repository
+  holding a copy of examples/, with the exit statuses it documents: 0 for each command unless an
+  HTML comment right before the block says otherwise, ``<!-- exit status: 1 -->`` for every
+  command or ``<!-- exit status: 1, 0 -->`` for each in turn. A block marked
+  ``<!-- illustrative: why -->`` (paths the reader supplies, a model directory) is not run.
+- The pages speak in the present tense: no session or issue numbers, no commits of this
+  repository.
 - README.md's rule table is exactly what ``kvlint rules`` lists.
 - CI runs exactly the test command README.md gives, after the setup the quick start runs.
 """
@@ -84,7 +86,7 @@ def _prose_lines(doc: Path) -> list[tuple[int, str]]:
 def _cells(row: str) -> int:
     """How many cells a GitHub table row has: unescaped pipes split cells, even in code spans."""
     inner = row.strip()
-    inner = inner[1:] if inner.startswith("|") else inner
+    inner = inner.removeprefix("|")
     inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
     return len(re.split(r"(?<!\\)\|", inner))
 
