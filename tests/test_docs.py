@@ -198,8 +198,9 @@ def _scratch(tmp_path: Path) -> dict[str, str]:
     `python` are this interpreter's: the code under test, wherever it is installed."""
     subprocess.run(["git", "init", "--quiet", str(tmp_path)], check=True)
     shutil.copytree(ROOT / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("__pycache__"))
-    bin_dir = tmp_path / ".bin"
-    bin_dir.mkdir()
+    # On PATH, and where the quick start leaves them (.venv/bin).
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
     for name, command in (("kvlint", f"{shlex.quote(sys.executable)} -m kvlint"), ("python", shlex.quote(sys.executable))):
         shim = bin_dir / name
         shim.write_text(f'#!/bin/sh\nexec {command} "$@"\n')
