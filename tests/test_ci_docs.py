@@ -54,6 +54,14 @@ def test_pre_commit_snippet_uses_only_hooks_this_repository_serves():
     assert used and used <= served
 
 
+def test_hooks_are_declared_as_ruff_pre_commit_declares_its_own():
+    """One process per run (one summary), and the file types `kvlint check .` lints."""
+    for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text()):
+        assert hook["require_serial"] is True, hook["id"]
+        assert hook["types_or"] == ["python", "pyi", "jupyter"] and "types" not in hook, hook["id"]
+        assert hook["entry"].startswith("kvlint check --force-exclude"), hook["id"]
+
+
 def test_github_job_uploads_the_sarif_file_it_writes():
     workflow = next(yaml.safe_load(b) for b in _blocks("yaml") if "jobs" in (yaml.safe_load(b) or {}))
     steps = workflow["jobs"]["kvlint"]["steps"]

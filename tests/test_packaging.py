@@ -6,6 +6,7 @@ every install recipe must name ``kvlint-npu`` (or a git URL or checkout), never 
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -62,6 +63,71 @@ def test_readme_says_how_to_install_from_git_and_from_a_checkout():
     assert "pip install ./kvlint" in readme
 
 
+# What a recipe pins: `git+https://HOST/kvlint@REF` for pip, `rev: REF` for pre-commit.
+PINNED_REF = re.compile(r"git\+\S+?@([^\s\"'#]+)|^\s*rev:\s*([^\s#]+)", re.MULTILINE)
+PLACEHOLDER = "<commit>"
+
+
+def _git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+
+
+def test_every_pinned_ref_in_the_docs_exists_or_is_the_commit_placeholder():
+    refs = [(doc.name, a or b) for doc in DOCS for a, b in PINNED_REF.findall(doc.read_text())]
+    assert len(refs) >= 4 and any(ref == PLACEHOLDER for _, ref in refs)
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout: tags cannot be looked up")
+    missing = [(doc, ref) for doc, ref in refs if ref != PLACEHOLDER and _git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").returncode]
+    assert not missing, f"pinned to refs this repository does not have: {missing}"
+
+
+@pytest.mark.slow
+def test_the_readme_git_recipe_installs_this_repository_pinned_to_a_commit(tmp_path):
+    """The README's `pip install "kvlint-npu @ git+https://<your-git-host>/kvlint@<commit>"`,
+    with this checkout as the host and its HEAD as the commit: pip resolves it to kvlint-npu."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    (recipe,) = re.findall(r'pip install "(kvlint-npu @ git\+https://<your-git-host>/kvlint@<commit>)"', (ROOT / "README.md").read_text())
+    head = _git("rev-parse", "HEAD").stdout.strip()
+    # file://localhost/...: pip's requirement parser wants a host in a git+ URL; git accepts it.
+    requirement = recipe.replace("https://<your-git-host>/kvlint", f"file://localhost{ROOT.as_posix()}").replace(PLACEHOLDER, head)
+    report = tmp_path / "report.json"
+    run = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--ignore-installed", "-q", "--report", str(report), requirement],
+        capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    (installed,) = json.loads(report.read_text())["install"]
+    assert installed["metadata"]["name"] == DISTRIBUTION
+    assert installed["download_info"]["vcs_info"]["commit_id"] == head
+
+
+def test_the_license_file_is_the_apache_2_text_pyproject_declares():
+    assert PYPROJECT["project"]["license"] == "Apache-2.0"
+    text = (ROOT / "LICENSE").read_text()
+    assert "Apache License\n                           Version 2.0, January 2004" in text
+    assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in text
+    assert "END OF TERMS AND CONDITIONS" in text
+
+
+def test_both_packages_are_marked_typed_and_the_wheel_carries_kvlint():
+    for package in ("linter", "runtime_guard"):
+        assert (ROOT / package / "py.typed").is_file(), package
+    assert set(PYPROJECT["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"]) == {"linter", "runtime_guard", "kvlint"}
+
+
+def test_python_m_kvlint_is_the_kvlint_command():
+    version = subprocess.run([sys.executable, "-m", "kvlint", "--version"], capture_output=True, text=True, check=False)
+    assert (version.returncode, version.stdout.strip()) == (0, f"kvlint {PYPROJECT['project']['version']}")
+    args = ["check", "--no-cache", "--output-format", "concise", "examples/tnd_truncated/buggy.py"]
+    as_module, as_linter = (
+        subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True, check=False)
+        for module in ("kvlint", "linter")
+    )
+    assert as_module.returncode == 1 and "KV101" in as_module.stdout
+    assert (as_module.returncode, as_module.stdout) == (as_linter.returncode, as_linter.stdout)
+
+
 @pytest.mark.slow
 def test_the_wheel_is_named_kvlint_npu_and_carries_the_command_and_rule_pages(tmp_path):
     build = subprocess.run(
@@ -79,6 +145,10 @@ def test_the_wheel_is_named_kvlint_npu_and_carries_the_command_and_rule_pages(tm
     assert "kvlint = linter.cli:main" in entry_points
     # JSON `url` and SARIF `helpUri` link to these pages in an installed kvlint.
     assert "linter/rule_pages/KV101.md" in names
+    # `python -m kvlint`, the type-checker marker of both packages, and the licence text.
+    assert {"kvlint/__main__.py", "linter/py.typed", "runtime_guard/py.typed"} <= set(names)
+    assert any(".dist-info/" in n and n.endswith("/LICENSE") for n in names), [n for n in names if "dist-info" in n]
+    assert {"License-Expression: Apache-2.0", "License: Apache-2.0"} & set(metadata.splitlines())
     # The C helpers, compiled where a compiler is at hand; their sources stay out.
     assert not [n for n in names if n.endswith(".c")]
     if _compiler_at_hand():

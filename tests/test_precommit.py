@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from linter.rules.kv101_key_only_reshape import KeyOnlyReshape
 
@@ -126,6 +127,39 @@ def test_kvlint_hook_skips_files_excluded_in_tool_kvlint(project, hook_ref, pre_
     _stage(project, "attention.py", K_ONLY_SLICE)
     run = _run_hook(project, "kvlint", hook_ref, pre_commit_home)
     assert run.returncode == 1 and "KV101" in run.stdout and "legacy/attention.py" not in run.stdout, run.stdout
+
+
+def _notebook(source: str) -> str:
+    cell = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source.splitlines(keepends=True)}
+    return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def test_one_hook_run_lints_notebooks_and_stubs_and_prints_one_summary(project, hook_ref, pre_commit_home):
+    # Enough files that pre-commit, left to itself, splits them across one process per CPU.
+    for n in range(6):
+        _stage(project, f"attention_{n}.py", K_ONLY_SLICE)
+    _stage(project, "ring.ipynb", _notebook(K_ONLY_SLICE))
+    _stage(project, "ring.pyi", K_ONLY_SLICE)
+    run = _run_hook(project, "kvlint", hook_ref, pre_commit_home)
+    assert run.returncode == 1, run.stdout + run.stderr
+    for name in ("ring.ipynb", "ring.pyi", "attention_0.py", "attention_5.py"):
+        assert f"{name}:" in run.stdout, run.stdout
+    # One kvlint process for the run: one summary, counting every file's finding.
+    summaries = [line for line in run.stdout.splitlines() if line.startswith(("Found ", "All checks passed"))]
+    assert len(summaries) == 1 and summaries[0].startswith("Found 8 "), run.stdout
+
+
+def test_autoupdate_pins_the_hook_to_a_commit_of_this_repository(project):
+    """docs/ci.md: `pre-commit autoupdate` fills in `rev` where the config names a placeholder."""
+    config = project / ".pre-commit-config.yaml"
+    config.write_text(json.dumps({"repos": [{"repo": str(CHECKOUT), "rev": "<commit>", "hooks": [{"id": "kvlint"}]}]}))
+    run = subprocess.run([sys.executable, "-m", "pre_commit", "autoupdate", "--freeze"], cwd=project,
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stdout + run.stderr
+    rev = yaml.safe_load(config.read_text())["repos"][0]["rev"]
+    assert len(rev) == 40 and rev != "<commit>"
+    is_ancestor = subprocess.run(["git", "merge-base", "--is-ancestor", rev, "HEAD"], cwd=CHECKOUT, check=False)
+    assert is_ancestor.returncode == 0, f"{rev} is not a commit of this checkout's history"
 
 
 def test_kvlint_fix_hook_mirrors_the_slice_onto_the_value(project, hook_ref, pre_commit_home):

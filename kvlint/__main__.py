@@ -1,0 +1,3 @@
+from linter.cli import main
+
+raise SystemExit(main())
