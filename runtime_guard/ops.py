@@ -67,7 +67,7 @@ ROWS = (
     OpRow("npu_kv_rmsnorm_rope_cache", "npu", ("k_cache", "ckv_cache", "cache_mode"), validators.rope_cache_write, "MLA caches by cache_mode"),
     OpRow("npu_kv_rmsnorm_rope_cache_v2", "npu", ("k_cache", "ckv_cache", "cache_mode"), validators.rope_cache_write, "MLA caches by cache_mode"),
     OpRow("npu_mla_prolog_v2", "npu", ("kv_cache", "kr_cache", "cache_mode"), validators.mla_prolog, "MLA caches by cache_mode"),
-    OpRow("npu_mla_prolog_v3", "npu", ("kv_cache", "kr_cache", "cache_mode"), validators.mla_prolog, "MLA caches by cache_mode"),
+    OpRow("npu_mla_prolog_v3", "npu", ("kv_cache", "kr_cache", "cache_mode", "ckvkr_repo_mode"), validators.mla_prolog, "MLA caches by cache_mode"),
     OpRow("npu_kv_quant_sparse_flash_attention", "npu", ("query", "key", "value", "layout_kv"), validators.sparse_kv_attention, "layout_kv"),
     OpRow("npu_scatter_pa_cache", "npu", ("key", "key_cache", "slot_mapping"), validators.single_cache_write, "one paged cache"),
     OpRow("_npu_reshape_and_cache_siso", "atb", ("key", "key_cache", "slot_indices"), validators.single_cache_write, "one paged cache"),
@@ -127,11 +127,28 @@ class Binder:
 
 
 def schema_params(op: Any) -> list:
-    """(name, keyword-only, default) of a packet's .default overload or of one overload."""
+    """(name, keyword-only, default) of a packet's .default overload or of one overload.
+
+    A packet call with keywords only another overload takes (npu_paged_cache_load(..., key=k,
+    value=v) resolves to .out) is that overload's call: those keyword-only arguments are read from
+    the keywords too (None when not passed), so a role the .default schema lacks is still judged.
+    """
     schema = getattr(op, "_schema", None)
-    if schema is None:  # a packet: its .default, or its only overload (npu_scatter_pa_cache has just .value)
-        overloads = op.overloads()
-        schema = getattr(op, "default" if "default" in overloads else overloads[0])._schema
+    if schema is not None:
+        return _params(schema)
+    overloads = op.overloads()  # a packet: its .default, or its only overload (npu_scatter_pa_cache has just .value)
+    first = "default" if "default" in overloads else overloads[0]
+    params = _params(getattr(op, first)._schema)
+    known = {name for name, _, _ in params}
+    for name in overloads:
+        for arg, kwarg_only, _ in _params(getattr(op, name)._schema) if name != first else ():
+            if kwarg_only and arg not in known:
+                params.append((arg, True, None))
+                known.add(arg)
+    return params
+
+
+def _params(schema: Any) -> list:
     return [(a.name, a.kwarg_only, a.default_value if a.has_default_value() else MISSING) for a in schema.arguments]
 
 

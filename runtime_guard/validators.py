@@ -29,8 +29,8 @@ def attention(layout_arg: Any, q: Any, k: Any, v: Any, heads: Any, kv_heads: Any
     if (type(q) not in known or type(k) not in known or type(v) not in known) and (found := c.arguments_are_tensors(((names[1], q), (names[2], k), (names[3], v)))):
         return found
     device = q.device
-    if (device_type is not None and device.type != device_type) or k.device != device or v.device != device:
-        return c.one_device_of_type(((names[1], q), (names[2], k), (names[3], v)), device_type)
+    if ((device_type is not None and device.type != device_type) or k.device != device or v.device != device) and (found := c.one_device_of_type(((names[1], q), (names[2], k), (names[3], v)), device_type)):
+        return found
     dtype = q.dtype
     if (k.dtype is not dtype or v.dtype is not dtype) and (found := _attention_dtypes(q, k, v, kv_scale, names)):
         return found
@@ -386,10 +386,20 @@ def rope_cache_write(k_cache: Any, ckv_cache: Any, cache_mode: Any) -> c.Violati
     return paired_caches(k_cache, ckv_cache, "k_cache", "ckv_cache")
 
 
-def mla_prolog(kv_cache: Any, kr_cache: Any, cache_mode: Any) -> c.Violation | c.NotJudged | None:
-    """npu_mla_prolog_v2/_v3: kv_cache and kr_cache written at the same cache_index slots share their blocks."""
+def mla_prolog(kv_cache: Any, kr_cache: Any, cache_mode: Any, repo_mode: Any = None) -> c.Violation | c.NotJudged | None:
+    """npu_mla_prolog_v2/_v3: kv_cache and kr_cache written at the same cache_index slots share their blocks.
+
+    With ckvkr_repo_mode=1 (v3 only; its docstring: kv_cache and kr_cache stored together) the rope
+    part lives in kv_cache and kr_cache is an unused placeholder (vllm-ascend's SFA C8 path passes
+    an empty one): there is no second cache to compare, so the call passes.
+    """
     if cache_mode not in ("PA_BSND", "PA_NZ"):  # the values its docstring lists
         return c.NotJudged(f"cache_mode={cache_mode!r} is not a cache format the guard knows")
+    if repo_mode == 1 and type(repo_mode) is int:
+        named = (("kv_cache", kv_cache),)
+        return c.arguments_are_tensors(named) or c.one_device_of_type(named, DEVICE_TYPE)
+    if repo_mode not in (None, 0):
+        return c.NotJudged(f"ckvkr_repo_mode={repo_mode!r} is not a storage mode the guard knows")
     return paired_caches(kv_cache, kr_cache, "kv_cache", "kr_cache")
 
 
