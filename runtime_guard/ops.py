@@ -81,6 +81,24 @@ ROWS = (
 
 ROWS_BY_NAME = {row.name: row for row in ROWS}
 
+# K/V ops other packages register in namespaces of their own, wrapped once the package has loaded
+# them (torch.ops.<namespace>.X resolving is what the guard waits for, as for ATB). Schemas and their
+# sources: tests/runtime_guard/double/torch_npu/package_schemas.py; the roles bind by name as above.
+#   _C_ascend: vllm-ascend (csrc/torch_binding.cpp; its sparse/SFA and DSA indexer paths)
+#   custom:    custom_ops from cann-recipes-infer's torch_ops_extension (sglang's NPU sparse paths)
+SPARSE = ("query", "key", "value", "layout_kv")
+INDEXER = ("query", "key", "layout_query", "layout_key", "block_table")
+PACKAGE_ROWS = (
+    OpRow("npu_sparse_flash_attention", "_C_ascend", (*SPARSE, "key_rope"), validators.sparse_attention, "layout_kv"),
+    OpRow("npu_kv_quant_sparse_flash_attention", "_C_ascend", SPARSE, validators.sparse_kv_attention, "layout_kv"),
+    OpRow("npu_lightning_indexer", "_C_ascend", INDEXER, validators.lightning_indexer, "layout_key"),
+    OpRow("npu_lightning_indexer_quant", "_C_ascend", INDEXER, validators.lightning_indexer, "layout_key"),
+    OpRow("npu_sparse_flash_attention", "custom", (*SPARSE, "key_rope"), validators.sparse_attention, "layout_kv"),
+    OpRow("npu_sparse_flash_attention_antiquant", "custom", SPARSE, validators.sparse_kv_attention, "layout_kv"),
+    OpRow("npu_lightning_indexer", "custom", INDEXER, validators.lightning_indexer, "layout_key"),
+    OpRow("npu_lightning_indexer_quant", "custom", INDEXER, validators.lightning_indexer, "layout_key"),
+)
+
 # Head counts an older op version lacks are ABSENT (not judged); None there would be the user's.
 HEAD_ROLES = {"head_num", "num_heads", "num_query_heads", "num_key_value_heads"}
 

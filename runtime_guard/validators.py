@@ -589,3 +589,27 @@ def atb_paged_mla(q: Any, key_cache: Any, heads: Any, kv_heads: Any, block_table
     mla_vheadsize columns. Checked as _npu_paged_attention with that cache on both sides: the query's
     heads and head dim against it, num_heads/num_kv_heads, block_table rows, context_lens."""
     return atb_paged_attention(q, key_cache, key_cache, heads, kv_heads, block_table, context_lens)
+
+
+# Index-key layouts of the lightning indexers (their schemas' layout_query/layout_key): the rank each takes.
+INDEXER_RANKS = {"BSND": 4, "TND": 3, "PA_BSND": 4}
+
+
+def lightning_indexer(q: Any, k: Any, layout_query: Any, layout_key: Any, block_table: Any) -> c.Violation | c.NotJudged | None:
+    """npu_lightning_indexer(_quant) (DSA's top-k token selection, vllm-ascend's SFA/DSA paths): the
+    query, (B, S, N, D) or (T, N, D), scores index keys (B, S, N_k, D), (T, N_k, D) or, paged,
+    (blocks, block_size, N_k, D) read through block_table. Both sides share the head dim, the key's
+    heads divide the query's, and a paged key needs a 2-D block table."""
+    named = (("query", q), ("key", k))
+    if found := c.arguments_are_tensors(named) or c.one_device_of_type(named, DEVICE_TYPE):
+        return found
+    q_rank, k_rank = INDEXER_RANKS.get(layout_query), INDEXER_RANKS.get(layout_key)
+    if q_rank is None or k_rank is None or layout_query == "PA_BSND":
+        return c.NotJudged(f"layout_query={layout_query!r} with layout_key={layout_key!r} is not a layout pair the guard knows")
+    if found := c.rank_matches_layout("query", q, str(layout_query), q_rank) or c.rank_matches_layout("key", k, str(layout_key), k_rank):
+        return found
+    if found := c.q_k_head_dims_match(q, q.shape[-1], "key", k, k.shape[-1]) or c.kv_heads_divide_q_heads(q.shape[-2], k.shape[-2], q, "key", k):
+        return found
+    if layout_key == "PA_BSND" and (not c.is_tensor_like(block_table) or len(block_table.shape) != 2):
+        return c.Violation("block_table_shape", f"layout_key='PA_BSND' reads {c.describe('key', k)} through block_table, which must be a 2-D tensor (one row of blocks per sequence); got {c.describe('block_table', block_table)}", "a paged key passed without its block table, or a table built for a different batch", (("key", k),))
+    return None
