@@ -111,12 +111,13 @@ def role_names(row: OpRow) -> tuple:
 class Binder:
     """Picks each role's value out of (args, kwargs) by the positions the schema gives."""
 
-    __slots__ = ("any_of", "layout_index", "slots")
+    __slots__ = ("any_of", "layout_index", "missing", "slots")
 
     def __init__(self, row: OpRow, params: list) -> None:
         by_name = {name: (index, kwarg_only, default) for index, (name, kwarg_only, default) in enumerate(params)}
         slots = []
         any_of = []
+        missing = []
         for position, role in enumerate(row.roles):
             if isinstance(role, AnyOf):
                 present = tuple(name for name in role.names if name in by_name)
@@ -129,11 +130,16 @@ class Binder:
                 continue
             if role not in by_name:
                 slots.append((-1, "", ABSENT if role in HEAD_ROLES else None))  # an older op version without this argument
+                if role not in HEAD_ROLES:
+                    missing.append(role)
                 continue
             index, kwarg_only, default = by_name[role]
             slots.append((-1 if kwarg_only else index, role, default))
         self.slots = tuple(slots)
         self.any_of = tuple(any_of)
+        # Roles this op version has no argument for (head counts aside): its calls are not judged,
+        # never judged with a role read from nowhere (benchmarks/guard_versions.py lists them per release).
+        self.missing = tuple(missing)
         self.layout_index = row.roles.index(row.layout) if row.layout in row.roles else -1
 
     def bind(self, args: tuple, kwargs: dict) -> list:

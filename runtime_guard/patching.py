@@ -154,8 +154,11 @@ class GuardedOp:
             _bind_torch_checks()  # before any call, which Dynamo may be the first to trace
         self._kvguard_original = original
         self._entry = _entry_point(original)
-        self._row = row
         self._binder = ops.Binder(row, ops.schema_params(original) if params is None else params)
+        if self._binder.missing:
+            reason = NotJudged(f"this {row.name} has no argument {', '.join(self._binder.missing)} (a torch_npu release the guard's roles do not fit)")
+            row = row._replace(validate=lambda *values: reason)
+        self._row = row
         self._accepts = fast_paths.for_op(row, self._binder.slots)
         self._label = label
         self._overloads: dict = {}
