@@ -128,7 +128,13 @@ def rank_matches_layout(name: str, tensor: Any, layout: str, rank: int) -> Viola
 
 
 def one_device_of_type(named: tuple, device_type: str | None) -> Violation | None:
-    """One device for all; of the kernel's device type unless ``device_type`` is None."""
+    """One device for all; of the kernel's device type unless ``device_type`` is None.
+
+    Meta tensors (shape inference, tracing, torch_npu's own meta kernels) carry real shapes and no
+    device: where any is meta the devices are not judged, the shapes still are.
+    """
+    if any(tensor.device.type == "meta" for _, tensor in named):
+        return None
     first = named[0][1].device
     if device_type is not None and first.type != device_type:
         first = None

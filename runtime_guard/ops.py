@@ -67,7 +67,7 @@ ROWS = (
     OpRow("npu_kv_rmsnorm_rope_cache", "npu", ("k_cache", "ckv_cache", "cache_mode"), validators.rope_cache_write, "MLA caches by cache_mode"),
     OpRow("npu_kv_rmsnorm_rope_cache_v2", "npu", ("k_cache", "ckv_cache", "cache_mode"), validators.rope_cache_write, "MLA caches by cache_mode"),
     OpRow("npu_mla_prolog_v2", "npu", ("kv_cache", "kr_cache", "cache_mode"), validators.mla_prolog, "MLA caches by cache_mode"),
-    OpRow("npu_mla_prolog_v3", "npu", ("kv_cache", "kr_cache", "cache_mode"), validators.mla_prolog, "MLA caches by cache_mode"),
+    OpRow("npu_mla_prolog_v3", "npu", ("kv_cache", "kr_cache", "cache_mode", "ckvkr_repo_mode"), validators.mla_prolog, "MLA caches by cache_mode"),
     OpRow("npu_kv_quant_sparse_flash_attention", "npu", ("query", "key", "value", "layout_kv"), validators.sparse_kv_attention, "layout_kv"),
     OpRow("npu_scatter_pa_cache", "npu", ("key", "key_cache", "slot_mapping"), validators.single_cache_write, "one paged cache"),
     OpRow("_npu_reshape_and_cache_siso", "atb", ("key", "key_cache", "slot_indices"), validators.single_cache_write, "one paged cache"),
@@ -81,6 +81,24 @@ ROWS = (
 
 ROWS_BY_NAME = {row.name: row for row in ROWS}
 
+# K/V ops other packages register in namespaces of their own, wrapped once the package has loaded
+# them (torch.ops.<namespace>.X resolving is what the guard waits for, as for ATB). Schemas and their
+# sources: tests/runtime_guard/double/torch_npu/package_schemas.py; the roles bind by name as above.
+#   _C_ascend: vllm-ascend (csrc/torch_binding.cpp; its sparse/SFA and DSA indexer paths)
+#   custom:    custom_ops from cann-recipes-infer's torch_ops_extension (sglang's NPU sparse paths)
+SPARSE = ("query", "key", "value", "layout_kv")
+INDEXER = ("query", "key", "layout_query", "layout_key", "block_table")
+PACKAGE_ROWS = (
+    OpRow("npu_sparse_flash_attention", "_C_ascend", (*SPARSE, "key_rope"), validators.sparse_attention, "layout_kv"),
+    OpRow("npu_kv_quant_sparse_flash_attention", "_C_ascend", SPARSE, validators.sparse_kv_attention, "layout_kv"),
+    OpRow("npu_lightning_indexer", "_C_ascend", INDEXER, validators.lightning_indexer, "layout_key"),
+    OpRow("npu_lightning_indexer_quant", "_C_ascend", INDEXER, validators.lightning_indexer, "layout_key"),
+    OpRow("npu_sparse_flash_attention", "custom", (*SPARSE, "key_rope"), validators.sparse_attention, "layout_kv"),
+    OpRow("npu_sparse_flash_attention_antiquant", "custom", SPARSE, validators.sparse_kv_attention, "layout_kv"),
+    OpRow("npu_lightning_indexer", "custom", INDEXER, validators.lightning_indexer, "layout_key"),
+    OpRow("npu_lightning_indexer_quant", "custom", INDEXER, validators.lightning_indexer, "layout_key"),
+)
+
 # Head counts an older op version lacks are ABSENT (not judged); None there would be the user's.
 HEAD_ROLES = {"head_num", "num_heads", "num_query_heads", "num_key_value_heads"}
 
@@ -93,12 +111,13 @@ def role_names(row: OpRow) -> tuple:
 class Binder:
     """Picks each role's value out of (args, kwargs) by the positions the schema gives."""
 
-    __slots__ = ("any_of", "layout_index", "slots")
+    __slots__ = ("any_of", "layout_index", "missing", "slots")
 
     def __init__(self, row: OpRow, params: list) -> None:
         by_name = {name: (index, kwarg_only, default) for index, (name, kwarg_only, default) in enumerate(params)}
         slots = []
         any_of = []
+        missing = []
         for position, role in enumerate(row.roles):
             if isinstance(role, AnyOf):
                 present = tuple(name for name in role.names if name in by_name)
@@ -111,11 +130,16 @@ class Binder:
                 continue
             if role not in by_name:
                 slots.append((-1, "", ABSENT if role in HEAD_ROLES else None))  # an older op version without this argument
+                if role not in HEAD_ROLES:
+                    missing.append(role)
                 continue
             index, kwarg_only, default = by_name[role]
             slots.append((-1 if kwarg_only else index, role, default))
         self.slots = tuple(slots)
         self.any_of = tuple(any_of)
+        # Roles this op version has no argument for (head counts aside): its calls are not judged,
+        # never judged with a role read from nowhere (benchmarks/guard_versions.py lists them per release).
+        self.missing = tuple(missing)
         self.layout_index = row.roles.index(row.layout) if row.layout in row.roles else -1
 
     def bind(self, args: tuple, kwargs: dict) -> list:
@@ -127,11 +151,28 @@ class Binder:
 
 
 def schema_params(op: Any) -> list:
-    """(name, keyword-only, default) of a packet's .default overload or of one overload."""
+    """(name, keyword-only, default) of a packet's .default overload or of one overload.
+
+    A packet call with keywords only another overload takes (npu_paged_cache_load(..., key=k,
+    value=v) resolves to .out) is that overload's call: those keyword-only arguments are read from
+    the keywords too (None when not passed), so a role the .default schema lacks is still judged.
+    """
     schema = getattr(op, "_schema", None)
-    if schema is None:  # a packet: its .default, or its only overload (npu_scatter_pa_cache has just .value)
-        overloads = op.overloads()
-        schema = getattr(op, "default" if "default" in overloads else overloads[0])._schema
+    if schema is not None:
+        return _params(schema)
+    overloads = op.overloads()  # a packet: its .default, or its only overload (npu_scatter_pa_cache has just .value)
+    first = "default" if "default" in overloads else overloads[0]
+    params = _params(getattr(op, first)._schema)
+    known = {name for name, _, _ in params}
+    for name in overloads:
+        for arg, kwarg_only, _ in _params(getattr(op, name)._schema) if name != first else ():
+            if kwarg_only and arg not in known:
+                params.append((arg, True, None))
+                known.add(arg)
+    return params
+
+
+def _params(schema: Any) -> list:
     return [(a.name, a.kwarg_only, a.default_value if a.has_default_value() else MISSING) for a in schema.arguments]
 
 

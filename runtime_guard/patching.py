@@ -154,8 +154,11 @@ class GuardedOp:
             _bind_torch_checks()  # before any call, which Dynamo may be the first to trace
         self._kvguard_original = original
         self._entry = _entry_point(original)
-        self._row = row
         self._binder = ops.Binder(row, ops.schema_params(original) if params is None else params)
+        if self._binder.missing:
+            reason = NotJudged(f"this {row.name} has no argument {', '.join(self._binder.missing)} (a torch_npu release the guard's roles do not fit)")
+            row = row._replace(validate=lambda *values: reason)
+        self._row = row
         self._accepts = fast_paths.for_op(row, self._binder.slots)
         self._label = label
         self._overloads: dict = {}
@@ -392,7 +395,10 @@ def _watch(owner: Any, name: str, row: ops.OpRow) -> None:
 
 
 def _label(row: ops.OpRow) -> str:
-    """How messages name the op: where torch_npu exposes it (torch_npu.X, or torch_npu.atb.X for the ATB-only ones)."""
+    """How messages name the op: where torch_npu exposes it (torch_npu.X, or torch_npu.atb.X for the ATB-only ones),
+    or torch.ops.<namespace>.X for another package's op."""
+    if row.namespace not in ("npu", "atb"):
+        return f"torch.ops.{row.namespace}.{row.name}"
     atb = sys.modules.get("torch_npu.atb")
     torch_npu = sys.modules.get("torch_npu")
     if atb is not None and row.name in vars(atb) and (torch_npu is None or row.name not in vars(torch_npu)):
@@ -407,6 +413,14 @@ def patch_torch_npu(torch_npu: Any) -> None:
     with LOCK:
         if not STATE.installed:
             return
+        for row in ops.PACKAGE_ROWS:
+            # Another package's op: wrapped now if its library is loaded, else when torch.ops resolves it.
+            namespace = getattr(torch.ops, row.namespace)
+            _watch(namespace, row.name, row)
+            try:
+                getattr(namespace, row.name)
+            except (AttributeError, RuntimeError):
+                pass
         for row in ops.ROWS:
             namespace = getattr(torch.ops, row.namespace)
             _watch(namespace, row.name, row)

@@ -29,8 +29,8 @@ def attention(layout_arg: Any, q: Any, k: Any, v: Any, heads: Any, kv_heads: Any
     if (type(q) not in known or type(k) not in known or type(v) not in known) and (found := c.arguments_are_tensors(((names[1], q), (names[2], k), (names[3], v)))):
         return found
     device = q.device
-    if (device_type is not None and device.type != device_type) or k.device != device or v.device != device:
-        return c.one_device_of_type(((names[1], q), (names[2], k), (names[3], v)), device_type)
+    if ((device_type is not None and device.type != device_type) or k.device != device or v.device != device) and (found := c.one_device_of_type(((names[1], q), (names[2], k), (names[3], v)), device_type)):
+        return found
     dtype = q.dtype
     if (k.dtype is not dtype or v.dtype is not dtype) and (found := _attention_dtypes(q, k, v, kv_scale, names)):
         return found
@@ -386,10 +386,20 @@ def rope_cache_write(k_cache: Any, ckv_cache: Any, cache_mode: Any) -> c.Violati
     return paired_caches(k_cache, ckv_cache, "k_cache", "ckv_cache")
 
 
-def mla_prolog(kv_cache: Any, kr_cache: Any, cache_mode: Any) -> c.Violation | c.NotJudged | None:
-    """npu_mla_prolog_v2/_v3: kv_cache and kr_cache written at the same cache_index slots share their blocks."""
+def mla_prolog(kv_cache: Any, kr_cache: Any, cache_mode: Any, repo_mode: Any = None) -> c.Violation | c.NotJudged | None:
+    """npu_mla_prolog_v2/_v3: kv_cache and kr_cache written at the same cache_index slots share their blocks.
+
+    With ckvkr_repo_mode=1 (v3 only; its docstring: kv_cache and kr_cache stored together) the rope
+    part lives in kv_cache and kr_cache is an unused placeholder (vllm-ascend's SFA C8 path passes
+    an empty one): there is no second cache to compare, so the call passes.
+    """
     if cache_mode not in ("PA_BSND", "PA_NZ"):  # the values its docstring lists
         return c.NotJudged(f"cache_mode={cache_mode!r} is not a cache format the guard knows")
+    if repo_mode == 1 and type(repo_mode) is int:
+        named = (("kv_cache", kv_cache),)
+        return c.arguments_are_tensors(named) or c.one_device_of_type(named, DEVICE_TYPE)
+    if repo_mode not in (None, 0):
+        return c.NotJudged(f"ckvkr_repo_mode={repo_mode!r} is not a storage mode the guard knows")
     return paired_caches(kv_cache, kr_cache, "kv_cache", "kr_cache")
 
 
@@ -579,3 +589,27 @@ def atb_paged_mla(q: Any, key_cache: Any, heads: Any, kv_heads: Any, block_table
     mla_vheadsize columns. Checked as _npu_paged_attention with that cache on both sides: the query's
     heads and head dim against it, num_heads/num_kv_heads, block_table rows, context_lens."""
     return atb_paged_attention(q, key_cache, key_cache, heads, kv_heads, block_table, context_lens)
+
+
+# Index-key layouts of the lightning indexers (their schemas' layout_query/layout_key): the rank each takes.
+INDEXER_RANKS = {"BSND": 4, "TND": 3, "PA_BSND": 4}
+
+
+def lightning_indexer(q: Any, k: Any, layout_query: Any, layout_key: Any, block_table: Any) -> c.Violation | c.NotJudged | None:
+    """npu_lightning_indexer(_quant) (DSA's top-k token selection, vllm-ascend's SFA/DSA paths): the
+    query, (B, S, N, D) or (T, N, D), scores index keys (B, S, N_k, D), (T, N_k, D) or, paged,
+    (blocks, block_size, N_k, D) read through block_table. Both sides share the head dim, the key's
+    heads divide the query's, and a paged key needs a 2-D block table."""
+    named = (("query", q), ("key", k))
+    if found := c.arguments_are_tensors(named) or c.one_device_of_type(named, DEVICE_TYPE):
+        return found
+    q_rank, k_rank = INDEXER_RANKS.get(layout_query), INDEXER_RANKS.get(layout_key)
+    if q_rank is None or k_rank is None or layout_query == "PA_BSND":
+        return c.NotJudged(f"layout_query={layout_query!r} with layout_key={layout_key!r} is not a layout pair the guard knows")
+    if found := c.rank_matches_layout("query", q, str(layout_query), q_rank) or c.rank_matches_layout("key", k, str(layout_key), k_rank):
+        return found
+    if found := c.q_k_head_dims_match(q, q.shape[-1], "key", k, k.shape[-1]) or c.kv_heads_divide_q_heads(q.shape[-2], k.shape[-2], q, "key", k):
+        return found
+    if layout_key == "PA_BSND" and (not c.is_tensor_like(block_table) or len(block_table.shape) != 2):
+        return c.Violation("block_table_shape", f"layout_key='PA_BSND' reads {c.describe('key', k)} through block_table, which must be a 2-D tensor (one row of blocks per sequence); got {c.describe('block_table', block_table)}", "a paged key passed without its block table, or a table built for a different batch", (("key", k),))
+    return None

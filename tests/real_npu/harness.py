@@ -59,6 +59,8 @@ class KernelCall(NamedTuple):
 
 
 _calls: list = []
+# torch_npu's own namespaces and those of the packages whose K/V ops the guard wraps (package_schemas.py).
+KERNEL_NAMESPACES = ("npu", "atb", "_C_ascend", "custom")
 
 
 def kernel_calls() -> list:
@@ -91,7 +93,7 @@ class NpuTensor(torch.Tensor):
     def __torch_dispatch__(cls, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         index = next((a.device.index for a in (*args, *kwargs.values()) if isinstance(a, NpuTensor)), 0)
-        kernel = func.namespace in ("npu", "atb")
+        kernel = func.namespace in KERNEL_NAMESPACES
         error = None
         try:
             out = func(*tree_map(_to_meta, args), **tree_map(_to_meta, kwargs))

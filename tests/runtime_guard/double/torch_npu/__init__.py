@@ -59,7 +59,7 @@ class NpuTensor(torch.Tensor):
         unwrap = lambda x: x.data_ if isinstance(x, NpuTensor) else x
         out = func(*tree_map(unwrap, args), **tree_map(unwrap, kwargs))
         result = tree_map(lambda x: NpuTensor(x, index) if isinstance(x, torch.Tensor) else x, out)
-        if func.namespace in ("npu", "atb"):
+        if func.namespace in ("npu", "atb", "_C_ascend", "custom"):
             calls.append(Call(func.__name__, args, kwargs, result))
         return result
 
@@ -212,3 +212,22 @@ def load_atb_now() -> None:
     for name in ATB_MODULE_OPS:
         setattr(atb, name, getattr(torch.ops.atb, name))
 
+
+_packages: list = []
+
+
+def load_package_ops() -> None:
+    """Register the _C_ascend and custom ops (package_schemas.py), as importing vllm-ascend or
+    custom_ops loads their libraries: after torch_npu, at a time of the package's choosing."""
+    if _packages:
+        return
+    from torch_npu.package_schemas import SCHEMAS as PACKAGE_SCHEMAS
+
+    for namespace in ("_C_ascend", "custom"):
+        lib = torch.library.Library(namespace, "DEF")
+        for text in PACKAGE_SCHEMAS:
+            if text.startswith(namespace + "::"):
+                schema = torch._C.parse_schema(text)
+                lib.define(text.partition("::")[2])
+                lib.impl(schema.name.partition("::")[2], _generic(schema), "CompositeExplicitAutograd")
+        _packages.append(lib)
