@@ -1,6 +1,7 @@
 """The ``kvlint`` command: ``check``, ``rules``, ``rule CODE``.
 
-Exit codes: 0 no findings; 1 findings (or, with ``--diff``, files that would change); 2 a usage
+Exit codes: 0 no findings (warnings such as KV408 alone exit 0 unless ``--warnings-as-errors``);
+1 findings (or, with ``--diff``, files that would change); 2 a usage
 or configuration error, or a file that could not be read or parsed (every other file is still
 checked and reported).
 """
@@ -31,7 +32,7 @@ from linter.config import (
 from linter.diagnostics import FileProblem
 from linter.files import discover, is_excluded
 from linter.fixes import write_atomic
-from linter.report import FORMATS, Outcome, is_fixable, renderer
+from linter.report import FORMATS, Outcome, is_fixable, renderer, severity
 from linter.rule_docs import rule_url
 from linter.rules import rule_codes
 
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--extend-select", type=_codes, action="extend", default=[], metavar="CODES", help="codes to run in addition")
     check.add_argument("--ignore", type=_codes, action="extend", default=[], metavar="CODES", help="codes not to run")
     check.add_argument("-e", "--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    check.add_argument("--warnings-as-errors", action=argparse.BooleanOptionalAction, default=None, help="exit 1 on warnings (KV408, WKV001) too (default: the config's warnings-as-errors, false)")
     check.add_argument("--exit-non-zero-on-fix", action="store_true", help="exit 1 when --fix changed a file, even if nothing remains")
     check.add_argument("--statistics", action="store_true", help="print a count per rule instead of each finding")
     check.add_argument("--fix", action=argparse.BooleanOptionalAction, default=False, help="apply safe fixes (on stdin: print the fixed text)")
@@ -201,7 +203,7 @@ def _check(args: argparse.Namespace) -> int:
     codes = rule_codes() + checkpoint.checkpoint_codes()
     cli = CliOptions(
         args.select, args.extend_select, args.ignore, args.extend_exclude, args.force_exclude,
-        args.exclude, args.respect_gitignore,
+        args.exclude, args.respect_gitignore, args.warnings_as_errors,
     )
     settings = load_settings(config, cli, codes)
     cache_dir = args.cache_dir or str(project_root(config, start) / DEFAULT_DIR)
@@ -272,7 +274,14 @@ def _check(args: argparse.Namespace) -> int:
         return 1 if changed else 0
     if args.exit_non_zero_on_fix and writes and changed:
         return 1
-    return 1 if findings and not args.exit_zero else 0
+    return 1 if _fails(findings, problems, settings.warnings_as_errors) and not args.exit_zero else 0
+
+
+def _fails(findings: list, problems: list[FileProblem], warnings_as_errors: bool) -> bool:
+    """Findings fail the run; warnings (KV408's replicated heads, WKV001) only when asked."""
+    if warnings_as_errors:
+        return bool(findings) or any(p.warning for p in problems)
+    return any(severity(f.code) == "error" for f in findings)
 
 
 @contextmanager

@@ -19,6 +19,7 @@ directory.
     respect-gitignore = true
     extra-pairs = [["k_rope", "v_rope"]]   # extra K/V name pairs (K name, V name)
     attention-callables = ["my_attn"]      # extra callables taking (q, k, v, ...)
+    warnings-as-errors = false             # warnings (KV408, WKV001) exit 1 like findings
 
 Every problem (unreadable or malformed TOML, an unknown key, an unknown rule code, a wrong
 type) is a ``ConfigError`` whose message is one line naming the file.
@@ -41,7 +42,7 @@ class ConfigError(Exception):
 
 _KEYS = {
     "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude",
-    "force-exclude", "respect-gitignore", "extra-pairs", "attention-callables",
+    "force-exclude", "respect-gitignore", "extra-pairs", "attention-callables", "warnings-as-errors",
 }
 # Files holding kvlint's keys at the top level (ruff.toml's shape), in discovery order.
 _STANDALONE = (".kvlint.toml", "kvlint.toml")
@@ -58,6 +59,7 @@ class CliOptions:
     force_exclude: bool | None = None  # None: the file's force-exclude (default false)
     exclude: Sequence[str] | None = None  # replaces the file's exclude
     respect_gitignore: bool | None = None  # None: the file's respect-gitignore
+    warnings_as_errors: bool | None = None  # None: the file's warnings-as-errors
 
 
 def find_config(start: Path) -> Path | None:
@@ -184,6 +186,11 @@ def load_settings(
     force = table.get("force-exclude", False)
     if not isinstance(force, bool):
         raise ConfigError(f"{where}: force-exclude must be true or false")
+    strict = table.get("warnings-as-errors", False)
+    if not isinstance(strict, bool):
+        raise ConfigError(f"{where}: warnings-as-errors must be true or false")
+    if cli.warnings_as_errors is not None:
+        strict = cli.warnings_as_errors
     if cli.force_exclude is not None:
         force = cli.force_exclude
     if cli.respect_gitignore is not None:
@@ -206,6 +213,7 @@ def load_settings(
         respect_gitignore=respect,
         extra_pairs=tuple((k, v) for k, v in pairs),
         extra_attention_callables=tuple(_strings(table.get("attention-callables", []), "attention-callables", where)),
+        warnings_as_errors=strict,
     )
 
 

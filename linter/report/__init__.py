@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from typing import TYPE_CHECKING, TextIO
 
 from linter.diagnostics import FileProblem
@@ -50,6 +51,22 @@ class Outcome:
 
 
 Renderer = Callable[[Outcome, TextIO, bool], None]
+
+
+@cache
+def warning_codes() -> frozenset[str]:
+    """Rules whose findings are warnings: reported, but the exit status is unchanged unless
+    ``--warnings-as-errors`` (a rule says so with ``severity = "warning"``). Only checkpoint
+    rules can say so: a code rule's finding is attention computed on the wrong K/V, and reading
+    them would import libcst into runs that check only models."""
+    from linter.checkpoint import checkpoint_rules
+
+    return frozenset(r.code for r in checkpoint_rules() if r.severity == "warning")
+
+
+def severity(code: str) -> str:
+    """``"warning"`` or ``"error"``, for a rule code or a file problem code (``WKV...``)."""
+    return "warning" if code.startswith("W") or code in warning_codes() else "error"
 
 
 def is_fixable(rule: type[Rule]) -> bool:

@@ -26,7 +26,7 @@ from linter.baseline import finding_key
 from linter.checkpoint import documented_rules
 from linter.diagnostics import FileProblem
 from linter.finding import Finding, Span
-from linter.report import Outcome, is_fixable
+from linter.report import Outcome, is_fixable, severity
 from linter.rule_docs import rule_url
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -70,7 +70,7 @@ def _rule(rule) -> dict:
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": rule.what},
         "help": {"text": rule.doc_text(), "markdown": rule.doc_text()},
-        "defaultConfiguration": {"level": "error"},
+        "defaultConfiguration": {"level": severity(rule.code)},
         "properties": {"tags": ["correctness", "kv-consistency"], "fixable": is_fixable(rule)},
     }
 
@@ -80,7 +80,7 @@ def _result(finding: Finding, index: dict[str, int], fingerprint: str, root: Pat
     where = f" (notebook cell {cell}, line {row})" if cell is not None else ""
     result = {
         "ruleId": finding.code,
-        "level": "error",
+        "level": severity(finding.code),
         "message": {"text": f"{finding.message}{where}\n{finding.suggestion}"},
         "locations": [_location(finding.path, finding.span, root)],
         "partialFingerprints": {"kvlintFindingHash/v1": fingerprint},
@@ -98,7 +98,7 @@ def _result(finding: Finding, index: dict[str, int], fingerprint: str, root: Pat
 def _notification(problem: FileProblem, root: Path) -> dict:
     where = Span(problem.row, problem.column, problem.row, problem.column)
     return {
-        "level": "error",
+        "level": severity(problem.code),
         "message": {"text": f"{problem.code} {problem.message}"},
         "descriptor": {"id": problem.code},
         "locations": [_location(problem.path, where, root)],
@@ -128,7 +128,7 @@ def document(outcome: Outcome) -> dict:
                 "rules": [_rule(rule) for rule in rules],
             }},
             "invocations": [{
-                "executionSuccessful": not outcome.problems,
+                "executionSuccessful": not any(not p.warning for p in outcome.problems),
                 "toolExecutionNotifications": [_notification(p, root) for p in outcome.problems],
             }],
             "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
