@@ -33,6 +33,7 @@ from linter.diagnostics import FileProblem
 from linter.files import discover, is_excluded
 from linter.fixes import write_atomic
 from linter.report import FORMATS, Outcome, is_fixable, renderer, severity
+from linter.report.summary import summary
 from linter.rule_docs import rule_url
 from linter.rules import rule_codes
 
@@ -265,8 +266,11 @@ def _check(args: argparse.Namespace) -> int:
             if args.show_fixes and writes and not args.quiet:
                 _show_fixes(results, out)
             if args.statistics:
-                _statistics(findings, args.format, out)
-            elif not (args.diff and args.format in ("full", "concise")):
+                _statistics(outcome, args.format, out)
+            elif args.diff and args.format in ("full", "concise"):
+                if not args.quiet:
+                    _would_fix(results, findings, args.unsafe_fixes, out)
+            else:
                 renderer(args.format)(outcome, out, _color(out, args.color))
     if _failed(problems):
         return 2
@@ -353,7 +357,19 @@ def _show_fixes(results: list[runner.FileResult], out: TextIO) -> None:
     out.write("\n")
 
 
-def _statistics(findings: list, fmt: str, out: TextIO) -> None:
+def _would_fix(results: list[runner.FileResult], findings: list, unsafe_fixes: bool, out: TextIO) -> None:
+    """ruff's closing line of --diff: how many findings the diff fixes, and what --unsafe-fixes would add."""
+    fixes = sum(r.fixed_count for r in results if r.fixed)
+    more = 0 if unsafe_fixes else sum(1 for f in findings if f.fix is not None and f.fix.applicability == "unsafe")
+    hint = f" ({more} more with --unsafe-fixes)" if more else ""
+    if fixes:
+        out.write(f"\nWould fix {fixes} finding{'s' * (fixes != 1)}{hint}.\n")
+    elif more:
+        out.write(f"No findings would be fixed{hint}.\n")
+
+
+def _statistics(outcome: Outcome, fmt: str, out: TextIO) -> None:
+    findings = outcome.findings
     counts = Counter(f.code for f in findings)
     fixable = {f.code for f in findings if f.fix is not None}
     by_code = _rules_by_code()
@@ -369,6 +385,9 @@ def _statistics(findings: list, fmt: str, out: TextIO) -> None:
     for code, n in rows:
         name = by_code[code].name if code in by_code else ""
         out.write(f"{n:>5}\t{code}\t{'[*]' if code in fixable else '[ ]'} {name}\n")
+    # ruff closes the table with its summary line, and prints nothing at all for a clean run.
+    if (findings or outcome.problems) and not outcome.quiet:
+        out.write(summary(outcome) + "\n")
 
 
 def _color(out: TextIO, when: str = "auto") -> bool:

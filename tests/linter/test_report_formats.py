@@ -108,13 +108,13 @@ def test_github_annotations_follow_the_workflow_command_syntax(outcome):
 
 
 def test_concise_is_one_line_per_finding(outcome):
-    assert _render("concise", outcome).splitlines()[0] == "m.py:2:5: KV900 flag_me called"
+    assert _render("concise", outcome).splitlines()[0] == "m.py:2:5: KV900 [*] flag_me called"
 
 
 def test_full_shows_both_lines_of_the_pair_and_the_suggestion(outcome):
     text = _render("full", outcome)
     assert "2 | y = flag_me(" in text and "3 |     v_state)" in text
-    assert "V side: the argument" in text and "suggestion: call fixed_me instead" in text
+    assert "V side: the argument" in text and "help: call fixed_me instead" in text
     assert "fix available with --fix" in text
 
 
