@@ -21,6 +21,7 @@ directory.
     extra-pairs = [["k_rope", "v_rope"]]   # extra K/V name pairs (K name, V name)
     attention-callables = ["my_attn"]      # extra callables taking (q, k, v, ...)
     warnings-as-errors = false             # warnings (KV408, WKV001) exit 1 like findings
+    rule-docs-url = "https://github.com/org/kvlint/blob/main/docs/rules/{code}.md"  # SARIF helpUri
 
 The rule keys (select, extend-select, ignore, extend-ignore, per-file-ignores, extra-pairs,
 attention-callables) may instead live in a ``lint`` subtable, ``[tool.kvlint.lint]``, as ruff
@@ -52,7 +53,8 @@ _LINT_KEYS = {
     "attention-callables",
 }
 _KEYS = _LINT_KEYS | {
-    "exclude", "extend-exclude", "force-exclude", "respect-gitignore", "warnings-as-errors", "lint",
+    "exclude", "extend-exclude", "force-exclude", "respect-gitignore", "warnings-as-errors",
+    "rule-docs-url", "lint",
 }
 # Files holding kvlint's keys at the top level (ruff.toml's shape), in discovery order.
 _STANDALONE = (".kvlint.toml", "kvlint.toml")
@@ -203,6 +205,9 @@ def load_settings(
         raise ConfigError(f"{where}: warnings-as-errors must be true or false")
     if cli.warnings_as_errors is not None:
         strict = cli.warnings_as_errors
+    docs_url = table.get("rule-docs-url")
+    if docs_url is not None and not (isinstance(docs_url, str) and docs_url.startswith(("https://", "http://")) and "{code}" in docs_url):
+        raise ConfigError(f'{where}: rule-docs-url must be an http(s) URL with {{code}} where the rule code goes, e.g. "https://github.com/org/kvlint/blob/main/docs/rules/{{code}}.md"')
     if cli.force_exclude is not None:
         force = cli.force_exclude
     if cli.respect_gitignore is not None:
@@ -226,6 +231,7 @@ def load_settings(
         extra_pairs=tuple((k, v) for k, v in pairs),
         extra_attention_callables=tuple(_strings(table.get("attention-callables", []), "attention-callables", where)),
         warnings_as_errors=strict,
+        rule_docs_url=docs_url,
     )
 
 

@@ -34,6 +34,8 @@ class Outcome:
     cells: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
     # -q: findings only, no summary line.
     quiet: bool = False
+    # The configuration's rule-docs-url (SARIF helpUri); None: the repository's, if known.
+    rule_docs_url: str | None = None
 
     def cell_of(self, path: str, row: int) -> tuple[int | None, int]:
         """(cell number, row in the cell) for a notebook's row; (None, row) for a Python file."""

@@ -8,8 +8,13 @@ way a baseline entry does. Paths are relative to ``%SRCROOT%``, the repository r
 nearest directory holding ``.git`` above the working directory, else the working directory),
 which ``originalUriBaseIds`` gives as an absolute ``file://`` URI; so a run from a subdirectory
 still points code scanning at the right files. A file outside that root gets an absolute
-``file://`` URI. Each rule's ``helpUri`` links to its page. File problems become tool execution
-notifications.
+``file://`` URI. File problems become tool execution notifications.
+
+Each rule's ``helpUri`` links to its hosted page, where code scanning's readers can open it: the
+configuration's ``rule-docs-url`` with the code filled in, else the repository named in the
+installed distribution's ``[project.urls]`` (``Repository``) at ``blob/main/docs/rules/CODE.md``,
+GitHub's path. Without either there is no ``helpUri``, never a ``file://`` path of the machine
+that ran kvlint; the rule's full page is in ``help`` either way.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import hashlib
 import json
 import os
 from collections import Counter
+from functools import cache
 from pathlib import Path
 from typing import TextIO
 
@@ -27,7 +33,6 @@ from linter.checkpoint import documented_rules
 from linter.diagnostics import FileProblem
 from linter.finding import Finding, Span
 from linter.report import Outcome, is_fixable, severity
-from linter.rule_docs import rule_url
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -61,8 +66,31 @@ def _location(path: str, span: Span, root: Path) -> dict:
     }
 
 
-def _rule(rule) -> dict:
-    url = rule_url(rule.code)
+@cache
+def repository_url() -> str | None:
+    """The https URL of kvlint's repository from its installed metadata, if it names one."""
+    from importlib import metadata
+
+    try:
+        entries = metadata.distribution("kvlint-npu").metadata.get_all("Project-URL") or []
+    except metadata.PackageNotFoundError:
+        return None
+    for entry in entries:
+        label, _, url = entry.partition(",")
+        if label.strip().lower() in ("repository", "source", "source code") and url.strip().startswith("https://"):
+            return url.strip().rstrip("/")
+    return None
+
+
+def help_uri(code: str, template: str | None) -> str | None:
+    if template is not None:
+        return template.replace("{code}", code)
+    repository = repository_url()
+    return f"{repository}/blob/main/docs/rules/{code}.md" if repository else None
+
+
+def _rule(rule, docs_url: str | None) -> dict:
+    url = help_uri(rule.code, docs_url)
     return {
         **({"helpUri": url} if url else {}),
         "id": rule.code,
@@ -125,7 +153,7 @@ def document(outcome: Outcome) -> dict:
                 "name": "kvlint",
                 "version": linter.__version__,
                 "semanticVersion": linter.__version__,
-                "rules": [_rule(rule) for rule in rules],
+                "rules": [_rule(rule, outcome.rule_docs_url) for rule in rules],
             }},
             "invocations": [{
                 "executionSuccessful": not any(not p.warning for p in outcome.problems),
