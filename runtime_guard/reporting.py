@@ -191,8 +191,9 @@ class Reporter:
 
 
 def _say_once(text: str) -> None:
-    # warn_explicit at a pseudo-location: one line with no source excerpt, shown once.
-    warnings.warn_explicit(text, KVGuardLogWarning, "KVGUARD_LOG", 0)
+    from runtime_guard.activation import environment_warning
+
+    environment_warning("KVGUARD_LOG", text, KVGuardLogWarning)
 
 
 def _usable_log_path(path: str | None) -> str | None:
