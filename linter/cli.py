@@ -32,7 +32,7 @@ from linter.config import (
 from linter.diagnostics import FileProblem
 from linter.files import discover, is_excluded
 from linter.fixes import write_atomic
-from linter.report import FORMATS, Outcome, is_fixable, renderer, severity
+from linter.report import FORMATS, Outcome, is_fixable, progress, renderer, severity
 from linter.report.summary import summary
 from linter.rule_docs import rule_url
 from linter.rules import rule_codes
@@ -232,7 +232,7 @@ def _check(args: argparse.Namespace) -> int:
             return 2 if problems else 0
         if not files and not models and not problems and not args.silent:
             print("warning: No Python files found under the given path(s)", file=sys.stderr)
-        results = runner.check_paths(files, job, args.jobs) + checkpoint.check(models, settings, args.tp)
+        results = _check_files(files, job, args) + checkpoint.check(models, settings, args.tp)
 
     problems = problems + [p for r in results for p in r.problems]
     # With --fix on stdin, stdout carries the source; the report goes to stderr.
@@ -287,6 +287,17 @@ def _fails(findings: list, problems: list[FileProblem], warnings_as_errors: bool
     if warnings_as_errors:
         return bool(findings) or any(p.warning for p in problems)
     return any(severity(f.code) == "error" for f in findings)
+
+
+def _check_files(files: list[str], job: runner.Job, args: argparse.Namespace) -> list[runner.FileResult]:
+    """The files' results, with a progress bar on a terminal if checking takes a while."""
+    if args.silent or not progress.wanted(sys.stderr, args.format, args.quiet):
+        return runner.check_paths(files, job, args.jobs)
+    bar = progress.Bar(len(files), sys.stderr)
+    try:
+        return runner.check_paths(files, job, args.jobs, bar.advance)
+    finally:
+        bar.close()
 
 
 @contextmanager
