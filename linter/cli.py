@@ -259,6 +259,7 @@ def _check(args: argparse.Namespace) -> int:
         fixed=sum(r.fixed_count for r in results) if writes else 0,
         cells={r.path: r.cells for r in results if r.cells is not None},
         quiet=args.quiet,
+        unsafe_fixes=args.unsafe_fixes,
         rule_docs_url=settings.rule_docs_url,
     )
     _report_problems(problems, args)

@@ -34,8 +34,14 @@ class Outcome:
     cells: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
     # -q: findings only, no summary line.
     quiet: bool = False
+    # --unsafe-fixes: unsafe fixes count as fixable ([*], the summary's hint), as in ruff.
+    unsafe_fixes: bool = False
     # The configuration's rule-docs-url (SARIF helpUri); None: the repository's, if known.
     rule_docs_url: str | None = None
+
+    def applies(self, finding: Finding) -> bool:
+        """Would ``--fix`` (with this run's ``--unsafe-fixes``) fix ``finding``?"""
+        return finding.fix is not None and (finding.fix.applicability == "safe" or self.unsafe_fixes)
 
     def cell_of(self, path: str, row: int) -> tuple[int | None, int]:
         """(cell number, row in the cell) for a notebook's row; (None, row) for a Python file."""

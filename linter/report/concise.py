@@ -17,7 +17,7 @@ from linter.report.summary import summary
 def render(outcome: Outcome, out: TextIO, color: bool) -> None:
     if not color:
         for f in outcome.findings:
-            out.write(f"{outcome.where(f.path, f.span.row, f.span.column)}: {header(f)[0]} {f.message}\n")
+            out.write(f"{outcome.where(f.path, f.span.row, f.span.column)}: {header(f, outcome)[0]} {f.message}\n")
         if not outcome.quiet:
             out.write(summary(outcome) + "\n")
         return
@@ -33,7 +33,7 @@ def render(outcome: Outcome, out: TextIO, color: bool) -> None:
             line.append(":", style="cyan")
             line.append(part)
         line.append(":", style="cyan")
-        code, style = header(f)
+        code, style = header(f, outcome)
         line.append(" ")
         line.append(code, style=style)
         line.append(f" {f.message}")

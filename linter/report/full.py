@@ -11,8 +11,8 @@ the K/V pair.
     help: <the suggestion>
     note: fix available with --fix: <what the fix does>
 
-``[*]`` marks a finding ``--fix`` can fix, as in ruff; a warning (KV408) says ``(warning)``
-after its code. A finding in a file with no source lines to show (a ``.safetensors`` header)
+``[*]`` marks a finding ``--fix`` can fix (with ``--unsafe-fixes``, unsafe fixes too), as in
+ruff; a warning (KV408) says ``(warning)`` after its code. A finding in a file with no source lines to show (a ``.safetensors`` header)
 has no frame. Colour comes from rich when writing to a terminal; plain text otherwise or when
 NO_COLOR is set (the caller decides and passes ``color``).
 """
@@ -37,9 +37,9 @@ def _frame_rows(finding: Finding) -> list[tuple[int, Span | None, str, str]]:
     return sorted(marks, key=lambda m: (m[0], m[1].column if m[1] else 0))
 
 
-def header(finding: Finding) -> tuple[str, str]:
+def header(finding: Finding, outcome: Outcome) -> tuple[str, str]:
     """``KV101 [*]`` / ``KV408 (warning)``: the code and its marks, and the code's style."""
-    marks = " [*]" if finding.fix is not None and finding.fix.applicability == "safe" else ""
+    marks = " [*]" if outcome.applies(finding) else ""
     if severity(finding.code) == "warning":
         return f"{finding.code}{marks} (warning)", "bold yellow"
     return f"{finding.code}{marks}", "bold red"
@@ -48,7 +48,7 @@ def header(finding: Finding) -> tuple[str, str]:
 def _finding_text(finding: Finding, lines: list[str], outcome: Outcome) -> Text:
     from rich.text import Text
 
-    code, code_style = header(finding)
+    code, code_style = header(finding, outcome)
     text = Text()
     text.append(code, style=code_style)
     text.append(f" {finding.message}\n")

@@ -17,8 +17,8 @@ def summary(outcome: Outcome) -> str:
     counts = [f"{errors} finding{'s' * (errors != 1)}"] if errors else []
     if warnings:
         counts.append(f"{warnings} warning{'s' * (warnings != 1)}")
-    fixable = sum(1 for f in outcome.findings if f.fix is not None and f.fix.applicability == "safe")
-    unsafe = sum(1 for f in outcome.findings if f.fix is not None and f.fix.applicability == "unsafe")
+    fixable = sum(1 for f in outcome.findings if outcome.applies(f))
+    unsafe = sum(1 for f in outcome.findings if f.fix is not None and not outcome.applies(f))
     hints = []
     if fixable:
         hints.append(f"{fixable} fixable with --fix")
