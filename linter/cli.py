@@ -1,6 +1,7 @@
 """The ``kvlint`` command: ``check``, ``rules``, ``rule CODE``.
 
-Exit codes: 0 no findings; 1 findings (or, with ``--diff``, files that would change); 2 a usage
+Exit codes: 0 no findings (warnings such as KV408 alone exit 0 unless ``--warnings-as-errors``);
+1 findings (or, with ``--diff``, files that would change); 2 a usage
 or configuration error, or a file that could not be read or parsed (every other file is still
 checked and reported).
 """
@@ -31,7 +32,8 @@ from linter.config import (
 from linter.diagnostics import FileProblem
 from linter.files import discover, is_excluded
 from linter.fixes import write_atomic
-from linter.report import FORMATS, Outcome, is_fixable, renderer
+from linter.report import FORMATS, Outcome, is_fixable, progress, renderer, severity
+from linter.report.summary import summary
 from linter.rule_docs import rule_url
 from linter.rules import rule_codes
 
@@ -57,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--extend-select", type=_codes, action="extend", default=[], metavar="CODES", help="codes to run in addition")
     check.add_argument("--ignore", type=_codes, action="extend", default=[], metavar="CODES", help="codes not to run")
     check.add_argument("-e", "--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    check.add_argument("--warnings-as-errors", action=argparse.BooleanOptionalAction, default=None, help="exit 1 on warnings (KV408, WKV001) too (default: the config's warnings-as-errors, false)")
     check.add_argument("--exit-non-zero-on-fix", action="store_true", help="exit 1 when --fix changed a file, even if nothing remains")
     check.add_argument("--statistics", action="store_true", help="print a count per rule instead of each finding")
     check.add_argument("--fix", action=argparse.BooleanOptionalAction, default=False, help="apply safe fixes (on stdin: print the fixed text)")
@@ -201,7 +204,7 @@ def _check(args: argparse.Namespace) -> int:
     codes = rule_codes() + checkpoint.checkpoint_codes()
     cli = CliOptions(
         args.select, args.extend_select, args.ignore, args.extend_exclude, args.force_exclude,
-        args.exclude, args.respect_gitignore,
+        args.exclude, args.respect_gitignore, args.warnings_as_errors,
     )
     settings = load_settings(config, cli, codes)
     cache_dir = args.cache_dir or str(project_root(config, start) / DEFAULT_DIR)
@@ -229,7 +232,7 @@ def _check(args: argparse.Namespace) -> int:
             return 2 if problems else 0
         if not files and not models and not problems and not args.silent:
             print("warning: No Python files found under the given path(s)", file=sys.stderr)
-        results = runner.check_paths(files, job, args.jobs) + checkpoint.check(models, settings, args.tp)
+        results = _check_files(files, job, args) + checkpoint.check(models, settings, args.tp)
 
     problems = problems + [p for r in results for p in r.problems]
     # With --fix on stdin, stdout carries the source; the report goes to stderr.
@@ -256,6 +259,8 @@ def _check(args: argparse.Namespace) -> int:
         fixed=sum(r.fixed_count for r in results) if writes else 0,
         cells={r.path: r.cells for r in results if r.cells is not None},
         quiet=args.quiet,
+        unsafe_fixes=args.unsafe_fixes,
+        rule_docs_url=settings.rule_docs_url,
     )
     _report_problems(problems, args)
     if not args.silent:
@@ -263,8 +268,11 @@ def _check(args: argparse.Namespace) -> int:
             if args.show_fixes and writes and not args.quiet:
                 _show_fixes(results, out)
             if args.statistics:
-                _statistics(findings, args.format, out)
-            elif not (args.diff and args.format in ("full", "concise")):
+                _statistics(outcome, args.format, out)
+            elif args.diff and args.format in ("full", "concise"):
+                if not args.quiet:
+                    _would_fix(results, findings, args.unsafe_fixes, out)
+            else:
                 renderer(args.format)(outcome, out, _color(out, args.color))
     if _failed(problems):
         return 2
@@ -272,7 +280,25 @@ def _check(args: argparse.Namespace) -> int:
         return 1 if changed else 0
     if args.exit_non_zero_on_fix and writes and changed:
         return 1
-    return 1 if findings and not args.exit_zero else 0
+    return 1 if _fails(findings, problems, settings.warnings_as_errors) and not args.exit_zero else 0
+
+
+def _fails(findings: list, problems: list[FileProblem], warnings_as_errors: bool) -> bool:
+    """Findings fail the run; warnings (KV408's replicated heads, WKV001) only when asked."""
+    if warnings_as_errors:
+        return bool(findings) or any(p.warning for p in problems)
+    return any(severity(f.code) == "error" for f in findings)
+
+
+def _check_files(files: list[str], job: runner.Job, args: argparse.Namespace) -> list[runner.FileResult]:
+    """The files' results, with a progress bar on a terminal if checking takes a while."""
+    if args.silent or not progress.wanted(sys.stderr, args.format, args.quiet):
+        return runner.check_paths(files, job, args.jobs)
+    bar = progress.Bar(len(files), sys.stderr)
+    try:
+        return runner.check_paths(files, job, args.jobs, bar.advance)
+    finally:
+        bar.close()
 
 
 @contextmanager
@@ -344,7 +370,19 @@ def _show_fixes(results: list[runner.FileResult], out: TextIO) -> None:
     out.write("\n")
 
 
-def _statistics(findings: list, fmt: str, out: TextIO) -> None:
+def _would_fix(results: list[runner.FileResult], findings: list, unsafe_fixes: bool, out: TextIO) -> None:
+    """ruff's closing line of --diff: how many findings the diff fixes, and what --unsafe-fixes would add."""
+    fixes = sum(r.fixed_count for r in results if r.fixed)
+    more = 0 if unsafe_fixes else sum(1 for f in findings if f.fix is not None and f.fix.applicability == "unsafe")
+    hint = f" ({more} more with --unsafe-fixes)" if more else ""
+    if fixes:
+        out.write(f"\nWould fix {fixes} finding{'s' * (fixes != 1)}{hint}.\n")
+    elif more:
+        out.write(f"No findings would be fixed{hint}.\n")
+
+
+def _statistics(outcome: Outcome, fmt: str, out: TextIO) -> None:
+    findings = outcome.findings
     counts = Counter(f.code for f in findings)
     fixable = {f.code for f in findings if f.fix is not None}
     by_code = _rules_by_code()
@@ -360,6 +398,9 @@ def _statistics(findings: list, fmt: str, out: TextIO) -> None:
     for code, n in rows:
         name = by_code[code].name if code in by_code else ""
         out.write(f"{n:>5}\t{code}\t{'[*]' if code in fixable else '[ ]'} {name}\n")
+    # ruff closes the table with its summary line, and prints nothing at all for a clean run.
+    if (findings or outcome.problems) and not outcome.quiet:
+        out.write(summary(outcome) + "\n")
 
 
 def _color(out: TextIO, when: str = "auto") -> bool:

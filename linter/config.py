@@ -12,6 +12,7 @@ directory.
     select = ["KV1"]                       # codes or prefixes; "ALL"; default: every rule
     extend-select = ["KV201"]
     ignore = ["KV203"]
+    extend-ignore = ["KV202"]              # added to ignore
     per-file-ignores = { "legacy/**" = ["KV101"] }
     exclude = ["third_party/"]
     extend-exclude = ["generated/"]
@@ -19,6 +20,12 @@ directory.
     respect-gitignore = true
     extra-pairs = [["k_rope", "v_rope"]]   # extra K/V name pairs (K name, V name)
     attention-callables = ["my_attn"]      # extra callables taking (q, k, v, ...)
+    warnings-as-errors = false             # warnings (KV408, WKV001) exit 1 like findings
+    rule-docs-url = "https://github.com/org/kvlint/blob/main/docs/rules/{code}.md"  # SARIF helpUri
+
+The rule keys (select, extend-select, ignore, extend-ignore, per-file-ignores, extra-pairs,
+attention-callables) may instead live in a ``lint`` subtable, ``[tool.kvlint.lint]``, as ruff
+keeps them in ``[tool.ruff.lint]``.
 
 Every problem (unreadable or malformed TOML, an unknown key, an unknown rule code, a wrong
 type) is a ``ConfigError`` whose message is one line naming the file.
@@ -39,9 +46,15 @@ class ConfigError(Exception):
     """A one-line, user-facing configuration error."""
 
 
-_KEYS = {
-    "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude",
-    "force-exclude", "respect-gitignore", "extra-pairs", "attention-callables",
+# Which rules run and how they read code: the keys ruff keeps under ``[tool.ruff.lint]``, which
+# kvlint accepts there (``[tool.kvlint.lint]``) or at the top level, not both.
+_LINT_KEYS = {
+    "select", "extend-select", "ignore", "extend-ignore", "per-file-ignores", "extra-pairs",
+    "attention-callables",
+}
+_KEYS = _LINT_KEYS | {
+    "exclude", "extend-exclude", "force-exclude", "respect-gitignore", "warnings-as-errors",
+    "rule-docs-url", "lint",
 }
 # Files holding kvlint's keys at the top level (ruff.toml's shape), in discovery order.
 _STANDALONE = (".kvlint.toml", "kvlint.toml")
@@ -58,6 +71,7 @@ class CliOptions:
     force_exclude: bool | None = None  # None: the file's force-exclude (default false)
     exclude: Sequence[str] | None = None  # replaces the file's exclude
     respect_gitignore: bool | None = None  # None: the file's respect-gitignore
+    warnings_as_errors: bool | None = None  # None: the file's warnings-as-errors
 
 
 def find_config(start: Path) -> Path | None:
@@ -156,10 +170,11 @@ def load_settings(
         table = _settings_table(config)
         root = config.resolve().parent
     where = str(config) if config is not None else "command line"
+    section = "[tool.kvlint]" if config is not None and config.name == "pyproject.toml" else ""
     unknown = sorted(set(table) - _KEYS)
     if unknown:
-        section = " in [tool.kvlint]" if config is not None and config.name == "pyproject.toml" else ""
-        raise ConfigError(f"{where}: unknown key {unknown[0]!r}{section}; known keys: {', '.join(sorted(_KEYS))}")
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}{' in ' + section if section else ''}; known keys: {', '.join(sorted(_KEYS))}")
+    table = _with_lint_keys(table, where, f"{section[:-1]}.lint]" if section else "[lint]")
 
     def codes_of(value: object, key: str) -> frozenset[str]:
         return _expand(_strings(value, key, where), codes, f"{where} ({key})")
@@ -169,7 +184,8 @@ def load_settings(
         select = _expand(cli.select, codes, "--select")
     select |= codes_of(table.get("extend-select", []), "extend-select")
     select |= _expand(cli.extend_select, codes, "--extend-select")
-    ignore = codes_of(table.get("ignore", []), "ignore") | _expand(cli.ignore, codes, "--ignore")
+    ignore = codes_of(table.get("ignore", []), "ignore") | codes_of(table.get("extend-ignore", []), "extend-ignore")
+    ignore |= _expand(cli.ignore, codes, "--ignore")
 
     per_file = table.get("per-file-ignores", {})
     if not isinstance(per_file, dict):
@@ -184,6 +200,14 @@ def load_settings(
     force = table.get("force-exclude", False)
     if not isinstance(force, bool):
         raise ConfigError(f"{where}: force-exclude must be true or false")
+    strict = table.get("warnings-as-errors", False)
+    if not isinstance(strict, bool):
+        raise ConfigError(f"{where}: warnings-as-errors must be true or false")
+    if cli.warnings_as_errors is not None:
+        strict = cli.warnings_as_errors
+    docs_url = table.get("rule-docs-url")
+    if docs_url is not None and not (isinstance(docs_url, str) and docs_url.startswith(("https://", "http://")) and "{code}" in docs_url):
+        raise ConfigError(f'{where}: rule-docs-url must be an http(s) URL with {{code}} where the rule code goes, e.g. "https://github.com/org/kvlint/blob/main/docs/rules/{{code}}.md"')
     if cli.force_exclude is not None:
         force = cli.force_exclude
     if cli.respect_gitignore is not None:
@@ -206,7 +230,23 @@ def load_settings(
         respect_gitignore=respect,
         extra_pairs=tuple((k, v) for k, v in pairs),
         extra_attention_callables=tuple(_strings(table.get("attention-callables", []), "attention-callables", where)),
+        warnings_as_errors=strict,
+        rule_docs_url=docs_url,
     )
+
+
+def _with_lint_keys(table: dict, where: str, lint_section: str) -> dict:
+    """``table`` with its ``lint`` subtable's keys moved to the top level."""
+    lint = table.get("lint", {})
+    if not isinstance(lint, dict):
+        raise ConfigError(f"{where}: {lint_section} must be a table")
+    unknown = sorted(set(lint) - _LINT_KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r} in {lint_section}; known keys there: {', '.join(sorted(_LINT_KEYS))}")
+    both = sorted(set(lint) & set(table))
+    if both:
+        raise ConfigError(f"{where}: {both[0]} is set both at the top level and in {lint_section}; keep one")
+    return {**{k: v for k, v in table.items() if k != "lint"}, **lint}
 
 
 def enabled_codes(settings: Settings) -> frozenset[str]:

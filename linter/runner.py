@@ -17,7 +17,7 @@ import gc
 import os
 import re
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -124,9 +124,10 @@ def check_stdin(data: bytes, path: str, job: Job) -> FileResult:
     return _check_bytes(path, data, replace(job, cache_dir=None))
 
 
-def check_paths(paths: Sequence[str], job: Job, jobs: int) -> list[FileResult]:
+def check_paths(paths: Sequence[str], job: Job, jobs: int, checked: Callable[[], None] | None = None) -> list[FileResult]:
+    """One result per path, in order; ``checked`` is called as each file is done (a progress bar)."""
     with _fewer_collections():
-        return _check_paths(paths, job, jobs)
+        return _check_paths(paths, job, jobs, checked or (lambda: None))
 
 
 # Parsing allocates millions of tree nodes that die by reference counting (neither ``ast``
@@ -148,9 +149,13 @@ def _fewer_collections() -> Iterator[None]:
         gc.set_threshold(*before)
 
 
-def _check_paths(paths: Sequence[str], job: Job, jobs: int) -> list[FileResult]:
+def _check_paths(paths: Sequence[str], job: Job, jobs: int, checked: Callable[[], None]) -> list[FileResult]:
     if jobs <= 1 or len(paths) < POOL_THRESHOLD:
-        return [check_file(p, job) for p in paths]
+        results = []
+        for p in paths:
+            results.append(check_file(p, job))
+            checked()
+        return results
     # Largest files first, in small chunks: file sizes vary by orders of magnitude, and a big
     # file (or chunk) started last would leave the other workers idle while it finishes.
     order = sorted(range(len(paths)), key=lambda i: _size(paths[i]), reverse=True)
@@ -162,6 +167,7 @@ def _check_paths(paths: Sequence[str], job: Job, jobs: int) -> list[FileResult]:
         results: list[FileResult] = [None] * len(paths)  # type: ignore[list-item]
         for i, result in zip(order, done):
             results[i] = result
+            checked()
         return results
 
 

@@ -17,6 +17,10 @@ class Settings:
     respect_gitignore: bool = True
     extra_pairs: tuple[tuple[str, str], ...] = ()  # (k_name, v_name)
     extra_attention_callables: tuple[str, ...] = ()
+    # Warnings (KV408, WKV001) fail the run like findings; findings themselves do not change.
+    warnings_as_errors: bool = False
+    # Where the rule pages are hosted, for SARIF's helpUri: a URL with {code} in it.
+    rule_docs_url: str | None = None
     fingerprint_extra: tuple[str, ...] = field(default=())
 
     def fingerprint(self) -> str:

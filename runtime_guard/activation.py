@@ -16,6 +16,22 @@ MODES = {"raise": "raise", "1": "raise", "on": "raise", "warn": "warn", "off": N
 ACCEPTED = "raise, 1, on, warn, off, 0"
 
 
+def environment_warning(variable: str, text: str, category: type[Warning]) -> None:
+    """Warn about an environment variable's value with the variable as the location:
+    ``KVGUARD_LOG: KVGuardLogWarning: ...``. ``warnings.warn_explicit`` alone would print it as a
+    file with a fake line (``KVGUARD_LOG:0:``); filters (``-W error::...``) still apply."""
+    original = warnings.formatwarning
+
+    def at_variable(message: Any, category: Any, filename: str, lineno: int, line: Any = None) -> str:
+        return f"{filename}: {category.__name__}: {message}\n"
+
+    warnings.formatwarning = at_variable
+    try:
+        warnings.warn_explicit(text, category, variable, 0)
+    finally:
+        warnings.formatwarning = original
+
+
 def mode_from_env(value: str | None) -> str | None:
     """The mode KVGUARD asks for; an unknown value warns once and leaves the guard off."""
     if value is None:
@@ -23,8 +39,7 @@ def mode_from_env(value: str | None) -> str | None:
     key = value.strip().lower()
     if key in MODES:
         return MODES[key]
-    # warn_explicit at a pseudo-location keeps it to one line with no source excerpt.
-    warnings.warn_explicit(f"KVGUARD={value!r} is not understood; accepted values: {ACCEPTED}. The runtime guard stays off.", RuntimeWarning, "KVGUARD", 0)
+    environment_warning("KVGUARD", f"KVGUARD={value!r} is not understood; accepted values: {ACCEPTED}. The runtime guard stays off.", RuntimeWarning)
     return None
 
 

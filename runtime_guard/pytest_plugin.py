@@ -21,7 +21,9 @@ def pytest_configure(config: Any) -> None:
     mode = config.getoption("kvguard", None)
     if mode:
         import runtime_guard
+        from runtime_guard import reporting
 
+        reporting.warn_instead = "--kvguard=warn"
         runtime_guard.install(mode)
         config._kvguard_mode = mode
 
@@ -42,5 +44,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: Any) -> None:
 def pytest_unconfigure(config: Any) -> None:
     if getattr(config, "_kvguard_mode", None):
         import runtime_guard
+        from runtime_guard import reporting
 
         runtime_guard.uninstall()
+        reporting.warn_instead = "KVGUARD=warn"

@@ -72,6 +72,11 @@ def tensor_facts(name: str, value: Any) -> dict:
     return {"name": name, "shape": list(value.shape), "dtype": str(value.dtype), "device": str(value.device)}
 
 
+# How to ask for warn mode instead, named in raise mode's message: pytest's plugin names its own
+# option, since a user who typed --kvguard=raise never set KVGUARD.
+warn_instead = "KVGUARD=warn"
+
+
 def format_message(mode: str, op: str, layout: str, violation: Violation, site: CallSite) -> str:
     lines = [
         f"KV consistency violation in {op} (layout {layout}) at {site}:",
@@ -81,7 +86,7 @@ def format_message(mode: str, op: str, layout: str, violation: Violation, site: 
     if violation.tensors:
         facts = (tensor_facts(n, v) for n, v in violation.tensors)
         lines.append("  tensors: " + "; ".join(f"{f['name']} {tuple(f['shape'])} {f['dtype']} {f['device']}" if "shape" in f else f"{f['name']}: {f['type']}" for f in facts))
-    hint = "; KVGUARD=warn logs instead of raising" if mode == "raise" else ""
+    hint = f"; {warn_instead} logs instead of raising" if mode == "raise" else ""
     lines.append(f"  [check {violation.check}{hint}]")
     return "\n".join(lines)
 
@@ -186,8 +191,9 @@ class Reporter:
 
 
 def _say_once(text: str) -> None:
-    # warn_explicit at a pseudo-location: one line with no source excerpt, shown once.
-    warnings.warn_explicit(text, KVGuardLogWarning, "KVGUARD_LOG", 0)
+    from runtime_guard.activation import environment_warning
+
+    environment_warning("KVGUARD_LOG", text, KVGuardLogWarning)
 
 
 def _usable_log_path(path: str | None) -> str | None:

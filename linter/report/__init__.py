@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from typing import TYPE_CHECKING, TextIO
 
 from linter.diagnostics import FileProblem
@@ -33,6 +34,14 @@ class Outcome:
     cells: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
     # -q: findings only, no summary line.
     quiet: bool = False
+    # --unsafe-fixes: unsafe fixes count as fixable ([*], the summary's hint), as in ruff.
+    unsafe_fixes: bool = False
+    # The configuration's rule-docs-url (SARIF helpUri); None: the repository's, if known.
+    rule_docs_url: str | None = None
+
+    def applies(self, finding: Finding) -> bool:
+        """Would ``--fix`` (with this run's ``--unsafe-fixes``) fix ``finding``?"""
+        return finding.fix is not None and (finding.fix.applicability == "safe" or self.unsafe_fixes)
 
     def cell_of(self, path: str, row: int) -> tuple[int | None, int]:
         """(cell number, row in the cell) for a notebook's row; (None, row) for a Python file."""
@@ -50,6 +59,22 @@ class Outcome:
 
 
 Renderer = Callable[[Outcome, TextIO, bool], None]
+
+
+@cache
+def warning_codes() -> frozenset[str]:
+    """Rules whose findings are warnings: reported, but the exit status is unchanged unless
+    ``--warnings-as-errors`` (a rule says so with ``severity = "warning"``). Only checkpoint
+    rules can say so: a code rule's finding is attention computed on the wrong K/V, and reading
+    them would import libcst into runs that check only models."""
+    from linter.checkpoint import checkpoint_rules
+
+    return frozenset(r.code for r in checkpoint_rules() if r.severity == "warning")
+
+
+def severity(code: str) -> str:
+    """``"warning"`` or ``"error"``, for a rule code or a file problem code (``WKV...``)."""
+    return "warning" if code.startswith("W") or code in warning_codes() else "error"
 
 
 def is_fixable(rule: type[Rule]) -> bool:

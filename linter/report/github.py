@@ -1,10 +1,11 @@
-"""GitHub Actions workflow commands: one ``::error`` annotation per finding or file problem."""
+"""GitHub Actions workflow commands: one ``::error`` annotation per finding or file problem
+(``::warning`` for a warning rule such as KV408 and for WKV001)."""
 
 from __future__ import annotations
 
 from typing import TextIO
 
-from linter.report import Outcome
+from linter.report import Outcome, severity
 
 
 def _data(text: str) -> str:
@@ -17,7 +18,7 @@ def _property(text: str) -> str:
 
 def render(outcome: Outcome, out: TextIO, color: bool) -> None:
     for p in outcome.problems:
-        out.write(f"::error file={_property(p.path)},line={p.row},col={p.column},title={_property(f'kvlint ({p.code})')}::{_data(p.message)}\n")
+        out.write(f"::{severity(p.code)} file={_property(p.path)},line={p.row},col={p.column},title={_property(f'kvlint ({p.code})')}::{_data(p.message)}\n")
     for f in outcome.findings:
         s = f.span
         message = f"{f.message}\n{f.suggestion}"
@@ -29,6 +30,6 @@ def render(outcome: Outcome, out: TextIO, color: bool) -> None:
         else:
             end_row = s.end_row
         out.write(
-            f"::error file={_property(f.path)},line={row},col={s.column},endLine={end_row},"
+            f"::{severity(f.code)} file={_property(f.path)},line={row},col={s.column},endLine={end_row},"
             f"endColumn={s.end_column},title={_property(f'kvlint ({f.code})')}::{_data(message)}\n"
         )

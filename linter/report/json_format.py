@@ -3,7 +3,7 @@
 An array of objects with ``cell`` (always null), ``code``, ``end_location{row,column}``,
 ``filename``, ``fix`` (null or ``{applicability, message, edits:[{content, location,
 end_location}]}``), ``location{row,column}``, ``message``, ``name``, ``noqa_row``, ``severity``
-and ``url`` (the rule's page installed with kvlint, a ``file://`` URI; ``kvlint rule CODE``
+(``"error"``, or ``"warning"`` for a warning rule such as KV408 and for WKV001) and ``url`` (the rule's page installed with kvlint, a ``file://`` URI; ``kvlint rule CODE``
 prints the same text). ``filename`` is absolute, or ``-`` for stdin read without
 ``--stdin-filename``, as in ruff. In a notebook ``cell`` is the cell number and rows count from
 the cell's first line, as in ruff.
@@ -18,7 +18,7 @@ from typing import TextIO
 from linter.checkpoint import documented_rules
 from linter.diagnostics import FileProblem
 from linter.finding import Finding, Span
-from linter.report import Outcome
+from linter.report import Outcome, severity
 from linter.rule_docs import rule_url
 
 
@@ -61,7 +61,7 @@ def finding_object(finding: Finding, outcome: Outcome | None = None) -> dict:
         "message": finding.message,
         "name": rule.name if rule is not None else finding.code,
         "noqa_row": row(noqa) if noqa is not None else None,
-        "severity": "error",
+        "severity": severity(finding.code),
         "url": rule_url(finding.code) if rule is not None else None,
     }
 
@@ -78,7 +78,7 @@ def problem_object(problem: FileProblem) -> dict:
         "message": problem.message,
         "name": problem.name,
         "noqa_row": None,
-        "severity": "error",
+        "severity": severity(problem.code),
         "url": None,
     }
 

@@ -8,8 +8,13 @@ way a baseline entry does. Paths are relative to ``%SRCROOT%``, the repository r
 nearest directory holding ``.git`` above the working directory, else the working directory),
 which ``originalUriBaseIds`` gives as an absolute ``file://`` URI; so a run from a subdirectory
 still points code scanning at the right files. A file outside that root gets an absolute
-``file://`` URI. Each rule's ``helpUri`` links to its page. File problems become tool execution
-notifications.
+``file://`` URI. File problems become tool execution notifications.
+
+Each rule's ``helpUri`` links to its hosted page, where code scanning's readers can open it: the
+configuration's ``rule-docs-url`` with the code filled in, else the repository named in the
+installed distribution's ``[project.urls]`` (``Repository``) at ``blob/main/docs/rules/CODE.md``,
+GitHub's path. Without either there is no ``helpUri``, never a ``file://`` path of the machine
+that ran kvlint; the rule's full page is in ``help`` either way.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import hashlib
 import json
 import os
 from collections import Counter
+from functools import cache
 from pathlib import Path
 from typing import TextIO
 
@@ -26,8 +32,7 @@ from linter.baseline import finding_key
 from linter.checkpoint import documented_rules
 from linter.diagnostics import FileProblem
 from linter.finding import Finding, Span
-from linter.report import Outcome, is_fixable
-from linter.rule_docs import rule_url
+from linter.report import Outcome, is_fixable, severity
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -61,8 +66,31 @@ def _location(path: str, span: Span, root: Path) -> dict:
     }
 
 
-def _rule(rule) -> dict:
-    url = rule_url(rule.code)
+@cache
+def repository_url() -> str | None:
+    """The https URL of kvlint's repository from its installed metadata, if it names one."""
+    from importlib import metadata
+
+    try:
+        entries = metadata.distribution("kvlint-npu").metadata.get_all("Project-URL") or []
+    except metadata.PackageNotFoundError:
+        return None
+    for entry in entries:
+        label, _, url = entry.partition(",")
+        if label.strip().lower() in ("repository", "source", "source code") and url.strip().startswith("https://"):
+            return url.strip().rstrip("/")
+    return None
+
+
+def help_uri(code: str, template: str | None) -> str | None:
+    if template is not None:
+        return template.replace("{code}", code)
+    repository = repository_url()
+    return f"{repository}/blob/main/docs/rules/{code}.md" if repository else None
+
+
+def _rule(rule, docs_url: str | None) -> dict:
+    url = help_uri(rule.code, docs_url)
     return {
         **({"helpUri": url} if url else {}),
         "id": rule.code,
@@ -70,7 +98,7 @@ def _rule(rule) -> dict:
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": rule.what},
         "help": {"text": rule.doc_text(), "markdown": rule.doc_text()},
-        "defaultConfiguration": {"level": "error"},
+        "defaultConfiguration": {"level": severity(rule.code)},
         "properties": {"tags": ["correctness", "kv-consistency"], "fixable": is_fixable(rule)},
     }
 
@@ -80,7 +108,7 @@ def _result(finding: Finding, index: dict[str, int], fingerprint: str, root: Pat
     where = f" (notebook cell {cell}, line {row})" if cell is not None else ""
     result = {
         "ruleId": finding.code,
-        "level": "error",
+        "level": severity(finding.code),
         "message": {"text": f"{finding.message}{where}\n{finding.suggestion}"},
         "locations": [_location(finding.path, finding.span, root)],
         "partialFingerprints": {"kvlintFindingHash/v1": fingerprint},
@@ -98,7 +126,7 @@ def _result(finding: Finding, index: dict[str, int], fingerprint: str, root: Pat
 def _notification(problem: FileProblem, root: Path) -> dict:
     where = Span(problem.row, problem.column, problem.row, problem.column)
     return {
-        "level": "error",
+        "level": severity(problem.code),
         "message": {"text": f"{problem.code} {problem.message}"},
         "descriptor": {"id": problem.code},
         "locations": [_location(problem.path, where, root)],
@@ -125,10 +153,10 @@ def document(outcome: Outcome) -> dict:
                 "name": "kvlint",
                 "version": linter.__version__,
                 "semanticVersion": linter.__version__,
-                "rules": [_rule(rule) for rule in rules],
+                "rules": [_rule(rule, outcome.rule_docs_url) for rule in rules],
             }},
             "invocations": [{
-                "executionSuccessful": not outcome.problems,
+                "executionSuccessful": not any(not p.warning for p in outcome.problems),
                 "toolExecutionNotifications": [_notification(p, root) for p in outcome.problems],
             }],
             "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},

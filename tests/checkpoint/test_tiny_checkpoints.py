@@ -91,8 +91,9 @@ def test_tp_larger_than_kv_heads_llama(tiny, capsys):
     # transformers #48307: tp 4 over 2 KV heads. vLLM/sglang replicate; transformers cannot shard.
     code, out = run(capsys, "--format", "concise", str(tiny["llama"]), "--tp", "4", "--tp", "3")
     assert code == 1
-    assert "KV408 2 KV heads (from num_key_value_heads) with --tp 4: vLLM and sglang replicate each KV head 2 times" in out
-    assert "KV407 num_attention_heads = 4 is not divisible by --tp 3; expected a tensor-parallel size in [1, 2, 4]" in out
+    assert "KV408 (warning) 2 KV heads (from num_key_value_heads) with --tp 4: vLLM and sglang replicate each KV head 2 times" in out
+    assert ("KV407 num_attention_heads = 4 is not divisible by --tp 3; expected a tensor-parallel size in [1, 2] "
+            "(also served by replicating each KV head: 4 (2x); KV408)") in out
 
 
 def test_tp_neither_dividing_kv_heads(tmp_path, capsys):

@@ -252,14 +252,35 @@ def test_rules_and_rule_in_json(tree):
     assert one["code"] == "KV101" and one["fixable"] is True
 
 
-def test_json_url_and_sarif_help_uri_link_to_the_rule_page(tree):
+def test_json_url_links_to_the_installed_rule_page(tree):
     (finding,) = json.loads(out(kvlint("check", "--no-cache", "--format", "json", "buggy.py", cwd=tree)))
     page = Path(finding["url"].removeprefix("file://"))
     assert finding["url"].startswith("file://") and page.name == "KV101.md"
     assert page.read_text().startswith("# KV101 key-only-reshape")
+
+
+def test_sarif_help_uri_is_the_hosted_page_from_the_configuration_never_a_local_file(tree):
+    sarif = json.loads(out(kvlint("check", "--no-cache", "--format", "sarif", "buggy.py", cwd=tree)))
+    assert "file://" not in json.dumps(sarif["runs"][0]["tool"])
+    (tree / "kvlint.toml").write_text('rule-docs-url = "https://git.example.org/ml/kvlint/blob/main/docs/rules/{code}.md"\n')
     sarif = json.loads(out(kvlint("check", "--no-cache", "--format", "sarif", "buggy.py", cwd=tree)))
     rules = sarif["runs"][0]["tool"]["driver"]["rules"]
-    assert [r["helpUri"].rsplit("/", 1)[-1] for r in rules] == [f"{r['id']}.md" for r in rules]
+    assert [r["helpUri"] for r in rules] == [f"https://git.example.org/ml/kvlint/blob/main/docs/rules/{r['id']}.md" for r in rules]
+
+
+def test_sarif_help_uri_defaults_to_the_repository_in_the_project_urls(monkeypatch):
+    from linter.report import sarif
+
+    monkeypatch.setattr(sarif, "repository_url", lambda: "https://github.com/org/kvlint")
+    assert sarif.help_uri("KV101", None) == "https://github.com/org/kvlint/blob/main/docs/rules/KV101.md"
+    monkeypatch.setattr(sarif, "repository_url", lambda: None)
+    assert sarif.help_uri("KV101", None) is None
+
+
+def test_a_rule_docs_url_without_a_code_placeholder_is_an_error(tree):
+    (tree / "kvlint.toml").write_text('rule-docs-url = "https://git.example.org/docs/"\n')
+    proc = kvlint("check", "--no-cache", "buggy.py", cwd=tree)
+    assert proc.returncode == 2 and "rule-docs-url must be an http(s) URL with {code}" in err(proc)
 
 
 # Polish: the cache lives at the project root found, not in the working directory.

@@ -111,3 +111,34 @@ def test_settings_fingerprint_changes_with_selection(tmp_path):
     a = load_settings(None, CliOptions(select=["KV101"]), CODES)
     b = load_settings(None, CliOptions(select=["KV102"]), CODES)
     assert a.fingerprint() != b.fingerprint()
+
+
+# ruff keeps rule selection under [tool.ruff.lint]; a ruff user writes [tool.kvlint.lint].
+def test_a_lint_subtable_holds_the_rule_keys(tmp_path):
+    config = _write(tmp_path, '[tool.kvlint]\nexclude = ["gen/"]\n\n[tool.kvlint.lint]\nselect = ["KV1"]\nignore = ["KV102"]\nextra-pairs = [["k_rope", "v_rope"]]\n')
+    settings = load_settings(config, CliOptions(), CODES)
+    assert enabled_codes(settings) == {"KV101", "KV103"}
+    assert settings.extra_pairs == (("k_rope", "v_rope"),)
+
+
+def test_a_lint_subtable_in_a_kvlint_toml(tmp_path):
+    config = tmp_path / "kvlint.toml"
+    config.write_text('[lint]\nextend-ignore = ["KV2"]\n')
+    assert enabled_codes(load_settings(config, CliOptions(), CODES)) == {"KV101", "KV102", "KV103"}
+
+
+def test_extend_ignore_adds_to_ignore(tmp_path):
+    config = _write(tmp_path, '[tool.kvlint]\nignore = ["KV101"]\nextend-ignore = ["KV202"]\n')
+    assert enabled_codes(load_settings(config, CliOptions(ignore=["KV103"]), CODES)) == {"KV102", "KV201", "KV203"}
+
+
+def test_a_key_set_at_the_top_level_and_in_lint_is_an_error(tmp_path):
+    config = _write(tmp_path, '[tool.kvlint]\nselect = ["KV1"]\n\n[tool.kvlint.lint]\nselect = ["KV2"]\n')
+    with pytest.raises(ConfigError, match=r"select is set both at the top level and in \[tool.kvlint.lint\]; keep one"):
+        load_settings(config, CliOptions(), CODES)
+
+
+def test_a_file_key_in_lint_is_an_unknown_key_there(tmp_path):
+    config = _write(tmp_path, '[tool.kvlint.lint]\nexclude = ["gen/"]\n')
+    with pytest.raises(ConfigError, match=r"unknown key 'exclude' in \[tool.kvlint.lint\]"):
+        load_settings(config, CliOptions(), CODES)

@@ -108,13 +108,13 @@ def test_github_annotations_follow_the_workflow_command_syntax(outcome):
 
 
 def test_concise_is_one_line_per_finding(outcome):
-    assert _render("concise", outcome).splitlines()[0] == "m.py:2:5: KV900 flag_me called"
+    assert _render("concise", outcome).splitlines()[0] == "m.py:2:5: KV900 [*] flag_me called"
 
 
 def test_full_shows_both_lines_of_the_pair_and_the_suggestion(outcome):
     text = _render("full", outcome)
     assert "2 | y = flag_me(" in text and "3 |     v_state)" in text
-    assert "V side: the argument" in text and "suggestion: call fixed_me instead" in text
+    assert "V side: the argument" in text and "help: call fixed_me instead" in text
     assert "fix available with --fix" in text
 
 
@@ -129,3 +129,19 @@ def test_every_format_renders_an_empty_outcome():
     jsonschema.validate(json.loads(_render("sarif", empty)), _sarif_schema())
     assert _render("github", empty) == ""
     assert "All checks passed!" in _render("full", empty) and "All checks passed!" in _render("concise", empty)
+
+
+def test_an_unsafe_fix_is_marked_fixable_only_with_unsafe_fixes(outcome):
+    from dataclasses import replace
+
+    (finding,) = outcome.findings
+    unsafe = replace(finding, fix=replace(finding.fix, applicability="unsafe"))
+    plain = Outcome([unsafe], texts=outcome.texts)
+    assert _render("concise", plain).splitlines() == [
+        "m.py:2:5: KV900 flag_me called", "Found 1 finding (1 more with --unsafe-fixes).",
+    ]
+    asked = Outcome([unsafe], texts=outcome.texts, unsafe_fixes=True)
+    assert _render("concise", asked).splitlines() == [
+        "m.py:2:5: KV900 [*] flag_me called", "Found 1 finding (1 fixable with --fix).",
+    ]
+    assert _render("full", asked).startswith("KV900 [*] flag_me called\n")

@@ -1,3 +1,6 @@
+import json
+from pathlib import Path
+
 import pytest
 
 from linter.finding import Finding, Span
@@ -97,3 +100,61 @@ def test_the_cli_shows_the_finding_warns_and_keeps_exit_status_1(tmp_path):
     assert proc.returncode == 1
     assert "KV101" in proc.stdout.decode()
     assert "ring.py:2: WKV001 invalid `# noqa` directive" in proc.stderr.decode()
+
+
+# File-level exemptions, as ruff's `# ruff: noqa`.
+def test_kvlint_noqa_on_its_own_line_exempts_the_whole_file():
+    text = "# kvlint: noqa\na\nb\n"
+    assert unsuppressed([_finding("KV101", 2), _finding("KV203", 3)], text) == []
+
+
+def test_kvlint_noqa_with_codes_exempts_only_those_codes():
+    text = "a\n# kvlint: noqa: KV101, KV202 - generated from the reference model\nb\n"
+    kept = unsuppressed([_finding("KV101", 1), _finding("KV202", 3), _finding("KV203", 3)], text)
+    assert [f.code for f in kept] == ["KV203"]
+
+
+def test_ruffs_spelling_exempts_the_kv_codes_it_names():
+    text = "# ruff: noqa: F401, KV101\na\n"
+    assert [f.code for f in unsuppressed([_finding("KV101", 2), _finding("KV202", 2)], text)] == ["KV202"]
+
+
+def test_a_blanket_ruff_noqa_is_ruffs_opt_out_not_kvlints():
+    text = "# ruff: noqa\na\n"
+    assert [f.code for f in unsuppressed([_finding("KV101", 2)], text)] == ["KV101"]
+
+
+def test_file_exemption_inside_a_string_exempts_nothing():
+    text = 'x = "# kvlint: noqa"\na\n'
+    assert [f.code for f in unsuppressed([_finding("KV101", 2)], text)] == ["KV101"]
+
+
+def test_a_malformed_file_exemption_exempts_nothing_and_is_reported_where_it_is():
+    text = "# kvlint: noqa KV101\na\nb\n"
+    findings = [_finding("KV101", 3)]
+    assert unsuppressed(findings, text) == findings
+    (problem,) = invalid_directives(findings, text, "f.py")
+    assert (problem.code, problem.row) == ("WKV001", 1) and "file-level" in problem.message
+
+
+def test_file_exemption_through_the_command_line(tmp_path):
+    from tests.linter.test_cli import BUGGY
+
+    (tmp_path / "exempt.py").write_text("# kvlint: noqa: KV101\n" + BUGGY)
+    (tmp_path / "ruff.py").write_text("# ruff: noqa: KV101\n" + BUGGY)
+    (tmp_path / "other.py").write_text("# kvlint: noqa: KV202\n" + BUGGY)
+    proc = kvlint("check", "--no-cache", "--format", "json", ".", cwd=tmp_path)
+    assert [(Path(f["filename"]).name, f["code"]) for f in json.loads(proc.stdout)] == [("other.py", "KV101")]
+
+
+def test_a_malformed_noqa_is_a_warning_not_an_unchecked_file(tmp_path):
+    from tests.linter.test_cli import BUGGY
+
+    (tmp_path / "attn.py").write_text(BUGGY.replace('"TND")', '"TND")  # noqa KV101'))
+    proc = kvlint("check", "--no-cache", "attn.py", cwd=tmp_path)
+    assert proc.returncode == 1  # the finding the comment did not hide
+    assert "attn.py:4: WKV001 invalid `# noqa` directive" in proc.stderr.decode()
+    summary = proc.stdout.decode().rstrip().splitlines()[-1]
+    assert summary == "Found 1 finding and 1 warning (1 fixable with --fix)."
+    entries = json.loads(kvlint("check", "--no-cache", "--format", "json", "attn.py", cwd=tmp_path).stdout)
+    assert sorted((e["code"], e["severity"]) for e in entries) == [("KV101", "error"), ("WKV001", "warning")]

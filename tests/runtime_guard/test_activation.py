@@ -41,7 +41,7 @@ def run(tmp_path: Path, *args: str, env: dict | None = None, script: str = USER_
     path = tmp_path / "user_script.py"
     path.write_text(script)
     environment = {k: v for k, v in os.environ.items() if not k.startswith("KVGUARD")}
-    environment.update(PYTHONPATH=str(DOUBLE_DIR), **(env or {}))
+    environment.update({"PYTHONPATH": str(DOUBLE_DIR), **(env or {})})
     command = [sys.executable, *args] if args else [sys.executable, str(path)]
     return subprocess.run([c.replace("SCRIPT", str(path)) for c in command], check=False, capture_output=True, text=True, env=environment, cwd=tmp_path, timeout=120)
 
@@ -242,3 +242,28 @@ def test_python_m_runtime_guard_runs_a_module_like_python_m(tmp_path):
 def test_python_m_runtime_guard_bad_usage_says_what_is_wrong(tmp_path, args, message, code):
     result = run(tmp_path, "-m", "runtime_guard", *args)
     assert result.returncode == code and message in result.stderr and "Traceback" not in result.stderr
+
+
+def _this_checkout() -> str:
+    # The double torch_npu, then this checkout's runtime_guard ahead of any installed copy.
+    return os.pathsep.join([str(DOUBLE_DIR), str(Path(__file__).resolve().parents[2])])
+
+
+@pytest.mark.parametrize(
+    "env,line",
+    [
+        ({"KVGUARD": "strict"}, "KVGUARD: RuntimeWarning: KVGUARD='strict' is not understood"),
+        ({"KVGUARD": "warn", "KVGUARD_LOG": "missing-dir/x.jsonl"}, "KVGUARD_LOG: KVGuardLogWarning: kvlint runtime guard: KVGUARD_LOG='missing-dir/x.jsonl' is in a directory"),
+    ],
+)
+def test_a_bad_environment_value_is_reported_at_the_variable_not_a_fake_row(tmp_path, env, line):
+    result = run(tmp_path, "-c", "import torch_npu", env={**env, "PYTHONPATH": _this_checkout()})
+    said = [text for text in result.stderr.splitlines() if "Warning" in text]
+    assert len(said) == 1 and said[0].startswith(line), result.stderr
+    assert ":0:" not in result.stderr
+
+
+def test_a_bad_environment_value_still_obeys_warning_filters(tmp_path):
+    result = run(tmp_path, "-W", "error::RuntimeWarning", "-c", "import runtime_guard.activation as a; a.mode_from_env('strict')",
+                 env={"PYTHONPATH": _this_checkout()})
+    assert result.returncode == 1 and "RuntimeWarning: KVGUARD='strict' is not understood" in result.stderr

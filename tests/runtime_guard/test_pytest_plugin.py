@@ -33,7 +33,8 @@ TEST_FILE = textwrap.dedent(
 def pytest_run(tmp_path: Path, *options: str) -> subprocess.CompletedProcess:
     (tmp_path / "test_user.py").write_text(TEST_FILE)
     env = {k: v for k, v in os.environ.items() if not k.startswith("KVGUARD")}
-    env["PYTHONPATH"] = str(DOUBLE_DIR)
+    # The double torch_npu, then this checkout's runtime_guard (not an installed copy's plugin).
+    env["PYTHONPATH"] = os.pathsep.join([str(DOUBLE_DIR), str(Path(__file__).resolve().parents[2])])
     command = [sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", "test_user.py", *options]
     return subprocess.run(command, check=False, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
 
@@ -43,6 +44,8 @@ def test_kvguard_raise_fails_the_truncated_test_with_kvconsistencyerror_and_pass
     assert result.returncode == 1 and "1 failed, 1 passed" in result.stdout
     assert "FAILED test_user.py::test_truncated_key" in result.stdout
     assert "KVConsistencyError: KV consistency violation in torch_npu.npu_prompt_flash_attention" in result.stdout
+    # The hint names the option the user typed, not an environment variable they never set.
+    assert "--kvguard=warn logs instead of raising" in result.stdout and "KVGUARD=warn" not in result.stdout
 
 
 def test_kvguard_warn_passes_and_summarises_violations(tmp_path):

@@ -32,6 +32,8 @@ class CheckpointRule:
     bad: ClassVar[str]  # a config.json excerpt (or a header listing) that is reported
     good: ClassVar[str]
     fix_text: ClassVar[str]
+    # "warning": a cost worth knowing, not a model that fails; the run's exit status ignores it.
+    severity: ClassVar[str] = "error"
     # No checkpoint rule rewrites files; ``is_fixable`` reads INVALID examples.
     INVALID: ClassVar[tuple] = ()
 

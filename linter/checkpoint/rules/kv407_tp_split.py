@@ -42,17 +42,32 @@ class TpSplit(CheckpointRule):
             if heads % tp:
                 findings.append(cls.at_key(
                     context, g.heads,
-                    f"{g.heads.name} = {heads} is not divisible by --tp {tp}; expected a tensor-parallel size in {_divisors(heads)}: vLLM refuses to start ({VLLM_HEADS})",
-                    f"deploy with a tensor-parallel size that divides {heads}",
+                    f"{g.heads.name} = {heads} is not divisible by --tp {tp}; expected {_expected(heads, kv, g.is_mla)}: vLLM refuses to start ({VLLM_HEADS})",
+                    f"deploy with a tensor-parallel size in {serving_sizes(heads, kv, g.is_mla)[0]}",
                 ))
             elif not g.is_mla and kv is not None and kv % tp and tp % kv:
                 findings.append(cls.at_key(
                     context, g.kv_heads or g.kv_forced_by or g.heads,
-                    f"{kv} KV heads ({g.kv_description()}) and --tp {tp}: neither divides the other; vLLM and sglang shard KV heads when tp divides them and replicate them when they divide tp ({REPLICATION}), and assert otherwise",
-                    f"deploy with a tensor-parallel size that divides {kv} or is a multiple of it (and divides {heads})",
+                    f"{kv} KV heads ({g.kv_description()}) and --tp {tp}: neither divides the other; vLLM and sglang shard KV heads when tp divides them and replicate them when they divide tp ({REPLICATION}), and assert otherwise; expected {_expected(heads, kv, g.is_mla)}",
+                    f"deploy with a tensor-parallel size in {serving_sizes(heads, kv, g.is_mla)[0]}",
                 ))
         return findings
 
 
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+def serving_sizes(heads: int, kv: int | None, is_mla: bool) -> tuple[list[int], list[int]]:
+    """(tensor-parallel sizes that pass every checkpoint rule, sizes that serve only by
+    replicating KV heads, KV408's warning). Both divide the query heads; MLA shares one latent
+    across ranks, so its KV heads constrain nothing."""
+    divisors = [d for d in range(1, heads + 1) if heads % d == 0]
+    if is_mla or kv is None:
+        return divisors, []
+    return [d for d in divisors if kv % d == 0], [d for d in divisors if d > kv and d % kv == 0]
+
+
+def _expected(heads: int, kv: int | None, is_mla: bool) -> str:
+    clean, replicating = serving_sizes(heads, kv, is_mla)
+    text = f"a tensor-parallel size in {clean}"
+    if replicating:
+        also = ", ".join(f"{d} ({d // kv}x)" for d in replicating)
+        text += f" (also served by replicating each KV head: {also}; KV408)"
+    return text

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from linter.checkpoint.rules.base import CheckpointRule, Context
-from linter.checkpoint.rules.kv407_tp_split import REPLICATION
+from linter.checkpoint.rules.kv407_tp_split import REPLICATION, serving_sizes
 from linter.finding import Finding
 
 
 class TpReplicatesKv(CheckpointRule):
     code = "KV408"
     name = "tp-replicates-kv"
+    severity = "warning"
     summary = "With --tp N: N is a multiple of the KV heads, so each KV head is replicated (vLLM, sglang) or split below one head"
     what = (
         "Runs for each `--tp N`. Reports a non-MLA model whose KV heads are fewer than N and divide\n"
@@ -18,7 +19,8 @@ class TpReplicatesKv(CheckpointRule):
         "projections and cache. transformers' own tensor parallelism does not replicate:\n"
         "`get_kv_heads_per_rank` (transformers/distributed/tensor_parallel.py) has no whole number\n"
         "of KV heads per rank, and a column-wise `k_proj` shards below one head\n"
-        "(transformers #48307)."
+        "(transformers #48307). A warning: reported in every format, but the exit status stays 0\n"
+        "unless `--warnings-as-errors` (or `warnings-as-errors = true`) is set."
     )
     why = (
         "Splitting `k_proj` below one head gives each rank a slice of a head: attention runs on\n"
@@ -41,8 +43,8 @@ class TpReplicatesKv(CheckpointRule):
         return [
             cls.at_key(
                 context, g.kv_heads or g.kv_forced_by or g.heads,
-                f"{kv} KV heads ({g.kv_description()}) with --tp {tp}: vLLM and sglang replicate each KV head {tp // kv} times ({REPLICATION}); transformers' tensor parallelism splits k_proj below one head (get_kv_heads_per_rank has no whole number of KV heads per rank); expected --tp at most {kv} to shard without copies",
-                f"serve with --tp {kv} (or a divisor of it) to shard KV heads, or accept {tp // kv}x KV memory in vLLM/sglang",
+                f"{kv} KV heads ({g.kv_description()}) with --tp {tp}: vLLM and sglang replicate each KV head {tp // kv} times ({REPLICATION}), {tp // kv}x the KV cache and K/V projection memory; transformers' tensor parallelism splits k_proj below one head (get_kv_heads_per_rank has no whole number of KV heads per rank); tensor-parallel sizes that shard without copies: {serving_sizes(heads, kv, False)[0]}",
+                f"serve with a tensor-parallel size in {serving_sizes(heads, kv, False)[0]} to shard KV heads, or accept {tp // kv}x KV memory in vLLM/sglang",
             )
             for tp in context.tp_sizes
             if tp > kv and tp % kv == 0 and heads % tp == 0
