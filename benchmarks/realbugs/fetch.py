@@ -1,0 +1,93 @@
+"""Getting one file out of a released wheel or sdist, through ``pip download --no-deps``."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+from benchmarks.realbugs.manifest import Release
+
+
+class FetchError(RuntimeError):
+    """A release could not be downloaded or does not hold the file; the message says how to retry."""
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _archives(folder: Path, name: str) -> list[Path]:
+    # Wheels and sdists name the distribution before the first "-", spelt with "_" or "-".
+    return sorted(p for p in folder.iterdir()
+                  if p.suffix in (".whl", ".gz", ".zip") and _normal(p.name.partition("-")[0]) == _normal(name))
+
+
+def pip_command(release: Release, dest: Path) -> list[str]:
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--disable-pip-version-check",
+           "-d", str(dest), release.requirement]
+    if release.python or release.platform:
+        # pip refuses target tags unless it may take wheels only; such releases are wheel-only here.
+        cmd += ["--only-binary=:all:"]
+        if release.python:
+            cmd += ["--python-version", release.python]
+        if release.platform:
+            cmd += ["--platform", release.platform]
+    return cmd
+
+
+def download(release: Release, cache: Path) -> Path:
+    """The archive for ``release`` under ``cache/dists/NAME==VERSION``, downloaded once."""
+    dest = cache / "dists" / release.requirement
+    name = release.requirement.partition("==")[0]
+    if dest.is_dir():
+        found = _archives(dest, name)
+        if found:
+            return found[0]
+    dest.mkdir(parents=True, exist_ok=True)
+    cmd = pip_command(release, dest)
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0 and not (release.python or release.platform):
+        # pip reads an sdist's metadata by running its build; some (DeepSpeed) import torch there,
+        # which an isolated build environment lacks but this interpreter may have.
+        cmd = [*cmd, "--no-build-isolation"]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+    found = _archives(dest, name)
+    if done.returncode != 0 or not found:
+        last = (done.stderr.strip().splitlines() or ["pip printed nothing"])[-1]
+        raise FetchError(f"cannot download {release.requirement}: {last}\n"
+                         f"  retry by hand: {' '.join(cmd)}")
+    return found[0]
+
+
+def read_member(archive: Path, path: str) -> str:
+    """The text of ``path`` in a wheel, or in an sdist below its top folder."""
+    try:
+        if archive.suffix in (".whl", ".zip"):
+            with zipfile.ZipFile(archive) as zf:
+                names = zf.namelist()
+                member = path if path in names else next((n for n in names if n.partition("/")[2] == path), None)
+                if member is not None:
+                    return zf.read(member).decode("utf-8")
+        else:
+            with tarfile.open(archive) as tf:
+                for member in tf.getmembers():
+                    if member.isfile() and member.name.partition("/")[2] == path:
+                        return tf.extractfile(member).read().decode("utf-8")
+    except (OSError, zipfile.BadZipFile, tarfile.TarError, UnicodeDecodeError) as exc:
+        raise FetchError(f"cannot read {path} from {archive}: {exc}\n"
+                         f"  delete {archive.parent} and run again to download it afresh") from None
+    raise FetchError(f"{archive.name} has no file {path}: the manifest's path is wrong for this release")
+
+
+def release_file(release: Release, cache: Path) -> Path:
+    """The one file of ``release``, extracted under ``cache/files`` so kvlint can read it."""
+    target = cache / "files" / release.requirement / release.path
+    if not target.is_file():
+        text = read_member(download(release, cache), release.path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    return target
