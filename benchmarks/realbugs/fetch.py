@@ -91,3 +91,26 @@ def release_file(release: Release, cache: Path) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
     return target
+
+
+def commit_file(repos: Path, repo: str, commit: str, path: str, cache: Path) -> Path:
+    """``path`` at ``commit`` from a local copy of ``repo``: ``repos/OWNER+NAME/repo`` (a bare or
+    normal git directory), extracted under ``cache/files/git`` so kvlint can read it."""
+    gitdir = repos / repo.replace("/", "+") / "repo"
+    if not gitdir.exists():
+        gitdir = repos / repo.replace("/", "+")
+    target = cache / "files" / "git" / repo.replace("/", "+") / commit.replace("^", "-parent") / path
+    if target.is_file():
+        return target
+    if not gitdir.exists():
+        raise FetchError(f"no local copy of {repo} under {repos}: clone it to {repos / repo.replace('/', '+')} "
+                         f"(or pass --repos with a folder that has it) to run this unreleased case")
+    done = subprocess.run(["git", "--git-dir" if (gitdir / "HEAD").is_file() else "-C", str(gitdir),
+                           "show", f"{commit}:{path}"], capture_output=True)
+    if done.returncode != 0:
+        last = (done.stderr.decode(errors="replace").strip().splitlines() or ["git printed nothing"])[-1]
+        raise FetchError(f"cannot read {path} at {commit} in {gitdir}: {last}\n"
+                         f"  fetch the commit into that copy (git fetch) and run again")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(done.stdout)
+    return target

@@ -52,9 +52,11 @@ class Case:
     lines: tuple[int, ...]
     buggy: Release | None
     fixed: Release | None
+    path: str | None = None   # for an unreleased case: the file in repo at fix_commit^ (and at fix_commit)
 
 
-_CASE_FIELDS = {"id", "project", "repo", "fix_commit", "class", "split", "description", "released", "lines", "buggy", "fixed"}
+_CASE_FIELDS = {"id", "project", "repo", "fix_commit", "class", "split", "description", "released", "lines", "buggy", "fixed",
+                "path"}
 _RELEASE_FIELDS = {"requirement", "path", "python", "platform"}
 
 
@@ -99,9 +101,13 @@ def parse_case(table: dict) -> Case:
             raise ManifestError(f"case {case_id}: a released case needs `buggy` and `fixed` releases")
         buggy, fixed = _release(case_id, "buggy", table["buggy"]), _release(case_id, "fixed", table["fixed"])
     else:
+        if not isinstance(table.get("path"), str) or not table["path"]:
+            raise ManifestError(f"case {case_id}: an unreleased case needs `path`, the file in {table['repo']}")
         buggy = fixed = None
+    if not isinstance(table["fix_commit"], str) or len(table["fix_commit"]) != 40:
+        raise ManifestError(f"case {case_id}: `fix_commit` must be a full 40-character commit hash")
     return Case(case_id, table["project"], table["repo"], table["fix_commit"], table["class"], table["split"],
-                table["description"], bool(released), tuple(lines), buggy, fixed)
+                table["description"], bool(released), tuple(lines), buggy, fixed, table.get("path"))
 
 
 def load(path: Path = MANIFEST) -> list[Case]:
@@ -123,5 +129,5 @@ def check_lines(case: Case, text: str) -> None:
     count = len(text.splitlines())
     outside = [n for n in case.lines if n > count]
     if outside:
-        raise ManifestError(f"case {case.id}: bug lines {outside} lie past the end of "
-                            f"{case.buggy.requirement}:{case.buggy.path} ({count} lines)")
+        where = f"{case.buggy.requirement}:{case.buggy.path}" if case.buggy else f"{case.repo}@{case.fix_commit}^:{case.path}"
+        raise ManifestError(f"case {case.id}: bug lines {outside} lie past the end of {where} ({count} lines)")

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.realbugs.fetch import FetchError, release_file
+from benchmarks.realbugs.fetch import FetchError, commit_file, release_file
 from benchmarks.realbugs.manifest import MANIFEST, Case, ManifestError, check_lines, load
 from benchmarks.realbugs.table import Result, render
 
@@ -34,14 +34,20 @@ def lint_rows(kvlint: list[str], path: Path) -> tuple[int, ...]:
     return tuple(sorted(f["location"]["row"] for f in findings))
 
 
-def run_case(case: Case, cache: Path, kvlint: list[str]) -> Result:
-    if not case.released:
-        return Result(case, error="not released: run it from a checkout of "
-                                  f"{case.repo} at {case.fix_commit}^ and {case.fix_commit}")
+def run_case(case: Case, cache: Path, kvlint: list[str], repos: Path | None = None) -> Result:
+    if not case.released and repos is None:
+        return Result(case, error=f"not released: pass --repos DIR with a git copy of {case.repo} "
+                                  f"at DIR/{case.repo.replace('/', '+')} to run it")
     try:
-        buggy = release_file(case.buggy, cache)
+        if case.released:
+            buggy = release_file(case.buggy, cache)
+        else:
+            buggy = commit_file(repos, case.repo, case.fix_commit + "^", case.path, cache)
         check_lines(case, buggy.read_text(encoding="utf-8"))
-        fixed = release_file(case.fixed, cache)
+        if case.released:
+            fixed = release_file(case.fixed, cache)
+        else:
+            fixed = commit_file(repos, case.repo, case.fix_commit, case.path, cache)
         return Result(case, lint_rows(kvlint, buggy), lint_rows(kvlint, fixed))
     except (FetchError, ManifestError, LintError) as exc:
         return Result(case, error=str(exc))
@@ -54,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", choices=("dev", "measure", "all"), default="all")
     parser.add_argument("--kvlint", default=f"{shlex.quote(sys.executable)} -m linter", metavar="CMD",
                         help="the kvlint command (default: this interpreter's -m linter, so PYTHONPATH picks the code)")
+    parser.add_argument("--repos", type=Path, metavar="DIR",
+                        help="git copies of the repositories, as DIR/OWNER+NAME[/repo], for the unreleased cases")
     parser.add_argument("--manifest", type=Path, default=MANIFEST, help=argparse.SUPPRESS)
     parser.add_argument("--case", action="append", default=[], metavar="ID", help="run only these cases (repeatable)")
     args = parser.parse_args(argv)
@@ -63,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     cases = [c for c in cases if args.split in ("all", c.split) and (not args.case or c.id in args.case)]
-    results = [run_case(c, args.cache, shlex.split(args.kvlint)) for c in cases]
+    results = [run_case(c, args.cache, shlex.split(args.kvlint), args.repos) for c in cases]
     for r in results:
         if r.error is not None:
             print(f"{r.case.id}: {r.error}", file=sys.stderr)
