@@ -20,10 +20,18 @@ def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "_", name).lower()
 
 
-def _archives(folder: Path, name: str) -> list[Path]:
-    # Wheels and sdists name the distribution before the first "-", spelt with "_" or "-".
+def _archives(folder: Path, requirement: str) -> list[Path]:
+    # Wheels and sdists start with name-version, the name spelt with "_", "-" or ".".
+    name, _, version = requirement.partition("==")
+    stem = _normal(f"{name}-{version}") + "_"
     return sorted(p for p in folder.iterdir()
-                  if p.suffix in (".whl", ".gz", ".zip") and _normal(p.name.partition("-")[0]) == _normal(name))
+                  if p.suffix in (".whl", ".gz", ".zip") and _normal(p.name).startswith(stem))
+
+
+def _pip_error(stderr: str) -> str:
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("ERROR")]
+    return (errors or lines or ["pip printed nothing"])[-1]
 
 
 def pip_command(release: Release, dest: Path) -> list[str]:
@@ -42,9 +50,8 @@ def pip_command(release: Release, dest: Path) -> list[str]:
 def download(release: Release, cache: Path) -> Path:
     """The archive for ``release`` under ``cache/dists/NAME==VERSION``, downloaded once."""
     dest = cache / "dists" / release.requirement
-    name = release.requirement.partition("==")[0]
     if dest.is_dir():
-        found = _archives(dest, name)
+        found = _archives(dest, release.requirement)
         if found:
             return found[0]
     dest.mkdir(parents=True, exist_ok=True)
@@ -55,10 +62,9 @@ def download(release: Release, cache: Path) -> Path:
         # which an isolated build environment lacks but this interpreter may have.
         cmd = [*cmd, "--no-build-isolation"]
         done = subprocess.run(cmd, capture_output=True, text=True)
-    found = _archives(dest, name)
+    found = _archives(dest, release.requirement)
     if done.returncode != 0 or not found:
-        last = (done.stderr.strip().splitlines() or ["pip printed nothing"])[-1]
-        raise FetchError(f"cannot download {release.requirement}: {last}\n"
+        raise FetchError(f"cannot download {release.requirement}: {_pip_error(done.stderr)}\n"
                          f"  retry by hand: {' '.join(cmd)}")
     return found[0]
 
