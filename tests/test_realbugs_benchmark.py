@@ -7,7 +7,14 @@ import hashlib
 import pytest
 
 from benchmarks.realbugs.fetch import _archives, read_member
-from benchmarks.realbugs.manifest import CLASSES, ManifestError, check_lines, load, parse_case, split_of
+from benchmarks.realbugs.manifest import (
+    CLASSES,
+    ManifestError,
+    check_lines,
+    load,
+    parse_case,
+    split_of,
+)
 from benchmarks.realbugs.table import Result, found, render, verdict
 
 

@@ -10,7 +10,13 @@ import sys
 from pathlib import Path
 
 from benchmarks.realbugs.fetch import FetchError, commit_file, release_file
-from benchmarks.realbugs.manifest import MANIFEST, Case, ManifestError, check_lines, load
+from benchmarks.realbugs.manifest import (
+    MANIFEST,
+    Case,
+    ManifestError,
+    check_lines,
+    load,
+)
 from benchmarks.realbugs.table import Result, render
 
 DEFAULT_CACHE = Path.home() / ".cache" / "kvlint-realbugs"
@@ -24,7 +30,7 @@ def lint_rows(kvlint: list[str], path: Path) -> tuple[int, ...]:
     """Rows of every finding kvlint reports on ``path``: all rules, no cache, no configuration."""
     cmd = [*kvlint, "check", "--isolated", "--select", "ALL", "--no-cache", "--exit-zero",
            "--output-format", "json", "--jobs", "1", str(path)]
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     try:
         findings = json.loads(done.stdout)
     except json.JSONDecodeError:
