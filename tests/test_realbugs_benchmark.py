@@ -135,3 +135,27 @@ def test_a_file_is_read_from_a_wheel_or_below_an_sdists_top_folder(tmp_path):
     assert read_member(sdist, "src/proj/attn.py") == "v = 2\n"
     with pytest.raises(Exception, match="has no file proj/other.py"):
         read_member(wheel, "proj/other.py")
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    ("values = self.k_cache.update(vs, 2)", "values = self.v_cache.update(vs, 2)", True),
+    ("p_v = make_block_ptr(v, (T, K), (BT, BK))", "p_v = make_block_ptr(v, (T, V), (BT, BV))", True),
+    ("v = self.to_k(x)", "v = self.to_v(x)", True),
+    # a rename on both sides, or another edit beside the swap, is no one-sided fix
+    ("k, v = a, b", "v, k = a, b", False),
+    ("v = self.to_k(x)", "v = self.to_v(y)", False),
+    ("v = self.to_v(x)", "v = self.to_v(x)", False),
+])
+def test_the_miner_sees_a_one_sided_k_to_v_rename(old, new, expected):
+    from benchmarks.realbugs.mine import is_swap
+
+    assert is_swap(old, new) is expected
+
+
+def test_the_miner_sees_a_size_that_became_a_kv_one():
+    from benchmarks.realbugs.mine import is_kv_size_fix
+
+    assert is_kv_size_fix("shape = (b, self.num_heads, n, d)", "shape = (b, self.num_kv_heads, n, d)")
+    assert is_kv_size_fix("v = v.view(b, t, h, self.head_dim)", "v = v.view(b, t, h, self.v_head_dim)")
+    assert not is_kv_size_fix("shape = (b, self.num_kv_heads, n, d)", "shape = (b, self.num_kv_heads, m, d)")
+    assert not is_kv_size_fix("x = 1", "self.num_key_value_heads = config.num_key_value_heads")
