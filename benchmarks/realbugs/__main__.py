@@ -1,0 +1,3 @@
+from benchmarks.realbugs.run import main
+
+raise SystemExit(main())
