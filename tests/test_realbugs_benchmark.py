@@ -67,6 +67,16 @@ def test_a_case_breaking_a_rule_is_refused_with_its_id_and_field(overrides, mess
     assert "proj-v-cache-from-k" in str(caught.value)
 
 
+def test_a_released_case_may_leave_its_fix_commit_out_but_an_unreleased_one_may_not():
+    table = _case()
+    del table["fix_commit"]
+    assert parse_case(table).fix_commit is None
+    unreleased = {k: v for k, v in _case(released=False, buggy=None, fixed=None, path="proj/attn.py").items() if v is not None}
+    del unreleased["fix_commit"]
+    with pytest.raises(ManifestError, match="40-character"):
+        parse_case(unreleased)
+
+
 def test_a_case_without_a_field_names_it():
     table = _case()
     del table["repo"]

@@ -44,7 +44,7 @@ class Case:
     id: str
     project: str
     repo: str
-    fix_commit: str
+    fix_commit: str | None   # None: a released case found by diffing releases, whose commit is not pinned
     kind: str
     split: str
     description: str
@@ -79,7 +79,7 @@ def parse_case(table: dict) -> Case:
     case_id = table.get("id")
     if not isinstance(case_id, str) or not case_id:
         raise ManifestError(f"a case has no `id`: {sorted(table)}")
-    missing = {"id", "project", "repo", "fix_commit", "class", "split", "description", "lines"} - set(table)
+    missing = {"id", "project", "repo", "class", "split", "description", "lines"} - set(table)
     if missing:
         raise ManifestError(f"case {case_id}: missing fields {sorted(missing)}")
     unknown = set(table) - _CASE_FIELDS
@@ -104,9 +104,11 @@ def parse_case(table: dict) -> Case:
         if not isinstance(table.get("path"), str) or not table["path"]:
             raise ManifestError(f"case {case_id}: an unreleased case needs `path`, the file in {table['repo']}")
         buggy = fixed = None
-    if not isinstance(table["fix_commit"], str) or len(table["fix_commit"]) != 40:
+    # A released case is pinned by its two releases; an unreleased one only by its commit.
+    fix_commit = table.get("fix_commit")
+    if (fix_commit is not None or not released) and (not isinstance(fix_commit, str) or len(fix_commit) != 40):
         raise ManifestError(f"case {case_id}: `fix_commit` must be a full 40-character commit hash")
-    return Case(case_id, table["project"], table["repo"], table["fix_commit"], table["class"], table["split"],
+    return Case(case_id, table["project"], table["repo"], fix_commit, table["class"], table["split"],
                 table["description"], bool(released), tuple(lines), buggy, fixed, table.get("path"))
 
 
