@@ -29,10 +29,10 @@ import re
 from collections.abc import Callable, Collection, Iterator
 from typing import NamedTuple, TypeVar
 
-from linter.ast_sizes import Aliases, heads_mismatch, int_value
-from linter.heads import equal_to_query
+from linter.model.ast_sizes import Aliases, heads_mismatch, int_value
+from linter.model.heads import equal_to_query
 from linter.model.twins import key_head_dim_twin
-from linter.names import (
+from linter.model.names import (
     ATTENTION_CALLABLES,
     AXISLESS_RESHAPES,
     CACHE_PARTS,

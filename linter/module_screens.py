@@ -29,7 +29,7 @@ from linter.ast_screens import _UNREAD, _builds_linear, _dotted, _flat, _kv201_s
 from linter.code_only import code_only
 from linter.model.module_files import absolute_module_file, module_file, read_once
 from linter.model.twins import is_value_head_dim
-from linter.names import RESHAPE_CALLS, SAME_TENSOR_METHODS, SEE_THROUGH, SHAPE_KEEPING, Role, is_kv_tensor_name, key_counterpart, kv_side, name_role, value_counterpart
+from linter.model.names import RESHAPE_CALLS, SAME_TENSOR_METHODS, SEE_THROUGH, SHAPE_KEEPING, Role, is_kv_tensor_name, key_counterpart, kv_side, name_role, value_counterpart
 from linter.prefilter import (
     TOP_LEVEL_CLASS,
     code_head_dim_callees,

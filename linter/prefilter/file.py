@@ -11,7 +11,7 @@ from collections.abc import Collection, Iterable, Iterator
 
 from linter.prefilter.chains import assigned_reaches, cut_reading, root_reaches
 from linter.code_only import code_only
-from linter.names import (
+from linter.model.names import (
     ATTENTION_CALLABLES,
     K_SIDE_TOKENS,
     RESHAPE_CALLS,

@@ -5,7 +5,7 @@ reshaped or followed by an axis-moving step (``k.transpose(1, 2)[...]``).
 
 from __future__ import annotations
 
-from linter.names import is_kv_tensor_name
+from linter.model.names import is_kv_tensor_name
 from linter.prefilter.file import _File
 
 

@@ -6,7 +6,7 @@ tensor name and its V twin, each subscripted, reshaped or followed by an axis-mo
 
 from __future__ import annotations
 
-from linter.names import is_kv_tensor_name, value_counterpart
+from linter.model.names import is_kv_tensor_name, value_counterpart
 from linter.prefilter.file import _File
 
 

@@ -4,7 +4,7 @@ indexed gather/scatter call.
 
 from __future__ import annotations
 
-from linter.names import CACHE_PARTS, INDEXED_CALLS, is_kv_tensor_name, kv_side, value_counterpart
+from linter.model.names import CACHE_PARTS, INDEXED_CALLS, is_kv_tensor_name, kv_side, value_counterpart
 from linter.prefilter.file import _File
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from linter.names import is_kv_tensor_name, kv_side, value_counterpart
+from linter.model.names import is_kv_tensor_name, kv_side, value_counterpart
 from linter.prefilter.chains import bracket_groups
 from linter.prefilter.file import _File
 from linter.prefilter.statements import _statement_end

@@ -10,7 +10,7 @@ import re
 from collections.abc import Collection
 
 from linter.code_only import code_only
-from linter.names import RESHAPE_CALLS, SEE_THROUGH, SHAPE_KEEPING, is_kv_tensor_name
+from linter.model.names import RESHAPE_CALLS, SEE_THROUGH, SHAPE_KEEPING, is_kv_tensor_name
 from linter.prefilter.facts import _recalled, _remembered
 from linter.prefilter.file import _File
 from linter.prefilter.imports import _from_imported

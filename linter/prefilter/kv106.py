@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from linter.names import is_scale_name, key_counterpart, kv_side
+from linter.model.names import is_scale_name, key_counterpart, kv_side
 from linter.prefilter.file import _File
 from linter.prefilter.statements import _statement_end
 from linter.prefilter.words import _GAP, _compiled, word_first

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from linter.names import value_counterpart
+from linter.model.names import value_counterpart
 from linter.prefilter.file import _File
 from linter.prefilter.vocabulary import _VIEW_CALLS
 

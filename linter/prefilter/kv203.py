@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from linter.names import is_kv_head_count_name, kv_side
+from linter.model.names import is_kv_head_count_name, kv_side
 from linter.prefilter.chains import _after_group, bracket_groups
 from linter.prefilter.file import _File
 from linter.prefilter.statements import top_level_parts

@@ -6,7 +6,7 @@ names the one, the projection's output size the other.
 
 from __future__ import annotations
 
-from linter.names import Role, name_role
+from linter.model.names import Role, name_role
 from linter.prefilter.file import _File
 
 

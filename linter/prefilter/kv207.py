@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from functools import lru_cache
 
-from linter.names import key_counterpart, kv_side, value_counterpart
+from linter.model.names import key_counterpart, kv_side, value_counterpart
 from linter.prefilter.file import _File
 from linter.prefilter.imports import _from_imported
 from linter.prefilter.lines import _DEFINITION_LINE, _LONE_CR

@@ -10,7 +10,7 @@ from bisect import bisect_left, bisect_right
 
 from linter.code_only import code_only
 from linter.model.twins import is_value_head_dim
-from linter.names import Role, name_role
+from linter.model.names import Role, name_role
 from linter.prefilter.facts import _recalled, _remembered
 from linter.prefilter.file import _File
 from linter.prefilter.imports import _from_imported

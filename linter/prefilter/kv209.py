@@ -19,7 +19,7 @@ from functools import lru_cache
 from itertools import pairwise
 
 from linter.code_only import code_only
-from linter.names import SAME_TENSOR_METHODS, SEE_THROUGH, value_counterpart
+from linter.model.names import SAME_TENSOR_METHODS, SEE_THROUGH, value_counterpart
 from linter.prefilter.facts import _recalled, _remembered
 from linter.prefilter.file import _File
 from linter.prefilter.imports import _from_imported

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from linter.names import is_kv_tensor_name, value_counterpart
+from linter.model.names import is_kv_tensor_name, value_counterpart
 from linter.prefilter.file import _File
 from linter.prefilter.statements import _statement_end
 from linter.prefilter.words import _GAP, _compiled

@@ -16,10 +16,10 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from linter.finding import Finding, Fix, Related, Span
-from linter.names import RESHAPE_CALLS
-from linter.pairs import dotted_name
-from linter.reshapes import reshape_of
-from linter.scopes import Scope
+from linter.model.names import RESHAPE_CALLS
+from linter.model.pairs import dotted_name
+from linter.model.reshapes import reshape_of
+from linter.model.scopes import Scope
 from linter.settings import Settings
 from linter.triggers import Trigger
 

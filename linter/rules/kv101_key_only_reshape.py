@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from linter.finding import Edit, Fix, Span
-from linter.names import (
+from linter.model.names import (
     LATENT_ATTENTION,
     RESHAPE_CALLS,
     STORAGE,
@@ -18,8 +18,8 @@ from linter.names import (
     swap_kv_text,
     value_counterpart,
 )
-from linter.pairs import attention_kv_args, dotted_name, is_attention_call, source_of
-from linter.reshapes import (
+from linter.model.pairs import attention_kv_args, dotted_name, is_attention_call, source_of
+from linter.model.reshapes import (
     PIECEWISE,
     TOKEN_HEAD,
     Reshape,
@@ -27,14 +27,14 @@ from linter.reshapes import (
     strip_shape_keeping,
 )
 from linter.rules.base import Example, Mirror, Rule, free_names
-from linter.scopes import (
+from linter.model.scopes import (
     Binding,
     CallSite,
     HandAttention,
     Scope,
     ScopeTracking,
 )
-from linter.tensor_roots import tensor_root
+from linter.model.tensor_roots import tensor_root
 from linter.triggers import ATTENTION, PAIRED, Trigger
 
 # A V binding built with any of these may already carry the matching token/head change.

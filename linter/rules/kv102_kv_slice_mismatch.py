@@ -6,17 +6,17 @@ import re
 
 import libcst as cst
 
-from linter.names import (
+from linter.model.names import (
     counterpart_of_dotted,
     head_count_side,
     is_kv_tensor_name,
     kv_side,
     swap_kv_text,
 )
-from linter.pairs import source_of
-from linter.reshapes import HEAD_DIM, TOKEN_HEAD, Reshape, axis_role, reshape_of
+from linter.model.pairs import source_of
+from linter.model.reshapes import HEAD_DIM, TOKEN_HEAD, Reshape, axis_role, reshape_of
 from linter.rules.base import Example, Rule
-from linter.scopes import (
+from linter.model.scopes import (
     DIFFER,
     SAME,
     Access,

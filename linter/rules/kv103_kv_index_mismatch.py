@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from linter.names import (
+from linter.model.names import (
     CACHE_PARTS,
     INDEXED_CALLS,
     INDEXED_DATA_POSITION,
@@ -18,9 +18,9 @@ from linter.names import (
     kv_side,
     swap_kv_text,
 )
-from linter.pairs import dotted_name, normalized, source_of
+from linter.model.pairs import dotted_name, normalized, source_of
 from linter.rules.base import Example, Rule
-from linter.scopes import (
+from linter.model.scopes import (
     DIFFER,
     SAME,
     Access,

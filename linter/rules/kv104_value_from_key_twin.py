@@ -9,10 +9,10 @@ import libcst as cst
 from linter.model.classes import ClassModel, OwnerTracking
 from linter.model.functions import FunctionModel, function_model
 from linter.model.walk import children
-from linter.names import is_kv_tensor_name, key_counterpart, kv_side, value_counterpart
-from linter.pairs import dotted_name, source_of
+from linter.model.names import is_kv_tensor_name, key_counterpart, kv_side, value_counterpart
+from linter.model.pairs import dotted_name, source_of
 from linter.rules.base import Example, Rule
-from linter.tensor_roots import tensor_root
+from linter.model.tensor_roots import tensor_root
 from linter.triggers import PAIRED, Trigger
 
 # In-place writes whose source tensor is the argument at this position.

@@ -7,9 +7,9 @@ import libcst as cst
 
 from linter.model.functions import function_model, params_of
 from linter.model.hierarchy import function_at, import_sources
-from linter.names import kv_side
-from linter.pairs import dotted_name
-from linter.reshapes import (
+from linter.model.names import kv_side
+from linter.model.pairs import dotted_name
+from linter.model.reshapes import (
     PIECEWISE,
     TOKEN_HEAD,
     Reshape,
@@ -18,7 +18,7 @@ from linter.reshapes import (
 )
 from linter.rules.base import Example
 from linter.rules.kv101_key_only_reshape import KeyOnlyReshape
-from linter.scopes import Scope
+from linter.model.scopes import Scope
 from linter.triggers import ATTENTION, PAIRED, Trigger
 
 

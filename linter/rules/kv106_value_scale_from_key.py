@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from linter.model.walk import children
-from linter.names import is_scale_name, key_counterpart, kv_side
-from linter.pairs import dotted_name, source_of
+from linter.model.names import is_scale_name, key_counterpart, kv_side
+from linter.model.pairs import dotted_name, source_of
 from linter.rules.base import Example, Rule
 from linter.triggers import PAIRED, AnyCase, Trigger
 

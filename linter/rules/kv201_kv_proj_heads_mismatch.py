@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from linter.model.classes import linear_layer, output_size
-from linter.names import kv_side, value_counterpart
-from linter.pairs import callee_tail, dotted_name, source_of
+from linter.model.names import kv_side, value_counterpart
+from linter.model.pairs import callee_tail, dotted_name, source_of
 from linter.rules.base import Example, Rule
-from linter.sizes import Aliases, describe, heads_mismatch
+from linter.model.sizes import Aliases, describe, heads_mismatch
 from linter.triggers import PAIRED, Trigger
 
 

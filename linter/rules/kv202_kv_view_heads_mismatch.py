@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from linter.names import is_query_name, kv_side, value_counterpart
-from linter.pairs import dotted_name, normalized, source_of
+from linter.model.names import is_query_name, kv_side, value_counterpart
+from linter.model.pairs import dotted_name, normalized, source_of
 from linter.rules.base import Example, Rule
-from linter.sizes import Aliases, HeadsMismatch, describe, heads_mismatch
-from linter.tensor_roots import tensor_root
+from linter.model.sizes import Aliases, HeadsMismatch, describe, heads_mismatch
+from linter.model.tensor_roots import tensor_root
 from linter.triggers import PAIRED, Trigger
 
 _SHAPE_METHODS = frozenset({"view", "reshape"})

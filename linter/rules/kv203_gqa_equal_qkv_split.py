@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from linter.heads import equal_to_query
-from linter.names import Role, head_count_side, is_kv_head_count_name, kv_side, name_role
-from linter.pairs import dotted_name, normalized, source_of
+from linter.model.heads import equal_to_query
+from linter.model.names import Role, head_count_side, is_kv_head_count_name, kv_side, name_role
+from linter.model.pairs import dotted_name, normalized, source_of
 from linter.rules.base import Example, Rule
-from linter.sizes import Aliases, factors, int_value
-from linter.tensor_roots import tensor_root
+from linter.model.sizes import Aliases, factors, int_value
+from linter.model.tensor_roots import tensor_root
 from linter.triggers import Trigger
 
 _SPLITS = frozenset({"chunk", "tensor_split", "split"})

@@ -10,9 +10,9 @@ from linter.model.classes import OwnerTracking
 from linter.model.flows import projected
 from linter.model.functions import FunctionModel, function_model
 from linter.model.walk import children
-from linter.names import kv_side
+from linter.model.names import kv_side
 from linter.rules.base import Example, Rule
-from linter.sizes import int_value
+from linter.model.sizes import int_value
 from linter.triggers import Trigger
 
 _VIEWS = frozenset({"view", "reshape"})

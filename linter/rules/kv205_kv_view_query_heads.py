@@ -7,10 +7,10 @@ import libcst as cst
 from linter.model.classes import ClassModel, OwnerTracking
 from linter.model.flows import projected
 from linter.model.functions import function_model
-from linter.names import Role
-from linter.pairs import source_of
+from linter.model.names import Role
+from linter.model.pairs import source_of
 from linter.rules.base import Example, Rule
-from linter.sizes import factors
+from linter.model.sizes import factors
 from linter.triggers import AnyCase, Trigger
 
 _VIEWS = frozenset({"view", "reshape"})

@@ -11,8 +11,8 @@ from linter.model.flows import projected
 from linter.model.functions import FunctionModel, function_model
 from linter.model.twins import key_head_dim_twin
 from linter.model.walk import children
-from linter.names import is_kv_tensor_name, kv_side
-from linter.pairs import callee_tail, dotted_name, source_of
+from linter.model.names import is_kv_tensor_name, kv_side
+from linter.model.pairs import callee_tail, dotted_name, source_of
 from linter.rules.base import Example, Rule
 from linter.triggers import AnyCase, Trigger
 

@@ -12,10 +12,10 @@ from linter.model.hierarchy import (
     module_classes,
     resolver,
 )
-from linter.names import key_counterpart, kv_side, value_counterpart
-from linter.pairs import source_of
+from linter.model.names import key_counterpart, kv_side, value_counterpart
+from linter.model.pairs import source_of
 from linter.rules.base import Example, Rule
-from linter.sizes import describe, heads_mismatch
+from linter.model.sizes import describe, heads_mismatch
 from linter.triggers import Trigger
 
 

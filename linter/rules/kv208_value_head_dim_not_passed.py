@@ -8,8 +8,8 @@ import libcst as cst
 from linter.model.functions import FunctionModel, function_model, params_of
 from linter.model.hierarchy import imported_classes, module_classes
 from linter.model.twins import is_value_head_dim
-from linter.names import Role, name_role
-from linter.pairs import source_of
+from linter.model.names import Role, name_role
+from linter.model.pairs import source_of
 from linter.rules.base import Example, Rule
 from linter.triggers import AnyCase, Trigger
 

@@ -10,8 +10,8 @@ import libcst as cst
 
 from linter.model.functions import FunctionModel, function_model
 from linter.model.hierarchy import function_at, import_sources
-from linter.names import SAME_TENSOR_METHODS, SEE_THROUGH, kv_side, value_counterpart
-from linter.pairs import dotted_name, source_of
+from linter.model.names import SAME_TENSOR_METHODS, SEE_THROUGH, kv_side, value_counterpart
+from linter.model.pairs import dotted_name, source_of
 from linter.rules.base import Example
 from linter.rules.kv202_kv_view_heads_mismatch import (
     KVViewHeadsMismatch,
@@ -20,8 +20,8 @@ from linter.rules.kv202_kv_view_heads_mismatch import (
     first_size_mismatch,
     view_parts,
 )
-from linter.sizes import Aliases, HeadsMismatch, describe
-from linter.tensor_roots import tensor_root
+from linter.model.sizes import Aliases, HeadsMismatch, describe
+from linter.model.tensor_roots import tensor_root
 from linter.triggers import PAIRED, Trigger
 
 _SHAPE_METHODS = frozenset({"view", "reshape"})

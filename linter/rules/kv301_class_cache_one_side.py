@@ -7,8 +7,8 @@ import libcst as cst
 from linter.model.classes import ClassModel, class_model
 from linter.model.functions import FunctionModel, function_model
 from linter.model.walk import children
-from linter.names import is_kv_tensor_name, kv_side, value_counterpart
-from linter.pairs import dotted_name, source_of
+from linter.model.names import is_kv_tensor_name, kv_side, value_counterpart
+from linter.model.pairs import dotted_name, source_of
 from linter.rules.base import Example, Rule
 from linter.triggers import PAIRED, Trigger
 

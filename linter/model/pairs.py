@@ -1,7 +1,7 @@
 """Attention code read from the syntax tree: called names, the K/V arguments of attention
 calls and their tensor rank, and node source text.
 
-Names alone are not evidence (``linter.names`` says which names pair up): a pair is only a pair
+Names alone are not evidence (``linter.model.names`` says which names pair up): a pair is only a pair
 when both sides occur in one scope, and rules additionally demand attention context (an
 attention call, an attention-named scope, or K/V projections) before they speak.
 """
@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from linter.names import ATTENTION_CALLABLES
+from linter.model.names import ATTENTION_CALLABLES
 
 
 def dotted_name(node: cst.BaseExpression) -> str | None:

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from linter.einsum import Einsum, einsum_of, is_scores, is_weighted_sum
-from linter.names import (
+from linter.model.einsum import Einsum, einsum_of, is_scores, is_weighted_sum
+from linter.model.names import (
     LATENT_ATTENTION,
     METADATA_ATTRIBUTES,
     QUIET_CALLS,
@@ -28,9 +28,9 @@ from linter.names import (
     kv_side,
     value_counterpart,
 )
-from linter.pairs import callee_tail, dotted_name, is_attention_call, source_of
-from linter.reshapes import PIECEWISE, reshape_of, see_through, strip_shape_keeping
-from linter.tensor_roots import tensor_root
+from linter.model.pairs import callee_tail, dotted_name, is_attention_call, source_of
+from linter.model.reshapes import PIECEWISE, reshape_of, see_through, strip_shape_keeping
+from linter.model.tensor_roots import tensor_root
 
 # Iterables whose loop targets are keys, indices or counters, not tensors.
 _NON_TENSOR_ITERABLES = frozenset({"items", "keys", "range", "enumerate"})
@@ -112,7 +112,7 @@ class MatMul:
 
 @dataclass(frozen=True)
 class EinsumSite:
-    """An ``einsum`` of two operands whose equation could be read (``linter.einsum``)."""
+    """An ``einsum`` of two operands whose equation could be read (``linter.model.einsum``)."""
 
     einsum: Einsum
     order: int
@@ -238,7 +238,7 @@ class Scope:
     def _einsum_attention(self) -> list[HandAttention]:
         """``s = einsum("bhqd,bhkd->bhqk", q, k)``, a softmax of ``s``, then ``einsum("bhqk,
         bhkd->bhqd", p, v)`` (or ``p @ v``). The equations say which product is which
-        (``linter.einsum``), and the weights must be the softmax of these scores with no other
+        (``linter.model.einsum``), and the weights must be the softmax of these scores with no other
         product in between: an MLA absorption (``einsum(q_nope, w_kc)``) feeds a second product
         before any softmax, a K-only indexer's scores are never multiplied with a value."""
         found = []

@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from linter.names import Role, head_count_side, name_role
+from linter.model.names import Role, head_count_side, name_role
 
 
 @dataclass(frozen=True)

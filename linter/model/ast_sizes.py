@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import ast
 
-from linter import heads
-from linter.heads import Factor, HeadsMismatch
+from linter.model import heads
+from linter.model.heads import Factor, HeadsMismatch
 
 
 def int_value(node: ast.expr | None) -> int | None:

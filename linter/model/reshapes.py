@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from linter.names import AXISLESS_RESHAPES, RESHAPE_CALLS, RESHAPE_DIM_ARGS, SEE_THROUGH, SHAPE_KEEPING
-from linter.pairs import dotted_name, normalized
+from linter.model.names import AXISLESS_RESHAPES, RESHAPE_CALLS, RESHAPE_DIM_ARGS, SEE_THROUGH, SHAPE_KEEPING
+from linter.model.pairs import dotted_name, normalized
 
 TOKEN_HEAD = "token/head"
 HEAD_DIM = "head-dim"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from linter.names import SAME_TENSOR_METHODS
+from linter.model.names import SAME_TENSOR_METHODS
 
 
 def tensor_root(expr: cst.BaseExpression) -> str | None:

@@ -10,9 +10,9 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from linter import heads
-from linter.heads import Factor, HeadsMismatch, describe
-from linter.pairs import normalized
+from linter.model import heads
+from linter.model.heads import Factor, HeadsMismatch, describe
+from linter.model.pairs import normalized
 
 __all__ = ["Aliases", "Factor", "HeadsMismatch", "Resolver", "describe", "factors", "heads_mismatch", "int_value"]
 
