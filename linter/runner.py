@@ -33,10 +33,11 @@ from linter.config import enabled_codes
 from linter.diagnostics import FileProblem
 from linter.finding import Finding
 from linter.fixes import apply_fixes, has_applicable_fix
-from linter.code_only import code_only
-from linter.prefilter import ParsePlan, excerpt, identifier_set, parse_plan
-from linter.prefilter.lines import _LONE_CR
-from linter.segments import Segment, bound_name, top_level_segments
+from linter.plan.code_only import code_only
+from linter.plan.text_plan import ParsePlan, excerpt, parse_plan
+from linter.plan.words import identifier_set
+from linter.plan.lines import _LONE_CR
+from linter.plan.segments import Segment, bound_name, top_level_segments
 from linter.rules import rule_class, rules_by_code
 from linter.settings import Settings
 from linter.suppress import invalid_directives, unsuppressed
@@ -370,8 +371,8 @@ def _cut_of_whole(
     classes its screen passes alone. A module-wide rule keeps the definitions its screen names
     and every definition those name.
     """
-    from linter.ast_screens import reporting
-    from linter.prefilter import own_unit
+    from linter.plan.screens import reporting
+    from linter.plan.text_plan import own_unit
 
     if not isinstance(python, ast.Module) or _LONE_CR.search(text):
         return None  # the segments count lines by "\n" only
@@ -427,7 +428,7 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 def _module_seeds(python: ast.Module, job: Job, rules: frozenset[str | None], path: str) -> dict[str, frozenset[int]]:
     """The lines where each of the module-wide ``rules`` may report, by its ``ast`` screen
     (``module_screens.SCREENS``); a rule whose screen names none is left out."""
-    from linter.module_screens import SCREENS
+    from linter.plan.module_screens import SCREENS
 
     found = {code: SCREENS[code](python, job.settings, path) for code in rules if code in SCREENS}
     return {code: lines for code, lines in found.items() if lines}
@@ -466,7 +467,7 @@ def _text_screened(rules: frozenset[str | None], text: str, job: Job, path: str)
     of the file."""
     if not rules:
         return rules
-    from linter.module_screens import TEXT_SCREENS
+    from linter.plan.module_screens import TEXT_SCREENS
 
     return frozenset(code for code in rules if code not in TEXT_SCREENS or TEXT_SCREENS[code](text, job.settings, path))
 
@@ -478,8 +479,8 @@ def _reporting(
     CPython cannot read it)."""
     if isinstance(python, SyntaxError):
         return rules  # CPython cannot read it; libcst gives the verdict
-    from linter.ast_screens import reporting
-    from linter.module_screens import SCREENS
+    from linter.plan.screens import reporting
+    from linter.plan.module_screens import SCREENS
 
     module = rules & SCREENS.keys()
     passing = frozenset(code for code in module if SCREENS[code](python, job.settings, path))
@@ -499,7 +500,7 @@ def _screened_units(
     whose live rules all reason within one function (``METHOD_SCOPED``) is cut further: its
     header and the methods a screen lets through, nothing else.
     """
-    from linter.ast_screens import METHOD_SCOPED, reporting
+    from linter.plan.screens import METHOD_SCOPED, reporting
 
     lines = text.split("\n")
     whole = python.body if isinstance(python, ast.Module) else None
@@ -555,7 +556,7 @@ def _screened_methods(
     that a screen of ``rules`` lets through, as absolute line ranges; the whole class where it
     cannot be cut. ``body``: where the body starts, when ``cls`` holds only some of its
     statements (``_class_text``)."""
-    from linter.ast_screens import may_report
+    from linter.plan.screens import may_report
 
     offset = source[1]
     first = _first_line(cls.body[0])

@@ -6,9 +6,10 @@ import ast
 
 import pytest
 
-from linter.ast_screens import _cuts, _only_slices
+from linter.rules.kv101.screen import _cuts
+from linter.plan.screen_facts import _only_slices
 from linter.model.names import SEE_THROUGH
-from linter.prefilter.chains import assigned_reaches, cut_reading, root_reaches
+from linter.plan.chains import assigned_reaches, cut_reading, root_reaches
 from linter.model.tensor_roots import SAME_TENSOR_METHODS
 
 VIEWS = frozenset({"view", "reshape", "unflatten", "rearrange"})

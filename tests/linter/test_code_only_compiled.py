@@ -20,9 +20,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from linter import code_only as module
-from linter import segments
-from linter.prefilter import kv208, lines
+from linter.plan import code_only as module
+from linter.plan import segments
+from linter.rules.kv208 import condition as kv208
+from linter.plan import lines
 from tests.compiled import compiler_at_hand as _compiler_at_hand
 
 _ROOT = Path(__file__).resolve().parents[2]

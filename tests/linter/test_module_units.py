@@ -12,10 +12,10 @@ import pytest
 
 from benchmarks.equivalence import default_settings
 from linter import runner
-from linter.code_only import code_only
-from linter.prefilter import own_unit, parse_plan
+from linter.plan.code_only import code_only
+from linter.plan.text_plan import own_unit, parse_plan
 from linter.rules import rules_by_code
-from linter.segments import top_level_segments
+from linter.plan.segments import top_level_segments
 
 # Definitions no module rule reads: they must not reach libcst.
 UNRELATED = (
