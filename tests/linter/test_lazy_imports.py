@@ -50,7 +50,7 @@ _RULES_PROBE = """
 import json, sys
 from linter.cli import main
 code = main(sys.argv[1:])
-print(json.dumps({"code": code, "rules": sorted(m for m in sys.modules if m.startswith("linter.rules.kv"))}))
+print(json.dumps({"code": code, "rules": sorted(m for m in sys.modules if m.startswith("linter.rules.kv") and m.endswith(".rule"))}))
 """
 
 

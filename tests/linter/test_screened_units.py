@@ -10,7 +10,8 @@ from linter.plan.text_plan import excerpt, parse_plan
 from linter.plan.file import _File
 from linter.rules.kv101.condition import _kv101
 from linter.rules import rules_by_code
-from linter.runner import _class_text, _screened_units, check_stdin, job_for
+from linter.plan.units import _class_text, _screened_units
+from linter.runner import check_stdin, job_for
 from linter.settings import Settings
 
 SETTINGS = Settings(select=frozenset({"KV102"}))
