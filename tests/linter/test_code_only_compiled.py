@@ -92,7 +92,7 @@ def test_the_repositorys_files_reduce_alike(monkeypatch: pytest.MonkeyPatch) -> 
 def test_without_the_compiled_helper_code_only_runs_in_python() -> None:
     code = (
         "import sys; sys.modules['linter._code_only'] = None\n"
-        "from linter import code_only, segments\n"
+        "from linter.plan import code_only, segments\n"
         "print(code_only._compiled_reduced is None, repr(code_only.code_only('k = \"v\"  # c')))\n"
         "print(segments._compiled_cuts is None, [s.kind for s in segments.top_level_segments('@d\\ndef f(): pass\\nx = 1\\n')])"
     )

@@ -266,7 +266,7 @@ def test_present_words_alike_whichever_tuples_were_asked_before() -> None:
 def test_without_the_compiled_helper_present_words_are_searched_one_by_one() -> None:
     code = (
         "import sys; sys.modules['linter._identifiers'] = None\n"
-        "from linter import triggers\n"
+        "from linter.plan import triggers\n"
         "print(sorted(triggers._present('self_attn\\nk', ('attn', 'k', 'v'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=_ROOT)
