@@ -24,8 +24,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from linter.plan.code_only import code_only
-from linter.plan.python_tree import PARSED, python_tree
+# Aliased: the package's ``code_only`` and ``python_tree`` are the modules of those names.
+from linter.plan.code_only import code_only as _code_only
+from linter.plan.python_tree import PARSED
+from linter.plan.python_tree import python_tree as _python_tree
 from linter.plan.segments import top_level_segments
 from linter.plan.text_plan import excerpt, parse_plan
 from linter.plan.units import (
@@ -74,7 +76,7 @@ def parses(text: str, path: str, job: Job) -> Iterator[Parse]:
     plan = parse_plan(text, job.rules, job.settings)
     module_rules = _text_screened(plan.module_rules, text, job, path)
     if plan.whole:
-        python = python_tree(text, path)
+        python = _python_tree(text, path)
         live = _reporting(python, job, plan.rules - (plan.module_rules - module_rules), path, text)
         # The module's scope holds a candidate: it goes to libcst with the definitions whose
         # own code the screens let through; every other definition keeps only its header.
@@ -84,14 +86,14 @@ def parses(text: str, path: str, job: Job) -> Iterator[Parse]:
     # A module-wide rule's screen reads the whole file's tree and names the lines where its
     # rule may report: their top-level definitions go to libcst in place, with every
     # definition they name (a helper, a base class, a pool) and the planned units.
-    elif module_rules and (None in module_rules or isinstance(python := python_tree(text, path), SyntaxError)):
+    elif module_rules and (None in module_rules or isinstance(python := _python_tree(text, path), SyntaxError)):
         # A rule of unknown conditions (no screen names its lines), or a file CPython
         # cannot read: the whole file.
-        python = python_tree(text, path) if python is None else python
+        python = _python_tree(text, path) if python is None else python
         live = _reporting(python, job, module_rules, path, text) | _reporting(python, job, plan.rules - plan.module_rules, path, text)
     elif module_rules and (seeds := _module_seeds(python, job, module_rules, path)):
         units, _, live = _screened_units(text, plan, job, python)
-        segments = top_level_segments(code_only(text))
+        segments = top_level_segments(_code_only(text))
         units = [*units, *_definitions_holding(segments, frozenset().union(*seeds.values()))]
         yield Parse(_in_place(text, units, segments), live | seeds.keys(), PARSED)
         # The cut was wrong: the whole file gives the verdict.
@@ -104,14 +106,14 @@ def parses(text: str, path: str, job: Job) -> Iterator[Parse]:
             # The definitions are nearly the whole file: parsing them in place costs about
             # what the excerpt does, and a finding there (a small file under edit is the
             # likely case) then needs no second parse.
-            python = python_tree(text, path) if python is None else python
+            python = _python_tree(text, path) if python is None else python
         else:
             yield Parse(excerpt(text, units), live, PARSED if parsed else None, probe=True)
         # A finding: reported from the definitions in place, once CPython has read the
         # whole file (a syntax error anywhere in it is reported instead, by libcst's verdict
         # on the whole file, as before).
         if python is None:
-            python = python_tree(text, path)
+            python = _python_tree(text, path)
         if not isinstance(python, SyntaxError):
             yield Parse(_in_place(text, units), live, PARSED)
     if live:
