@@ -116,6 +116,11 @@ def attention(q, cache_k, cache_v, b, p, s):
         # After an axis move on one side only the two subscripts cut different axes.
         Example("def attention(q, k, v, n):\n    k = k.transpose(1, 2)[:, :n]\n    v = v[:, :n - 1]\n"
                 "    return self.attn(q, k, v)\n"),
+        # One token window of [batch, heads, tokens, head_dim] caches, counted from the end on
+        # one side and from the start on the other: the axes cannot be compared.
+        Example("def attend_cached(q, k_cache, v_cache, seq_len):\n    keys = k_cache[..., :seq_len, :]\n"
+                "    values = v_cache[:, :, :seq_len, :]\n"
+                "    return F.scaled_dot_product_attention(q, keys, values)\n"),
     )
     INVALID = (
         Example("def attention(q, k, v, n):\n    k = k[:n]\n    v = v[:n - 1]\n"

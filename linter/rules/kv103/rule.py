@@ -99,6 +99,11 @@ def write_kv(k_buffer, v_buffer, loc, k, v):
                 "    return kv_cache[layer][0], kv_cache[layer][1]\n"),
         # K-only pool by design (no V pool in this scope).
         Example("def attention_indexer(k_pool, ids):\n    return k_pool[ids]\n"),
+        # K and V that are no cache, in two layouts: keys transposed ([heads, head_dim, tokens])
+        # for the score product, values [heads, tokens, head_dim]; one token selection on each.
+        Example("def sparse_decode(q, k, v, topk):\n    k = k[:, :, topk]\n    v = v[:, topk]\n"
+                "    weights = torch.softmax(torch.einsum(\"hd,hdt->ht\", q, k), dim=-1)\n"
+                "    return torch.einsum(\"ht,htd->hd\", weights, v)\n"),
         Example("def write_kv(k_buffer, v_buffer, loc, k, v):\n"
                 "    torch_npu.npu_scatter_nd_update_(k_buffer, loc, k)\n"
                 "    torch_npu.npu_scatter_nd_update_(v_buffer, loc, v)\n"),

@@ -146,6 +146,16 @@ def mla_inputs(k_input, v_input, k_pe, rank):
     k_input[..., rank:] = k_pe
     return F.scaled_dot_product_attention(q, k_input, v_input)
 """),
+        # MLA again, the latent not the value twin itself: a write into part of the key's head
+        # dim builds the key, whatever V-side name fills it.
+        Example("""\
+def build_latent_key(key, value, kv_c, k_pe, rank):
+    v_latent = kv_c.unsqueeze(1)
+    key[..., :rank] = v_latent
+    key[..., rank:] = k_pe
+    value.copy_(v_latent)
+    return key, value
+"""),
         # Each cache gets its own side.
         Example("""\
 def write(key_cache, value_cache, slots, key, value):

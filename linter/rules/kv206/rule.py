@@ -104,6 +104,14 @@ class MLA(nn.Module):
     def forward(self, c, t):
         return self.kv_b_proj(c).view(t, self.heads, self.qk_nope_head_dim + self.v_head_dim)
 """),
+        # The value padded up to the larger head dim for a kernel that takes one head size: the
+        # value's own head dim is in the shape too.
+        Example("""\
+def pad_value(value, qk_head_dim, v_head_dim):
+    value_padded = value.new_zeros(value.shape[0], value.shape[1], max(qk_head_dim, v_head_dim))
+    value_padded[..., :v_head_dim] = value
+    return value_padded
+"""),
     )
     INVALID = (
         Example(bad, line=8),
