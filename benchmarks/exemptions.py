@@ -9,20 +9,19 @@ from its ``and``/``or``) and the rule's VALID and INVALID examples are run again
 in this process. A mutant no example tells apart from the rule survives: a VALID example
 should reach the exemption and be reported without it (or an INVALID one be missed with the
 exemption widened), or the exemption is equivalent and should say why, or it is dead code.
-``--tests`` also runs ``tests/linter/test_kvNNN.py`` (where there is one) on each survivor,
-in a subprocess with the mutant in place.
+``--tests`` also runs ``tests/linter/test_kvNNN.py`` (where there is one) on each mutant the
+examples let through, in this process with the mutant in the registry's place.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import copy
 import importlib
-import os
-import subprocess
+import io
 import sys
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,16 +48,18 @@ def _guards(tree: ast.AST) -> Iterator[ast.If]:
 
 
 def _operands(test: ast.expr) -> Iterator[tuple[ast.expr, bool]]:
-    """Every sub-condition of ``test`` (``and``/``or`` operands, what a ``not`` negates), with
-    whether making it true makes ``test`` true (False under an odd number of ``not``)."""
-    stack = [(test, True)]
+    """Every sub-condition of ``test`` (the test itself, ``and``/``or`` operands, ``not``
+    expressions; not what a ``not`` negates, the same mutant), with whether making it true
+    makes ``test`` true."""
+    stack = [(test, True, True)]
     while stack:
-        node, positive = stack.pop()
-        yield node, positive
+        node, positive, own = stack.pop()
+        if own:
+            yield node, positive
         if isinstance(node, ast.BoolOp):
-            stack.extend((value, positive) for value in reversed(node.values))
+            stack.extend((value, positive, True) for value in reversed(node.values))
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            stack.append((node.operand, not positive))
+            stack.append((node.operand, not positive, False))
 
 
 def _replace(guard: ast.If, node: ast.expr, value: bool) -> None:
@@ -81,6 +82,7 @@ def mutants(code: str, path: Path, taken_more: bool = False) -> Iterator[Mutant]
     taken more often (an INVALID example should tell)."""
     text = path.read_text()
     tree = ast.parse(text)
+    seen: set[str] = set()
     guards = len(list(_guards(tree)))
     for g in range(guards):
         count = len(list(_operands(list(_guards(tree))[g].test)))
@@ -92,26 +94,38 @@ def mutants(code: str, path: Path, taken_more: bool = False) -> Iterator[Mutant]
                 _replace(guard, node, positive == more)
                 snippet = " ".join((ast.get_source_segment(text, list(_operands(list(_guards(tree))[g].test))[o][0]) or "").split())
                 what = f"guard taken {'more' if more else 'less'}, `{snippet[:90]}` made {positive == more}"
-                yield Mutant(code, node.lineno, what, ast.unparse(ast.fix_missing_locations(copied)))
+                source = ast.unparse(ast.fix_missing_locations(copied))
+                if source not in seen:
+                    seen.add(source)
+                    yield Mutant(code, node.lineno, what, source)
 
 
-def _examples_fail(rule_module: str, source: str) -> bool:
-    """Does some VALID or INVALID example of the rule in ``source`` (the mutant of
-    ``rule_module``) fail?"""
-    from linter.engine import lint_module
+def _load(rule_module: str, source: str) -> type | None:
+    """Put ``source`` (a mutant of ``rule_module``) in ``rule_module``'s place and return its
+    rule; None when it does not load. The registry's caches are cleared so every lookup
+    finds the mutant."""
+    from linter import rules
     from linter.rules.base import Rule
-    from linter.settings import Settings
-
-    import libcst as cst
 
     module = type(sys)(rule_module)
     module.__file__ = str(ROOT / (rule_module.replace(".", "/") + ".py"))
     sys.modules[rule_module] = module
+    rules.rule_class.cache_clear()
+    rules.all_rules.cache_clear()
     try:
         exec(compile(source, module.__file__, "exec"), module.__dict__)
     except Exception:  # noqa: BLE001 - a mutant that does not load is killed
-        return True
-    rule = next(v for v in vars(module).values() if isinstance(v, type) and issubclass(v, Rule) and v is not Rule and v.__module__ == rule_module)
+        return None
+    return next(v for v in vars(module).values() if isinstance(v, type) and issubclass(v, Rule) and v is not Rule and v.__module__ == rule_module)
+
+
+def _examples_fail(rule: type) -> bool:
+    """Does some VALID or INVALID example of ``rule`` fail?"""
+    import libcst as cst
+
+    from linter.engine import lint_module
+    from linter.settings import Settings
+
     try:
         for example in rule.VALID:
             if lint_module(cst.parse_module(example.code), "<example>", Settings(), [rule]):
@@ -125,21 +139,19 @@ def _examples_fail(rule_module: str, source: str) -> bool:
     return False
 
 
-def _tests_fail(code: str, source: str) -> bool | None:
-    """Run tests/linter/test_kvNNN.py with the mutant in place (a copy of the tree); None
-    when the rule has no such file."""
+def _tests_fail(code: str) -> bool | None:
+    """Does ``tests/linter/test_kvNNN.py`` fail with the loaded mutant (run in this process, the
+    test module imported afresh)? None when the rule has no such file."""
+    import pytest
+
     test = ROOT / "tests" / "linter" / f"test_{code.lower()}.py"
     if not test.exists():
         return None
-    with tempfile.TemporaryDirectory() as tmp:
-        copy_root = Path(tmp) / "repo"
-        subprocess.run(["cp", "-r", str(ROOT / "linter"), str(ROOT / "tests"), str(ROOT / "benchmarks"), str(copy_root.parent)], check=True)
-        # cp -r puts the packages in tmp/; the repo root is tmp itself
-        (Path(tmp) / "linter" / "rules" / code.lower() / "rule.py").write_text(source)
-        env = {**os.environ, "PYTHONPATH": tmp}
-        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "not slow",
-                               str(Path(tmp) / "tests" / "linter" / test.name)], cwd=tmp, env=env, capture_output=True)
-        return done.returncode != 0
+    for name in [m for m in sys.modules if m.startswith("tests.linter.test_kv")]:
+        del sys.modules[name]
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        status = pytest.main(["-q", "-x", "-p", "no:cacheprovider", "-m", "not slow", "-W", "ignore", str(test)])
+    return status != 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -148,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tests", action="store_true", help="also run tests/linter/test_kvNNN.py on each survivor")
     parser.add_argument("--taken-more", action="store_true", help="also mutate each guard to be taken more often")
     args = parser.parse_args(argv)
+    from linter import rules
     from linter.rules import rule_codes
 
     codes = [c.upper() for c in args.codes] or list(rule_codes())
@@ -160,16 +173,16 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for mutant in mutants(code, path, args.taken_more):
                 total += 1
-                if _examples_fail(name, mutant.source):
-                    killed += 1
-                    continue
-                if args.tests and _tests_fail(code, mutant.source):
+                rule = _load(name, mutant.source)
+                if rule is None or _examples_fail(rule) or (args.tests and _tests_fail(code)):
                     killed += 1
                     continue
                 survivors += 1
                 print(f"{path.relative_to(ROOT)}:{mutant.line}: {code} survives: {mutant.what}")
         finally:
             sys.modules[name] = original
+            rules.rule_class.cache_clear()
+            rules.all_rules.cache_clear()
         print(f"{code}: {killed}/{total} mutants killed", file=sys.stderr)
     return 1 if survivors else 0
 

@@ -112,6 +112,13 @@ def pad_value(value, qk_head_dim, v_head_dim):
     value_padded[..., :v_head_dim] = value
     return value_padded
 """),
+        # One stacked buffer unpacked into both sides (V padded to the key's head dim): the
+        # allocation is no value-side one of its own.
+        Example("""\
+def allocate_kv(size, heads, qk_head_dim, v_head_dim):
+    k_cache, v_cache = torch.zeros(2, size, heads, qk_head_dim).unbind(0)
+    return k_cache, v_cache[..., :v_head_dim]
+"""),
     )
     INVALID = (
         Example(bad, line=8),
