@@ -6,9 +6,9 @@ them; ``linter/_code_only.c`` its code-only text and that text's top-level state
 ever required. Without a compiler, on a platform this hook does not know how to drive
 (Windows), with KVLINT_PURE_PYTHON set, or on any build error, the wheel stays pure Python (a
 helper that fails alone is left out alone) and the Python code it stands for gives the same
-answers: ``runtime_guard.fast_paths.cumulative_py``, ``linter.prefilter.words.identifier_set``,
-``linter.prefilter.file._k_candidates_searched``, ``linter.code_only.code_only`` and
-``linter.segments._top_level_cuts``.
+answers: ``runtime_guard.fast_paths.cumulative_py``, ``linter.plan.words.identifier_set``,
+``linter.plan.file._k_candidates_searched``, ``linter.plan.code_only.code_only`` and
+``linter.plan.segments._top_level_cuts``.
 """
 
 from __future__ import annotations

@@ -128,7 +128,7 @@ def plan_rows(tree: str) -> list[Row]:
     """How much of the tree the pre-filter leaves for libcst (in-process, no parsing)."""
     from benchmarks.equivalence import default_settings
     from linter import runner
-    from linter.prefilter import parse_plan
+    from linter.plan.text_plan import parse_plan
 
     settings = default_settings()
     job = runner.job_for(settings)
@@ -306,8 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), "unknown CPU")
     load = Path("/proc/loadavg").read_text().split()[0]
-    from linter import code_only
-    from linter.prefilter import words
+    from linter.plan import code_only
+    from linter.plan import words
 
     # kvlint runs from this environment: its text helpers are loaded as these imports load them.
     compiled = [name for name, helper in (("identifier sets", words._compiled_identifiers),

@@ -11,7 +11,7 @@ from linter.finding import Finding
 from linter.rules import all_rules
 from linter.rules.base import Rule, RuleContext
 from linter.settings import Settings
-from linter.traversal import visit_batched
+from linter.model.traversal import visit_batched
 
 
 class SourceError(Exception):

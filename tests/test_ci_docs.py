@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from linter.rules.kv101_key_only_reshape import KeyOnlyReshape
+from linter.rules.kv101.rule import KeyOnlyReshape
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = (ROOT / "docs" / "ci.md").read_text()

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from linter.rules.kv101_key_only_reshape import KeyOnlyReshape
+from linter.rules.kv101.rule import KeyOnlyReshape
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 # Each hook environment is built by pip: about a minute for the module.

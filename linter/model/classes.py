@@ -14,7 +14,7 @@ import libcst as cst
 
 from linter.model.cache import cached
 from linter.model.walk import children
-from linter.pairs import callee_tail, dotted_name
+from linter.model.pairs import callee_tail, dotted_name
 
 # Where a ``*Linear`` layer's output size sits: nn.Linear(in, out) and the tensor-parallel
 # families (ColumnParallelLinear(input_size, output_size)) share index 1; LazyLinear infers

@@ -14,7 +14,7 @@ import libcst as cst
 
 from linter.model.classes import ClassModel
 from linter.model.functions import FunctionModel
-from linter.names import key_counterpart, kv_side, value_counterpart
+from linter.model.names import key_counterpart, kv_side, value_counterpart
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import libcst as cst
 
 from linter.model.cache import cached
 from linter.model.walk import children
-from linter.pairs import dotted_name
+from linter.model.pairs import dotted_name
 
 
 @dataclass(frozen=True)

@@ -168,8 +168,8 @@ def _function_index(text: str):
 
 
 def _definitions(text: str) -> tuple[list[str], dict[str, list[tuple[int, int]]]]:
-    from linter.code_only import code_only
-    from linter.segments import top_level_segments
+    from linter.plan.code_only import code_only
+    from linter.plan.segments import top_level_segments
 
     lines = text.split("\n")
     ranges: dict[str, list[tuple[int, int]]] = {}

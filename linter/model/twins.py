@@ -3,7 +3,7 @@ without libcst)."""
 
 from __future__ import annotations
 
-from linter.names import Role, kv_side, name_role, value_counterpart
+from linter.model.names import Role, kv_side, name_role, value_counterpart
 
 
 def key_head_dim_twin(name: str) -> str | None:

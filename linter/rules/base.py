@@ -16,12 +16,12 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from linter.finding import Finding, Fix, Related, Span
-from linter.names import RESHAPE_CALLS
-from linter.pairs import dotted_name
-from linter.reshapes import reshape_of
-from linter.scopes import Scope
+from linter.model.names import RESHAPE_CALLS
+from linter.model.pairs import dotted_name
+from linter.model.reshapes import reshape_of
+from linter.model.scopes import Scope
 from linter.settings import Settings
-from linter.triggers import Trigger
+from linter.plan.triggers import Trigger
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,7 @@ class Rule(cst.BatchableCSTVisitor):
     bad: ClassVar[str]
     good: ClassVar[str]
     fix_text: ClassVar[str]
-    # The words a file must hold for this rule to report on it (``linter.triggers``); None:
+    # The words a file must hold for this rule to report on it (``linter.plan.triggers``); None:
     # every file. Written as a literal ``trigger = Trigger(...)``: it is read from the source.
     trigger: ClassVar[Trigger | None] = None
 

@@ -9,8 +9,10 @@ from dataclasses import replace
 
 import pytest
 
-from linter import ast_screens
-from linter.ast_screens import may_report
+from linter.plan.screen_facts import _OUTPUT_INDEX, _OUTPUT_KEYWORDS, walk
+from linter.rules.kv101.screen import _RESIZING_CALLS
+from linter.plan.screens import reporting
+from linter.plan.screens import may_report
 from linter.runner import _lint_text, job_for
 from linter.settings import Settings
 
@@ -200,9 +202,9 @@ def test_kv101_keeps_a_bound_whose_text_runs_into_a_keyword() -> None:
 
 
 def test_kv101_resizing_calls_are_the_rules() -> None:
-    from linter.rules import kv101_key_only_reshape
+    from linter.rules.kv101 import rule as kv101_key_only_reshape
 
-    assert ast_screens._RESIZING_CALLS == kv101_key_only_reshape._RESIZING_CALLS
+    assert _RESIZING_CALLS == kv101_key_only_reshape._RESIZING_CALLS
 
 
 # KV201: sizes the rule compares, written differently or alike.
@@ -309,8 +311,8 @@ def test_kv201_sizes_that_differ_once_resolved_pass_its_screen(text: str) -> Non
 def test_kv201_output_keywords_are_the_models() -> None:
     from linter.model import classes
 
-    assert ast_screens._OUTPUT_KEYWORDS == classes._OUTPUT_KEYWORDS
-    assert ast_screens._OUTPUT_INDEX == classes._OUTPUT_INDEX
+    assert _OUTPUT_KEYWORDS == classes._OUTPUT_KEYWORDS
+    assert _OUTPUT_INDEX == classes._OUTPUT_INDEX
 
 
 # KV204: the states a K/V projection reads must be the optional (cross-attention) input.
@@ -492,7 +494,7 @@ class CrossAttention(nn.Module):
 # KV102 and KV103 compare their sites as text: with the unit's lines at hand, sites all alike
 # (K names swapped to V) are stopped.
 def _screen_with_text(code: str, text: str) -> bool:
-    return code in ast_screens.reporting(ast.parse(text), [code], Settings(), (text.split("\n"), 0))
+    return code in reporting(ast.parse(text), [code], Settings(), (text.split("\n"), 0))
 
 
 def _text_compared(code: str, reported: str, alike: str) -> None:
@@ -878,12 +880,12 @@ def test_text_that_is_not_the_sites_own_is_never_alike() -> None:
     # Lines that do not match the tree (a wrong offset) must not make two sites look alike.
     text = "def f(q, k_cache, v_cache, a, b):\n    return attention(q, k_cache[a], v_cache[b])\n"
     shifted = ["x"] + text.split("\n")
-    assert "KV103" in ast_screens.reporting(ast.parse(text), ["KV103"], Settings(), (shifted, 0))
+    assert "KV103" in reporting(ast.parse(text), ["KV103"], Settings(), (shifted, 0))
 
 
 def test_lines_too_few_for_the_tree_are_no_error() -> None:
     text = "def f(q, k_cache, v_cache, a):\n    return attention(q, k_cache[a], v_cache[a])\n"
-    assert "KV103" in ast_screens.reporting(ast.parse(text), ["KV103"], Settings(), (["def f(): pass"], 0))
+    assert "KV103" in reporting(ast.parse(text), ["KV103"], Settings(), (["def f(): pass"], 0))
 
 
 # KV203: an equal-thirds split of what reads as a fused QKV output.
@@ -1262,4 +1264,4 @@ def test_walk_gives_ast_walk_s_nodes_less_the_contexts() -> None:
         "match f:\n    case Point(x=0, y=[1, *rest]) as p:\n        pass\n"
     )
     expected = sorted(id(n) for n in ast.walk(tree) if not isinstance(n, ast.expr_context))
-    assert sorted(id(n) for n in ast_screens.walk(tree)) == expected
+    assert sorted(id(n) for n in walk(tree)) == expected

@@ -6,10 +6,11 @@ import ast
 
 import pytest
 
-from linter.ast_screens import _cuts, _only_slices
-from linter.names import SEE_THROUGH
-from linter.prefilter.chains import assigned_reaches, cut_reading, root_reaches
-from linter.tensor_roots import SAME_TENSOR_METHODS
+from linter.rules.kv101.screen import _cuts
+from linter.plan.screen_facts import _only_slices
+from linter.model.names import SEE_THROUGH
+from linter.plan.chains import assigned_reaches, cut_reading, root_reaches
+from linter.model.tensor_roots import SAME_TENSOR_METHODS
 
 VIEWS = frozenset({"view", "reshape", "unflatten", "rearrange"})
 

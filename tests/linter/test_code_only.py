@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from linter.code_only import code_only
+from linter.plan.code_only import code_only
 
 
 def _lines_start_at_column_0(text: str) -> list[int]:

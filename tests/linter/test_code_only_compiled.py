@@ -20,9 +20,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from linter import code_only as module
-from linter import segments
-from linter.prefilter import kv208, lines
+from linter.plan import code_only as module
+from linter.plan import segments
+from linter.rules.kv208 import condition as kv208
+from linter.plan import lines
 from tests.compiled import compiler_at_hand as _compiler_at_hand
 
 _ROOT = Path(__file__).resolve().parents[2]
@@ -91,7 +92,7 @@ def test_the_repositorys_files_reduce_alike(monkeypatch: pytest.MonkeyPatch) -> 
 def test_without_the_compiled_helper_code_only_runs_in_python() -> None:
     code = (
         "import sys; sys.modules['linter._code_only'] = None\n"
-        "from linter import code_only, segments\n"
+        "from linter.plan import code_only, segments\n"
         "print(code_only._compiled_reduced is None, repr(code_only.code_only('k = \"v\"  # c')))\n"
         "print(segments._compiled_cuts is None, [s.kind for s in segments.top_level_segments('@d\\ndef f(): pass\\nx = 1\\n')])"
     )

@@ -130,7 +130,7 @@ def test_an_attention_tree_gives_the_same_findings_with_and_without_the_prefilte
     assert differences(paths, jobs=len(os.sched_getaffinity(0))) == ([], [])
 
 
-# KV203's text condition reads the split call's arguments (``prefilter.kv203._may_be_thirds``):
+# KV203's text condition reads the split call's arguments (``rules.kv203.condition._may_be_thirds``):
 # every spelling of an equal-thirds split the rule reports must reach it, each other split may
 # be left out. Written in the shape of a GQA attention's forward.
 _KV203_MODULE = '''\
@@ -192,7 +192,7 @@ def _reported_alike_on_both_paths(tmp_path: Path, text: str, code: str) -> None:
 
 
 def _silent_and_not_planned(text: str, code: str) -> None:
-    from linter.prefilter import parse_plan
+    from linter.plan.text_plan import parse_plan
     from linter.rules import rules_by_code
     from linter.runner import _lint_text, job_for
 
@@ -201,7 +201,7 @@ def _silent_and_not_planned(text: str, code: str) -> None:
 
 
 # KV104's "written into the key side" finding needs the key cache subscripted as (part of) an
-# assignment's target (``prefilter.kv104._assigned_through_a_subscript``): every spelling of
+# assignment's target (``rules.kv104.condition._assigned_through_a_subscript``): every spelling of
 # such a store must reach the rule; a subscript read in an expression need not (one followed by
 # a comma or a closing bracket counts where an assignment follows it: a tuple target's element).
 _KV104_MODULE = '''\
@@ -253,7 +253,7 @@ def test_kv104_a_key_cache_read_by_subscript_is_not_parsed() -> None:
 
 
 # KV206 reads the key head dim in a view's or an allocation's arguments
-# (``prefilter.kv206._passed_to_a_use``): each spelling of such a call must reach the rule.
+# (``rules.kv206.condition._passed_to_a_use``): each spelling of such a call must reach the rule.
 _KV206_MODULE = '''\
 class Attention(nn.Module):
     def __init__(self, hidden, heads, qk_head_dim, v_head_dim):

@@ -12,7 +12,7 @@ from linter.engine import lint_source
 from linter.finding import Edit, Fix, Span
 from linter.fixes import apply_fixes
 from linter.rules.base import Mirror, Rule, RuleContext, mirror_is_proven
-from linter.scopes import scope_of
+from linter.model.scopes import scope_of
 from linter.settings import Settings
 
 

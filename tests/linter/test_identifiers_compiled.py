@@ -18,8 +18,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from linter import triggers
-from linter.prefilter import file, words
+from linter.plan import triggers
+from linter.plan import file
+from linter.plan import words
 from tests.compiled import compiler_at_hand as _compiler_at_hand
 
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
@@ -160,7 +161,7 @@ def test_without_the_compiled_helper_the_python_reading_answers() -> None:
     # What a build without a C compiler gets: the import fails, identifier sets are read in Python.
     code = (
         "import sys; sys.modules['linter._identifiers'] = None\n"
-        "from linter.prefilter import words\n"
+        "from linter.plan import words\n"
         "print(words._compiled_identifiers is None, words._compiled_spans is None,"
         " sorted(words.identifier_set('k_cache = 2k + v')), list(words.word_spans('k.k_cache kk k', ['k'])))"
     )
@@ -265,7 +266,7 @@ def test_present_words_alike_whichever_tuples_were_asked_before() -> None:
 def test_without_the_compiled_helper_present_words_are_searched_one_by_one() -> None:
     code = (
         "import sys; sys.modules['linter._identifiers'] = None\n"
-        "from linter import triggers\n"
+        "from linter.plan import triggers\n"
         "print(sorted(triggers._present('self_attn\\nk', ('attn', 'k', 'v'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=_ROOT)
@@ -278,7 +279,7 @@ _NAME_LINE_PIECES = ["head", "Head", "HEAD", "dim", "_", "k", "v_", "size", "x",
 @needs_native
 @given(st.lists(st.sampled_from(_NAME_LINE_PIECES), max_size=60), st.sampled_from(["head", "dim", "k", "_", "ключ", "e_d"]))
 def test_names_containing_a_part_are_the_pythons(pieces: list[str], part: str) -> None:
-    from linter.prefilter.file import _File
+    from linter.plan.file import _File
     from linter.settings import Settings
 
     text = " ".join("".join(pieces).split("\n"))

@@ -6,7 +6,7 @@ from pathlib import Path
 from textwrap import dedent
 
 from linter.engine import lint_source
-from linter.prefilter import parse_plan
+from linter.plan.text_plan import parse_plan
 from linter.settings import Settings
 
 UTILS = dedent("""\

@@ -207,7 +207,7 @@ def test_every_invalid_example_is_new_to_the_other_rules():
 
 
 def _plan_admits(source: str) -> bool:
-    from linter.prefilter import parse_plan
+    from linter.plan.text_plan import parse_plan
     from linter.settings import Settings
 
     return "KV209" in parse_plan(textwrap.dedent(source), ("KV209",), Settings()).module_rules

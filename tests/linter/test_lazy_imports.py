@@ -50,7 +50,7 @@ _RULES_PROBE = """
 import json, sys
 from linter.cli import main
 code = main(sys.argv[1:])
-print(json.dumps({"code": code, "rules": sorted(m for m in sys.modules if m.startswith("linter.rules.kv"))}))
+print(json.dumps({"code": code, "rules": sorted(m for m in sys.modules if m.startswith("linter.rules.kv") and m.endswith(".rule"))}))
 """
 
 
@@ -60,7 +60,7 @@ def test_a_file_only_one_rule_can_report_in_loads_that_rule_alone(tmp_path: Path
     path.write_text("def attention(q, k, v, t):\n    k = k[:, :t]\n    return flash_attn_func(q, k, v)\n")
     out = subprocess.run([sys.executable, "-c", _RULES_PROBE, "check", "--no-cache", str(path)],
                          capture_output=True, text=True, check=True).stdout
-    assert json.loads(out.strip().splitlines()[-1]) == {"code": 1, "rules": ["linter.rules.kv101_key_only_reshape"]}
+    assert json.loads(out.strip().splitlines()[-1]) == {"code": 1, "rules": ["linter.rules.kv101.rule"]}
 
 
 def test_rule_class_is_the_registry_s_rule() -> None:

@@ -10,8 +10,8 @@ import pytest
 
 from benchmarks.equivalence import default_settings
 from linter import dependencies
-from linter.module_screens import SCREENS, TEXT_SCREENS
-from linter.prefilter import parse_plan
+from linter.plan.module_screens import SCREENS, TEXT_SCREENS
+from linter.plan.text_plan import parse_plan
 from linter.rules import rules_by_code
 from linter.runner import _lint_text, job_for
 from linter.settings import Settings
@@ -174,7 +174,7 @@ def test_kv208_reads_an_imported_pool_as_the_rule_does(tmp_path) -> None:
 
 
 def test_kv208_text_screen_reads_the_imported_pool_before_the_file_is_parsed(tmp_path) -> None:
-    from linter.module_screens import kv208_text
+    from linter.rules.kv208.screen import kv208_text
 
     runner = _package(tmp_path, {
         "pools.py": "class Pool:\n    def __init__(self, size, head_dim, v_head_dim=None):\n        pass\n",
@@ -286,7 +286,7 @@ def test_kv209_reads_a_helpers_view_only_of_its_parameter_as_the_rule_does(body:
 
 
 def test_kv105_text_screen_reads_the_imported_helper_before_the_file_is_parsed(tmp_path) -> None:
-    from linter.module_screens import kv105_text
+    from linter.rules.kv105.screen import kv105_text
 
     model = _package(tmp_path, {"utils.py": "def trim(x, n):\n    return x[:, :n]\n\n\ndef rotate(x, cos):\n    return x * cos\n"}, "model.py")
     caller = "def f(q, k, v, n):\n    k = trim(k, n)\n    return flash_attn_func(q, k, v)\n"
@@ -301,7 +301,7 @@ def test_kv105_text_screen_reads_the_imported_helper_before_the_file_is_parsed(t
 
 
 def test_kv209_text_screen_reads_the_imported_helper_before_the_file_is_parsed(tmp_path) -> None:
-    from linter.module_screens import kv209_text
+    from linter.rules.kv209.screen import kv209_text
 
     model = _package(tmp_path, {"heads.py": "def heads(x, n):\n    return x.view(x.shape[0], n, -1)\n\n\n"
                                             "def rotate(x, n):\n    return x * n\n"}, "model.py")
@@ -354,7 +354,7 @@ _TOPS_TEXT = (
 def test_imported_tops_are_the_whole_modules_parsed_one_by_one(text: str) -> None:
     # Each definition asked for is parsed alone, with its own line numbers; a name only a
     # string or a nested block binds is no top-level definition; old Mac line ends read whole.
-    from linter.module_screens import _Tops
+    from linter.plan.module_facts import _Tops
 
     tops = _Tops(text)
     for name in ("Pool", "helper", "Hidden", "Fake", "fake", "torch", "absent"):
@@ -366,7 +366,7 @@ def test_imported_tops_are_the_whole_modules_parsed_one_by_one(text: str) -> Non
 def test_imported_tops_of_the_repositorys_modules_read_alike() -> None:
     from pathlib import Path
 
-    from linter.module_screens import _Tops
+    from linter.plan.module_facts import _Tops
 
     for path in sorted(Path(__file__).resolve().parents[2].joinpath("linter").rglob("*.py")):
         text = path.read_text(encoding="utf-8")
@@ -382,7 +382,7 @@ def test_imported_tops_of_the_repositorys_modules_read_alike() -> None:
 
 
 def test_kv207_text_screen_reads_the_ancestry_as_the_tree_screen_does(tmp_path) -> None:
-    from linter.module_screens import kv207_text
+    from linter.rules.kv207.screen import kv207_text
 
     child = ("class Child(nn.Module, Mixin):\n    def __init__(self, d, h, fused):\n        super().__init__()\n"
              "        if fused:\n            self.to_k = nn.Linear(d, h)\n        self.to_v = nn.Linear(d, h)\n")

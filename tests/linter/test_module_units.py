@@ -12,10 +12,11 @@ import pytest
 
 from benchmarks.equivalence import default_settings
 from linter import runner
-from linter.code_only import code_only
-from linter.prefilter import own_unit, parse_plan
+from linter.plan import units
+from linter.plan.code_only import code_only
+from linter.plan.text_plan import own_unit, parse_plan
 from linter.rules import rules_by_code
-from linter.segments import top_level_segments
+from linter.plan.segments import top_level_segments
 
 # Definitions no module rule reads: they must not reach libcst.
 UNRELATED = (
@@ -35,9 +36,9 @@ def test_a_module_rules_finding_is_the_whole_files_from_its_definitions_alone(co
     text = rules_by_code()[code].INVALID[index].code + UNRELATED
     job = _job()
     plan = parse_plan(text, job.rules, job.settings)
-    seeds = runner._module_seeds(ast.parse(text), job, runner._text_screened(plan.module_rules, text, job, "m.py"), "m.py")
+    seeds = units._module_seeds(ast.parse(text), job, units._text_screened(plan.module_rules, text, job, "m.py"), "m.py")
     assert code in seeds
-    kept = runner._definitions_holding(top_level_segments(code_only(text)), frozenset().union(*seeds.values()))
+    kept = units._definitions_holding(top_level_segments(code_only(text)), frozenset().union(*seeds.values()))
     unrelated = text.count("\n", 0, text.index("def unrelated_helper"))
     assert all(not (start <= unrelated < end) for start, end in kept)
     fast = runner._lint_text(text, "m.py", job)
@@ -52,7 +53,7 @@ def test_a_definition_named_through_a_module_statement_is_kept() -> None:
         "def far_away():\n    return 2\n\n\n"
         "class Child(Base):\n    def __init__(self):\n        super().__init__()\n"
     )
-    kept = runner._definitions_holding(top_level_segments(code_only(text)), frozenset({13}))
+    kept = units._definitions_holding(top_level_segments(code_only(text)), frozenset({13}))
     assert sorted(kept) == [(0, 5), (12, 16)]
 
 

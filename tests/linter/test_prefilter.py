@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from linter.prefilter import parse_plan
+from linter.plan.text_plan import parse_plan
 from linter.rules import all_rules, rules_by_code
 from linter.settings import Settings
 from tests.linter.fakes import FlagMe
@@ -108,7 +108,7 @@ def test_kv105_reads_its_evidence_in_code_not_in_comments_or_docstrings(in_code:
 
 
 def test_a_module_rules_text_screen_is_given_what_its_condition_found_in_the_code() -> None:
-    from linter.prefilter import kv105_helpers
+    from linter.rules.kv105.condition import kv105_helpers
 
     parse_plan(_DOCUMENTED, [rules_by_code()["KV105"]], Settings())
     assert kv105_helpers(_DOCUMENTED, Settings()) == set()
@@ -121,7 +121,7 @@ def test_a_module_rules_text_screen_is_given_what_its_condition_found_in_the_cod
     st.sampled_from(["attn", "attention", "mla", "kv", "cache", "qkv", "scale"]),
 )
 def test_a_word_is_in_the_lower_cased_names_as_in_the_lower_cased_text(pieces: list[str], word: str) -> None:
-    from linter.prefilter.file import _File
+    from linter.plan.file import _File
 
     text = "".join(pieces)
     assert (word in _File(text, Settings()).lower_names) == (word in text.lower())
@@ -299,8 +299,8 @@ def test_scale_and_head_words_are_read_in_any_case() -> None:
 
 
 def test_definition_lines_are_the_lines_the_definition_pattern_finds() -> None:
-    from linter.prefilter import definition_lines
-    from linter.prefilter.lines import _DEFINITION
+    from linter.plan.lines import definition_lines
+    from linter.plan.lines import _DEFINITION
 
     text = ("import x\ndef f():\n    pass\n  async  def g(): ...\nclass A:\n    @property\n    def default(self):\n"
             "        undef = 1  # def\n        x = a @ b\n@dec\nclassy = 2\nasync def\tz(): pass\ndef")
@@ -323,8 +323,8 @@ def test_a_top_level_class_header_or_a_dataclass_import_does_not_send_the_file_w
 
 
 def test_identifier_set_reads_non_ascii_text_as_the_identifier_pattern_does() -> None:
-    from linter.prefilter import identifier_set
-    from linter.prefilter.words import _IDENTIFIER
+    from linter.plan.words import identifier_set
+    from linter.plan.words import _IDENTIFIER
 
     text = "x×y = 3·k_cache  # 形状 2d→3d, 4ª café_crème\nv\u00a0w ½z 7seg\n"
     assert identifier_set(text) == frozenset(_IDENTIFIER.findall(text))
@@ -335,7 +335,7 @@ def test_identifier_set_reads_non_ascii_text_as_the_identifier_pattern_does() ->
 
 
 def test_k_candidates_are_the_identifiers_with_a_k_side_part() -> None:
-    from linter.prefilter.file import _k_candidates
+    from linter.plan.file import _k_candidates
 
     ids = ["k", "__k", "k__x", "xk", "k_k", "q_k_v", "kk", "key_states", "my_keys", "Keys", "KEY", "a_K", "bk", "keyed"]
     assert _k_candidates(ids) == {"k", "__k", "k__x", "xk", "k_k", "q_k_v", "key_states", "my_keys", "Keys", "KEY", "a_K"}
@@ -436,7 +436,7 @@ def test_kv301_needs_an_attribute_of_the_pair_rebuilt_from_itself() -> None:
 
 
 def test_a_reshape_call_s_first_dotted_argument_is_read_where_each_call_name_ends() -> None:
-    from linter.prefilter.file import _File
+    from linter.plan.file import _File
 
     text = (
         "a = torch.narrow(self.k_cache, 0, 0, n)\n"
@@ -452,7 +452,7 @@ def test_a_reshape_call_s_first_dotted_argument_is_read_where_each_call_name_end
 
 
 def test_kv104_reads_every_return_of_one_name_twice_in_one_pass() -> None:
-    from linter.prefilter.kv104 import _returned_twice
+    from linter.rules.kv104.condition import _returned_twice
 
     assert _returned_twice("def f(k):\n    return k, k\n") == {"k"}
     assert _returned_twice("    return self.key, key.view(2, -1)\n") == {"key"}
@@ -467,7 +467,12 @@ def test_kv104_reads_every_return_of_one_name_twice_in_one_pass() -> None:
 
 
 def _possessive_patterns() -> dict[str, re.Pattern[str]]:
-    from linter.prefilter import file, kv104, kv105, kv207, kv209, words
+    from linter.plan import file
+    from linter.rules.kv104 import condition as kv104
+    from linter.rules.kv105 import condition as kv105
+    from linter.rules.kv207 import condition as kv207
+    from linter.rules.kv209 import condition as kv209
+    from linter.plan import words
 
     found = {}
     for module in (file, kv104, kv105, kv207, kv209, words):
@@ -485,7 +490,7 @@ def test_the_gap_and_name_chains_are_possessive() -> None:
     # What stands between tokens, and a name before a dot, can never give back what it took:
     # 3.5% less CPU over sglang and vllm than backtracking, KV104's returns read in one pass.
     patterns = _possessive_patterns()
-    assert {"linter.prefilter.words._DOT", "linter.prefilter.kv104._RETURNED_PAIR", "linter.prefilter.kv209._BEFORE_ARGUMENT"} <= set(patterns)
+    assert {"linter.plan.words._DOT", "linter.rules.kv104.condition._RETURNED_PAIR", "linter.rules.kv209.condition._BEFORE_ARGUMENT"} <= set(patterns)
 
 
 @given(st.lists(st.sampled_from(_PATTERN_PIECES), max_size=60))
@@ -504,7 +509,7 @@ _WORD_PIECES = ["k", "key", "k_cache", "self", "é", "_", "1", " ", ".", "(", "\
 
 @given(st.lists(st.sampled_from(_WORD_PIECES), max_size=120), st.sampled_from(["k", "key", "k_cache", "self", "ключ"]))
 def test_word_spans_are_the_whole_word_matches(pieces: list[str], word: str) -> None:
-    from linter.prefilter.words import _FEW, word_spans
+    from linter.plan.words import _FEW, word_spans
 
     text = "".join(pieces)
     expected = [m.span() for m in re.finditer(rf"(?<!\w){re.escape(word)}(?!\w)", text)]
@@ -520,7 +525,7 @@ def test_word_spans_are_the_whole_word_matches(pieces: list[str], word: str) -> 
     st.sampled_from(["k", "key", "k_cache", "ключ"]),
 )
 def test_word_spans_asked_again_answer_for_the_text_asked_about(first: list[str], second: list[str], word: str) -> None:
-    from linter.prefilter.words import word_spans
+    from linter.plan.words import word_spans
 
     def spans(text: str) -> list[tuple[int, int]]:
         return [m.span() for m in re.finditer(rf"(?<!\w){re.escape(word)}(?!\w)", text)]
@@ -537,7 +542,7 @@ def test_word_spans_asked_again_answer_for_the_text_asked_about(first: list[str]
 
 
 def test_self_attributes_read_ascii_and_other_text_alike() -> None:
-    from linter.prefilter.file import _File
+    from linter.plan.file import _File
 
     text = "x = self.k_cache\ny = self . v_cache[0]\nz = obj.self.inner\nmyself.not_this = 1\nself(k)\n"
     expected = {"k_cache", "v_cache", "inner"}
@@ -553,8 +558,8 @@ _STATEMENT_PIECES = ["    x = f(", "k", ")", "]", "[", "\\", "\n", "\n", "def g(
 
 @given(st.lists(st.sampled_from(_STATEMENT_PIECES), max_size=40))
 def test_a_statement_start_is_what_a_walk_from_the_chunk_start_finds(pieces: list[str]) -> None:
-    from linter.prefilter.file import _File
-    from linter.prefilter.statements import _statement_end
+    from linter.plan.file import _File
+    from linter.plan.statements import _statement_end
 
     def walked(code: str, start: int, at: int) -> int | None:
         # Statement by statement from the chunk's start, each end looked for before ``at``.
@@ -573,8 +578,8 @@ def test_a_statement_start_is_what_a_walk_from_the_chunk_start_finds(pieces: lis
 
 
 def test_own_statements_leave_out_nested_definitions() -> None:
-    from linter.code_only import code_only
-    from linter.prefilter.statements import own_statements
+    from linter.plan.code_only import code_only
+    from linter.plan.statements import own_statements
 
     body = code_only(
         "(x, n):\n"
@@ -608,7 +613,7 @@ _IMPORT_PIECES = ["from x import ", "from .y.z import (", "from \\\n x import ",
 
 @given(st.lists(st.sampled_from(_IMPORT_PIECES), max_size=40))
 def test_from_imports_read_in_runs_as_character_by_character(pieces: list[str]) -> None:
-    from linter.prefilter.imports import _FROM_IMPORT
+    from linter.plan.imports import _FROM_IMPORT
 
     text = "".join(pieces)
     found = [(m.span(), m.groups()) for m in _FROM_IMPORT.finditer(text)]

@@ -1,5 +1,5 @@
-"""KV207's text condition (``prefilter.kv207._kv207``) against its module screen
-(``module_screens.kv207``): wherever the screen says yes the condition must too; where the
+"""KV207's text condition (``rules.kv207.condition._kv207``) against its module screen
+(``rules.kv207.screen.kv207``): wherever the screen says yes the condition must too; where the
 twin of the redeclared side is surely defined by the class itself it now says no."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import itertools
 
 import pytest
 
-from linter.code_only import code_only
-from linter.module_screens import kv207 as screen
-from linter.prefilter import parse_plan
-from linter.prefilter.file import _File
-from linter.prefilter.kv207 import _kv207, _surely_defined
+from linter.plan.code_only import code_only
+from linter.rules.kv207.screen import kv207 as screen
+from linter.plan.text_plan import parse_plan
+from linter.plan.file import _File
+from linter.rules.kv207.condition import _kv207, _surely_defined
 from linter.rules import rules_by_code
 from linter.settings import Settings
 

@@ -1,6 +1,6 @@
-"""KV209's text condition (``prefilter.kv209._kv209``): it reads which local helpers may return a
+"""KV209's text condition (``rules.kv209.condition._kv209``): it reads which local helpers may return a
 view, which names are a first argument's root and whether the key's and value's helper calls
-differ, and must still admit every file its module screen (``module_screens.kv209``) says yes
+differ, and must still admit every file its module screen (``rules.kv209.screen.kv209``) says yes
 to."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from linter.module_screens import kv209 as screen
-from linter.prefilter import parse_plan
-from linter.prefilter.file import _File
-from linter.prefilter.kv209 import _kv209
+from linter.rules.kv209.screen import kv209 as screen
+from linter.plan.text_plan import parse_plan
+from linter.plan.file import _File
+from linter.rules.kv209.condition import _kv209
 from linter.rules import rules_by_code
 from linter.settings import Settings
 
@@ -251,7 +251,7 @@ _HEAD_PIECES = ["self", ".", "heads", "(", " ", "\n", "\\\n", "k_proj", "x", ","
 def test_the_call_head_is_found_from_the_cut_window_as_from_the_whole(pieces: list[str], head: str) -> None:
     # The search for the call before a first argument starts after the last character that
     # cannot be part of it; from 200 characters back, it must find the same call.
-    from linter.prefilter.kv209 import _BEFORE_ARGUMENT, _call_head_start
+    from linter.rules.kv209.condition import _BEFORE_ARGUMENT, _call_head_start
 
     text = "".join(pieces) + head + "k"
     end = len(text) - 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from linter.reshapes import (
+from linter.model.reshapes import (
     AMBIGUOUS,
     HEAD_DIM,
     TOKEN_HEAD,

@@ -6,8 +6,8 @@ from textwrap import dedent
 
 import libcst as cst
 
-from linter.pairs import source_of
-from linter.scopes import DIFFER, SAME, exclusive, mismatches, scope_of
+from linter.model.pairs import source_of
+from linter.model.scopes import DIFFER, SAME, exclusive, mismatches, scope_of
 
 
 def function_scope(source: str, enclosing: tuple[str, ...] = ("f",)):

@@ -5,12 +5,13 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from linter.code_only import code_only
-from linter.prefilter import excerpt, parse_plan
-from linter.prefilter.file import _File
-from linter.prefilter.kv101 import _kv101
+from linter.plan.code_only import code_only
+from linter.plan.text_plan import excerpt, parse_plan
+from linter.plan.file import _File
+from linter.rules.kv101.condition import _kv101
 from linter.rules import rules_by_code
-from linter.runner import _class_text, _screened_units, check_stdin, job_for
+from linter.plan.units import _class_text, _screened_units
+from linter.runner import check_stdin, job_for
 from linter.settings import Settings
 
 SETTINGS = Settings(select=frozenset({"KV102"}))
@@ -204,7 +205,7 @@ def test_a_class_no_member_of_which_meets_a_condition_alone_is_not_planned() -> 
 
 
 def test_the_plan_reads_by_method_exactly_the_rules_the_screens_read_by_method() -> None:
-    from linter.ast_screens import METHOD_SCOPED
-    from linter.prefilter import BY_METHOD
+    from linter.plan.screens import METHOD_SCOPED
+    from linter.plan.text_plan import BY_METHOD
 
     assert BY_METHOD == METHOD_SCOPED

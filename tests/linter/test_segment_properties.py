@@ -19,8 +19,8 @@ import hypothesmith
 import pytest
 from hypothesis import assume, given, settings
 
-from linter.code_only import code_only
-from linter.segments import Segment, top_level_segments
+from linter.plan.code_only import code_only
+from linter.plan.segments import Segment, top_level_segments
 from tests.linter.test_fuzz import PROFILE
 
 # hypothesmith compiles each generated program to check it; programs such as ``1()`` draw a

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from linter.code_only import code_only
-from linter.segments import Segment, header, top_level_segments
+from linter.plan.code_only import code_only
+from linter.plan.segments import Segment, header, top_level_segments
 
 
 def _cuts(text: str) -> list[tuple[int, int, str]]:

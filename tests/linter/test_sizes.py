@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from linter.names import Role, is_kv_head_count_name, name_role
-from linter.sizes import Aliases, heads_mismatch
+from linter.model.names import Role, is_kv_head_count_name, name_role
+from linter.model.sizes import Aliases, heads_mismatch
 
 
 @pytest.mark.parametrize(
@@ -156,7 +156,7 @@ def test_the_ast_screens_compare_sizes_as_the_rules_do(left: str, right: str, im
     # libcst's; ``kv`` resolves to a KV width through an alias on both.
     import ast
 
-    from linter import ast_sizes
+    from linter.model import ast_sizes
 
     aliases, tree_aliases = Aliases(), ast_sizes.Aliases()
     aliases.record(cst.parse_expression("kv"), cst.parse_expression("num_kv_heads * head_dim"))

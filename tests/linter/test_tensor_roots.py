@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from linter.tensor_roots import tensor_root
+from linter.model.tensor_roots import tensor_root
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""``linter.traversal`` calls what libcst's ``visit_batched`` calls, on the same nodes, in the
+"""``linter.model.traversal`` calls what libcst's ``visit_batched`` calls, on the same nodes, in the
 same order, and skips only subtrees that hold nothing but trivia."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from linter import traversal
+from linter.model import traversal
 from linter.rules import all_rules
 
 _ROOT = Path(__file__).resolve().parents[2]

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from linter.ast_screens import SCREENS, may_report
-from linter.prefilter import parse_plan
+from linter.plan.screens import SCREENS, may_report
+from linter.plan.text_plan import parse_plan
 from linter.rules import all_rules, rule_triggers
 from linter.settings import Settings
-from linter.triggers import (
+from linter.plan.triggers import (
     ATTENTION,
     PAIRED,
     AnyCase,
@@ -100,7 +100,7 @@ def test_the_pair_rules_settle_a_file_without_a_kv_pair_from_text() -> None:
 
 
 def test_words_of_word_characters_are_found_among_the_identifiers_as_in_the_text() -> None:
-    from linter.prefilter.words import identifier_set
+    from linter.plan.words import identifier_set
 
     scanner = Scanner({
         "A": Trigger(("attn",), ("[",)), "B": Trigger(AnyCase("cache"), ("=",)),

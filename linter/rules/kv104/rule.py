@@ -1,0 +1,410 @@
+"""KV104: the value side computed from the key side's twin while the value twin exists."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from linter.model.classes import ClassModel, OwnerTracking
+from linter.model.functions import FunctionModel, function_model
+from linter.model.walk import children
+from linter.model.names import is_kv_tensor_name, key_counterpart, kv_side, value_counterpart
+from linter.model.pairs import dotted_name, source_of
+from linter.rules.base import Example, Rule
+from linter.model.tensor_roots import tensor_root
+from linter.plan.triggers import PAIRED, Trigger
+
+# In-place writes whose source tensor is the argument at this position.
+_WRITES = {"copy_": 0, "index_copy_": 2, "index_copy": 2}
+
+
+def _calls(expr: cst.CSTNode) -> Iterator[cst.Call]:
+    if isinstance(expr, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+        return
+    if isinstance(expr, cst.Call):
+        yield expr
+    for child in children(expr):
+        yield from _calls(child)
+
+
+def _head_dim_store(node: cst.CSTNode) -> bool:
+    """``k[..., a:b] = ...``: a write into part of the last (head-dim) axis."""
+    return (
+        isinstance(node, cst.Subscript) and len(node.slice) > 1
+        and isinstance(node.slice[0].slice, cst.Index) and isinstance(node.slice[0].slice.value, cst.Ellipsis)
+    )
+
+
+def _tail(name: str) -> str:
+    return name.rsplit(".", 1)[-1]
+
+
+class ValueFromKeyTwin(OwnerTracking, Rule):
+    code = "KV104"
+    # Every finding names a K-side name and the V twin that sits unused.
+    trigger = Trigger(PAIRED)
+    name = "value-from-key-twin"
+    summary = "Value computed, reshaped or stored through the key side's twin while the value twin sits unused"
+    what = (
+        "Finds the value side of attention produced by the key side's machinery where the value "
+        "side has its own: a V-side target (`v`, `value_states`, `self.v_cache`) assigned from "
+        "a call of a K-side callable (`self.k_proj(x)`, `self.get_k_cache_shape()`) while the "
+        "class (or the function's parameters) holds the V twin (`v_proj`, `get_v_cache_shape`) and this function "
+        "never uses it; a value parameter overwritten from the key parameter before it was ever "
+        "read (`value = key.view(...)` in `def f(query, key, value)`); a V-side tensor written "
+        "into a K-side cache (`k_cache[slots] = v`, `key_cache.copy_(value)`) where the V cache "
+        "exists; a value-side method (`get_value_buffer`) that returns or writes the K-side "
+        "attribute while the class has the V one; and a function returning the same K-side "
+        "tensor twice (`return k_cache, k_cache`) where the V twin exists. The evidence is always the value twin that is "
+        "defined and left unused, never a name alone."
+    )
+    why = (
+        "Copy-paste between the K and V lines is the most common K/V bug that ships: the value "
+        "becomes a second copy of the key, the shapes still agree (or agree for the models that "
+        "were tested), and the model silently attends over the wrong values. Multi-head latent "
+        "attention that uses K as V on purpose has no separate V projection, cache or helper, so "
+        "it is not reported."
+    )
+    bad = """\
+class Attention(nn.Module):
+    def __init__(self, hidden, kv_size):
+        super().__init__()
+        self.k_proj = nn.Linear(hidden, kv_size)
+        self.v_proj = nn.Linear(hidden, kv_size)
+
+    def forward(self, x):
+        k = self.k_proj(x)
+        v = self.k_proj(x)
+        return k, v
+"""
+    good = """\
+class Attention(nn.Module):
+    def __init__(self, hidden, kv_size):
+        super().__init__()
+        self.k_proj = nn.Linear(hidden, kv_size)
+        self.v_proj = nn.Linear(hidden, kv_size)
+
+    def forward(self, x):
+        k = self.k_proj(x)
+        v = self.v_proj(x)
+        return k, v
+"""
+    fix_text = (
+        "Use the value twin: `self.v_proj(x)`, `get_v_cache_shape()`, `value`, `v_cache`. No "
+        "automatic fix: when the key twin was meant (K used as V by design), delete the unused "
+        "value twin instead so the intent is visible."
+    )
+
+    VALID = (
+        Example(good),
+        # MLA with K as V: there is no V projection to use.
+        Example("""\
+class LatentAttention(nn.Module):
+    def __init__(self, hidden, rank):
+        super().__init__()
+        self.kv_a_proj = nn.Linear(hidden, rank)
+
+    def forward(self, x):
+        k = self.kv_a_proj(x)
+        v = k
+        return k, v
+"""),
+        # A shared-KV layer: the V projection is used where it exists.
+        Example("""\
+class Attention(nn.Module):
+    def __init__(self, hidden, size, k_eq_v):
+        super().__init__()
+        self.k_proj = nn.Linear(hidden, size)
+        self.v_proj = None if k_eq_v else nn.Linear(hidden, size)
+
+    def forward(self, x):
+        k = self.k_proj(x)
+        v = self.v_proj(x) if self.v_proj is not None else self.k_proj(x)
+        return k, v
+"""),
+        # A value parameter read first, then defaulted from the key.
+        Example("""\
+def attend(query, key, value=None):
+    if value is None:
+        value = key.clone()
+    return F.scaled_dot_product_attention(query, key, value)
+"""),
+        # K-only indexer cache: nothing V-side is written into it.
+        Example("""\
+class Indexer:
+    def __init__(self, pool):
+        self.k_cache = pool
+
+    def store(self, slots, k):
+        self.k_cache[slots] = k
+"""),
+        # MLA: the key's latent part is the value.
+        Example("""\
+def mla_inputs(k_input, v_input, k_pe, rank):
+    k_input[..., :rank] = v_input
+    k_input[..., rank:] = k_pe
+    return F.scaled_dot_product_attention(q, k_input, v_input)
+"""),
+        # MLA again, the latent not the value twin itself: a write into part of the key's head
+        # dim builds the key, whatever V-side name fills it.
+        Example("""\
+def build_latent_key(key, value, kv_c, k_pe, rank):
+    v_latent = kv_c.unsqueeze(1)
+    key[..., :rank] = v_latent
+    key[..., rank:] = k_pe
+    value.copy_(v_latent)
+    return key, value
+"""),
+        # Each cache gets its own side.
+        Example("""\
+def write(key_cache, value_cache, slots, key, value):
+    key_cache[slots] = key
+    value_cache[slots] = value
+"""),
+        # MLA pool: the value is a view of the key buffer, and there is no value buffer.
+        Example("""\
+class LatentPool:
+    def __init__(self, k, rank):
+        self.k_buffer = k
+        self.rank = rank
+
+    def get_value_buffer(self, layer):
+        return self.k_buffer[layer][..., : self.rank]
+"""),
+        # Allocation through each side's own helper.
+        Example("""\
+class Pool:
+    def get_k_shape(self):
+        return (self.n, self.k_dim)
+
+    def get_v_shape(self):
+        return (self.n, self.v_dim)
+
+    def allocate(self):
+        self.k_cache = torch.empty(self.get_k_shape())
+        self.v_cache = torch.empty(self.get_v_shape())
+"""),
+    )
+    INVALID = (
+        Example(bad, line=9),
+        # The value parameter is dead: overwritten from the key before any read.
+        Example("""\
+def attend(query, key, value, b, s, h, d):
+    key = key.view(b, s, h, d)
+    value = key.view(b, s, h, d)
+    return F.scaled_dot_product_attention(query, key, value)
+""", line=3),
+        # The value written into the key cache.
+        Example("""\
+def write(key_cache, value_cache, slots, key, value):
+    key_cache[slots] = key
+    key_cache[slots] = value
+""", line=3),
+        # The value cache allocated with the key's shape helper.
+        Example("""\
+class Pool:
+    def get_k_shape(self):
+        return (self.n, self.k_dim)
+
+    def get_v_shape(self):
+        return (self.n, self.v_dim)
+
+    def allocate(self):
+        self.k_cache = torch.empty(self.get_k_shape())
+        self.v_cache = torch.empty(self.get_k_shape())
+""", line=10),
+        # The key cache returned as the value cache.
+        Example("""\
+class Cache:
+    def __init__(self, k, v):
+        self.k_cache = k
+        self.v_cache = v
+
+    def get(self):
+        return self.k_cache, self.k_cache
+""", line=7),
+        # The value getter hands out the key buffer.
+        Example("""\
+class TokenPool:
+    def __init__(self, k, v):
+        self.k_buffer = k
+        self.v_buffer = v
+
+    def get_key_buffer(self, layer):
+        return self.k_buffer[layer]
+
+    def get_value_buffer(self, layer):
+        return self.k_buffer[layer]
+""", line=10),
+        # Written through the key cache with copy_.
+        Example("""\
+class Cache:
+    def __init__(self, k, v):
+        self.key_cache = k
+        self.value_cache = v
+
+    def update(self, key, value):
+        self.key_cache.copy_(key)
+        self.key_cache.copy_(value)
+""", line=8),
+    )
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        owner = self.enter_function()
+        model = function_model(node)
+        self._twin_calls(model, owner)
+        self._dead_value_parameter(model)
+        self._crossed_writes(model, owner)
+        self._returned_twice(model, owner)
+        if owner is not None and kv_side(node.name.value, self.extra_pairs) == "v":
+            self._value_method_on_key(node.name.value, model, owner)
+
+    @staticmethod
+    def _twin_exists(twin: str, via_self: bool, owner: ClassModel | None, model: FunctionModel) -> bool:
+        # Only the class or the function itself: every fact of a finding then lies in one
+        # top-level definition, which the pre-filter relies on.
+        if via_self:
+            return owner is not None and owner.defines(twin)
+        return twin in model.params
+
+    def _twin_calls(self, model: FunctionModel, owner: ClassModel | None) -> None:
+        """``v = self.k_proj(x)`` where ``self.v_proj`` exists and this function never uses it."""
+        for assignment in model.assignments:
+            target = _tail(assignment.name)
+            if assignment.position is not None or kv_side(target, self.extra_pairs) != "v":
+                continue
+            for call in _calls(assignment.value):
+                callee = dotted_name(call.func)
+                if callee is None or callee.count(".") > 1:
+                    continue
+                via_self = callee.startswith("self.")
+                if "." in callee and not via_self:
+                    continue  # ``torch.k_fn``, ``module.k_fn``: not this class's twin
+                k_name = _tail(callee)
+                if kv_side(k_name, self.extra_pairs) != "k":
+                    continue
+                twin = value_counterpart(k_name, self.extra_pairs)
+                if twin is None or twin == target or model.mentions(twin):
+                    continue
+                if not self._twin_exists(twin, via_self, owner, model):
+                    continue
+                shown = f"self.{twin}" if via_self else twin
+                self.report(
+                    call,
+                    f"value `{assignment.name}` is computed with `{callee}`, the key side's "
+                    f"callable, though `{shown}` exists and this function never uses it",
+                    suggestion=f"call `{shown}` for the value side",
+                )
+                break
+
+    def _dead_value_parameter(self, model: FunctionModel) -> None:
+        """``value = key.view(...)`` in a function that receives ``value`` and never read it."""
+        for assignment in model.assignments:
+            target = assignment.name
+            if assignment.position is not None or "." in target or target not in model.params or not is_kv_tensor_name(target, self.extra_pairs):
+                continue
+            key = key_counterpart(target, self.extra_pairs)
+            if key is None or key not in model.params or tensor_root(assignment.value) != key:
+                continue
+            if not isinstance(assignment.value, (cst.Call, cst.Subscript)):
+                continue  # ``value = key``: an alias, what K-as-V code writes on purpose
+            if model.read_before(target, assignment.order):
+                continue
+            self.report(
+                assignment.value,
+                f"value parameter `{target}` is overwritten with `{source_of(assignment.value)}`, "
+                f"built from the key `{key}`, before it is ever read",
+                suggestion=f"build `{target}` from `{target}`, not from `{key}`",
+            )
+
+    def _v_twin_present(self, k_tail: str, model: FunctionModel, owner: ClassModel | None) -> str | None:
+        twin = value_counterpart(k_tail, self.extra_pairs)
+        if twin is None:
+            return None
+        if model.mentions(twin) or twin in model.params or (owner is not None and owner.defines(twin)):
+            return twin
+        return None
+
+    def _crossed_writes(self, model: FunctionModel, owner: ClassModel | None) -> None:
+        """``k_cache[slots] = v`` or ``k_cache.copy_(v)`` where the V cache exists."""
+        writes: list[tuple[cst.CSTNode, str, cst.BaseExpression]] = [
+            (store.node, store.base, store.value) for store in model.stores
+        ]
+        for call in model.calls:
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _WRITES:
+                base = dotted_name(func.value)
+                positional = [a.value for a in call.args if a.keyword is None and not a.star]
+                index = _WRITES[func.attr.value]
+                if base is not None and index < len(positional):
+                    writes.append((call, base, positional[index]))
+        for node, base, value in writes:
+            k_tail = _tail(base)
+            if kv_side(k_tail, self.extra_pairs) != "k" or not is_kv_tensor_name(k_tail, self.extra_pairs):
+                continue
+            if not isinstance(value, (cst.Name, cst.Attribute)):
+                continue
+            v_tail = _tail(dotted_name(value) or "")
+            if kv_side(v_tail, self.extra_pairs) != "v" or not is_kv_tensor_name(v_tail, self.extra_pairs):
+                continue
+            twin = self._v_twin_present(k_tail, model, owner)
+            if twin is None or twin == v_tail or _head_dim_store(node):
+                # ``k[..., :rank] = v``: MLA builds its key from the value's latent on purpose.
+                continue
+            self.report(
+                node,
+                f"value `{source_of(value)}` is written into the key side `{base}` although "
+                f"the value side `{twin}` exists",
+                suggestion=f"write `{source_of(value)}` into `{twin}`",
+            )
+
+    def _value_method_on_key(self, method: str, model: FunctionModel, owner: ClassModel) -> None:
+        """``def get_value_buffer(self, i): return self.k_buffer[i]`` where ``self.v_buffer``
+        exists and this method never mentions it."""
+        sites = [(r.value, r.value) for r in model.returns if r.value is not None]
+        sites += [(store.node, store.node) for store in model.stores]
+        for node, expr in sites:
+            root = expr
+            while isinstance(root, (cst.Subscript, cst.Call)):
+                func = root.func if isinstance(root, cst.Call) else None
+                if func is not None and not isinstance(func, cst.Attribute):
+                    break
+                root = root.value if isinstance(root, cst.Subscript) else func.value
+            name = dotted_name(root)
+            if name is None or not name.startswith("self.") or name.count(".") != 1:
+                continue
+            attr = name[5:]
+            if kv_side(attr, self.extra_pairs) != "k" or not is_kv_tensor_name(attr, self.extra_pairs):
+                continue
+            twin = value_counterpart(attr, self.extra_pairs)
+            if twin is None or not owner.defines(twin) or model.mentions(twin):
+                continue
+            self.report(
+                node,
+                f"value-side method `{method}` reaches the key side `self.{attr}` although "
+                f"`self.{twin}` exists and this method never uses it",
+                suggestion=f"use `self.{twin}` in `{method}`",
+            )
+            return
+
+    def _returned_twice(self, model: FunctionModel, owner: ClassModel | None) -> None:
+        """``return k_cache, k_cache`` where ``v_cache`` exists."""
+        for ret in model.returns:
+            if not isinstance(ret.value, cst.Tuple) or len(ret.value.elements) != 2:
+                continue
+            first, second = (e.value for e in ret.value.elements)
+            name = dotted_name(first)
+            if name is None or dotted_name(second) != name:
+                continue
+            k_tail = _tail(name)
+            if kv_side(k_tail, self.extra_pairs) != "k" or not is_kv_tensor_name(k_tail, self.extra_pairs):
+                continue
+            twin = self._v_twin_present(k_tail, model, owner)
+            if twin is None:
+                continue
+            self.report(
+                second,
+                f"`{name}` is returned as both the key and the value side although `{twin}` exists",
+                suggestion=f"return `{twin}` as the value side",
+            )
