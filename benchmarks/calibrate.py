@@ -1,12 +1,16 @@
 """Calibration on real code: ``python -m benchmarks.calibrate [TREE...]``.
 
 Runs every kvlint rule (no cache) over whichever calibration trees are present (vllm, sglang,
-transformers, vllm-ascend by default) and prints the findings per tree and rule; ``--show``
-prints each finding too, ``--fixes`` what ``--fix`` would offer. Precision is judged here: every
-finding this prints must be a real bug or a warning the project's maintainers would accept.
+transformers, vllm-ascend by default; every tree of ``benchmarks/calibration_trees.toml`` with
+``--all``, or one split of it with ``--split tune|measure``) and prints the findings per tree and
+rule, then per split; ``--show`` prints each finding too. Precision is judged here: every finding
+this prints must be a real bug or a warning the project's maintainers would accept.
 
 The trees live under one root: ``--root``, else ``$KVLINT_TREES``, else ``./.trees``. A tree
-argument may also be a path. An absent tree is skipped with a line saying so, never silently.
+argument may also be a path. ``--fetch CACHE`` downloads the pinned releases of the chosen trees
+(``pip download --no-deps``, wheel or sdist) and unpacks their ``.py`` files under
+``CACHE/trees`` first, then uses that as the root. An absent tree is skipped with a line saying
+so, never silently.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.calibration_trees import fetch_trees, manifest
 from linter import runner
 from linter.files import discover
 from linter.finding import Finding
@@ -102,12 +107,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.calibrate", description=__doc__.split("\n\n")[0])
     parser.add_argument("trees", nargs="*", metavar="TREE", help=f"tree names under the root, or paths (default: {', '.join(TREES)})")
     parser.add_argument("--root", type=Path, default=None, help="directory holding the trees (default: $KVLINT_TREES or ./.trees)")
+    parser.add_argument("--all", action="store_true", help="every tree of benchmarks/calibration_trees.toml")
+    parser.add_argument("--split", choices=("tune", "measure"), help="the trees of one split of the manifest")
+    parser.add_argument("--fetch", type=Path, metavar="CACHE", help="download and unpack the chosen trees under CACHE first")
     parser.add_argument("--show", action="store_true", help="print every finding with its suggestion or fix")
     parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), help="worker processes")
     args = parser.parse_args(argv)
 
+    names = list(args.trees)
+    if args.all or args.split:
+        names += [tree.name for tree in manifest() if args.split in (None, tree.split)]
     root = args.root or default_root()
-    present, absent = resolve_trees(args.trees, root)
+    if args.fetch:
+        wanted = [tree for tree in manifest() if tree.name in (names or TREES)]
+        for line in fetch_trees(wanted, args.fetch):
+            print(line, file=sys.stderr)
+        root = args.fetch / "trees"
+    present, absent = resolve_trees(names, root)
     for line in absent:
         print(line)
     if not present:
@@ -124,7 +140,22 @@ def main(argv: list[str] | None = None) -> int:
         for problem in run.problems:
             print(f"{name}: {problem}", file=sys.stderr)
     print(table(runs))
+    splits = {tree.name: tree.split for tree in manifest()}
+    print(split_summary(runs, splits))
     return 0
+
+
+def split_summary(runs: list[TreeRun], splits: dict[str, str]) -> str:
+    """One line per split: trees, files and findings (``unlisted`` for a tree the manifest lacks)."""
+    totals: dict[str, list[int]] = {}
+    for run in runs:
+        row = totals.setdefault(splits.get(run.name, "unlisted"), [0, 0, 0])
+        row[0] += 1
+        row[1] += run.files
+        row[2] += len(run.findings)
+    return "\n".join(
+        f"{split}: {trees} trees, {files} files, {found} findings" for split, (trees, files, found) in sorted(totals.items())
+    )
 
 
 if __name__ == "__main__":
