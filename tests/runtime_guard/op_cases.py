@@ -135,6 +135,24 @@ def _fia(site: str, layout: str) -> Case:
     return Case(site, build, _bsnd("actual_seq_lengths", "actual_seq_lengths_kv", "input_layout", "num_heads", "num_key_value_heads"))
 
 
+def _fia_paged_heads() -> Case:
+    cache = (BLOCKS, KVH, BS, D)
+
+    def build() -> tuple:  # decode over (blocks, KV_N, block_size, D) caches, one BSND query token per sequence
+        return (t(2, 1, H, D), t(*cache), t(*cache)), dict(
+            num_heads=H, num_key_value_heads=KVH, input_layout="BSND", block_table=t(2, 2, dtype=I32), block_size=BS, scale=0.088,
+            actual_seq_lengths=[1, 1], actual_seq_lengths_kv=[105, 200])
+    return Case(VA + "FIA decode over (blocks, KV_N, block_size, D) caches", build, (
+        m("block table passed as a list", "arguments_are_tensors", block_table=lambda: [[0, 1], [2, 3]]),
+        m("num_heads as a string", "argument_types", num_heads=lambda: "8"),
+        m("num_key_value_heads as a float", "argument_types", num_key_value_heads=lambda: 2.0),
+        m("KV heads before the TP split", "head_count_matches", num_key_value_heads=lambda: 4),
+        m("value cache of another block size", "caches_match", value=lambda: t(BLOCKS, KVH, 64, D)),
+        m("two query tokens claimed for one", "per_sequence_lengths_fit", actual_seq_lengths=lambda: [1, 2]),
+        m("block table of another batch", "block_table_shape", block_table=lambda: t(3, 2, dtype=I32)),
+    ))
+
+
 def _fia_v2(site: str, paged: bool) -> Case:
     if paged:
         def build() -> tuple:  # vllm-ascend mla/attention v2 path: TND query over paged caches
@@ -520,7 +538,7 @@ def _scatter_pa_cache() -> tuple:
 
 CASES: dict = {
     "npu_fusion_attention": (_fusion_attention(),),
-    "npu_fused_infer_attention_score": (_fia(VA + "attention_v1._get_fia_params (paged TND)", "TND"), _fia(SG + "ascend_backend.forward_extend (BSND)", "BSND")),
+    "npu_fused_infer_attention_score": (_fia(VA + "attention_v1._get_fia_params (paged TND)", "TND"), _fia(SG + "ascend_backend.forward_extend (BSND)", "BSND"), _fia_paged_heads()),
     "npu_fused_infer_attention_score_v2": (_fia_v2(VA + "FIA v2 over paged caches (TND)", paged=True), _fia_v2(VA + "FIA v2 prefill over contiguous K/V (TND)", paged=False)),
     "npu_prompt_flash_attention": (_prompt_flash(),),
     "npu_incre_flash_attention": (_incre_flash(),),
