@@ -153,6 +153,20 @@ def _fia_paged_heads() -> Case:
     ))
 
 
+def _fia_paged_nz() -> Case:
+    cache = (BLOCKS, KVH, D // 16, BS, 16)
+
+    def build() -> tuple:  # the FIA docstring's NZ form (blocks, KV_N, D/16, block_size, 16), BSH decode query
+        return (t(2, 1, H * D), t(*cache), t(*cache)), dict(
+            num_heads=H, num_key_value_heads=KVH, input_layout="BSH", block_table=t(2, 2, dtype=I32), block_size=BS, scale=0.088, actual_seq_lengths_kv=[105, 200])
+    return Case("torch_npu npu_fused_infer_attention_score docstring, NZ paged caches", build, (
+        m("caches of another head dim", "q_k_head_dims_match", key=lambda: t(BLOCKS, KVH, 64 // 16, BS, 16), value=lambda: t(BLOCKS, KVH, 64 // 16, BS, 16)),
+        m("value cache of another block size", "caches_match", value=lambda: t(BLOCKS, KVH, D // 16, 64, 16)),
+        m("block size of another cache config", "block_size_matches", block_size=lambda: 64),
+        m("cache split into heads that do not divide the query's", "kv_heads_divide_q_heads", num_key_value_heads=lambda: 3, key=lambda: t(BLOCKS, 3, D // 16, BS, 16), value=lambda: t(BLOCKS, 3, D // 16, BS, 16)),
+    ))
+
+
 def _fia_v2(site: str, paged: bool) -> Case:
     if paged:
         def build() -> tuple:  # vllm-ascend mla/attention v2 path: TND query over paged caches
@@ -538,7 +552,7 @@ def _scatter_pa_cache() -> tuple:
 
 CASES: dict = {
     "npu_fusion_attention": (_fusion_attention(),),
-    "npu_fused_infer_attention_score": (_fia(VA + "attention_v1._get_fia_params (paged TND)", "TND"), _fia(SG + "ascend_backend.forward_extend (BSND)", "BSND"), _fia_paged_heads()),
+    "npu_fused_infer_attention_score": (_fia(VA + "attention_v1._get_fia_params (paged TND)", "TND"), _fia(SG + "ascend_backend.forward_extend (BSND)", "BSND"), _fia_paged_heads(), _fia_paged_nz()),
     "npu_fused_infer_attention_score_v2": (_fia_v2(VA + "FIA v2 over paged caches (TND)", paged=True), _fia_v2(VA + "FIA v2 prefill over contiguous K/V (TND)", paged=False)),
     "npu_prompt_flash_attention": (_prompt_flash(),),
     "npu_incre_flash_attention": (_incre_flash(),),
