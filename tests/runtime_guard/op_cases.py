@@ -181,10 +181,19 @@ def _fia_v2(site: str, paged: bool) -> Case:
     return Case(site, build, _tnd("actual_seq_qlen", "actual_seq_kvlen", "input_layout", "num_query_heads"))
 
 
-def _fusion_attention() -> Case:
+def _fusion_attention() -> tuple:
     def build() -> tuple:  # vllm-ascend _forward_encoder_attention / sglang prefill: TND, lengths by keyword
         return (t(12, H, D), t(12, KVH, D), t(12, KVH, D), H, "TND"), dict(scale=0.088, sparse_mode=0, actual_seq_qlen=[5, 12], actual_seq_kvlen=[5, 12])
-    return Case(VA + "attention_v1._forward_encoder_attention (TND)", build, _tnd("actual_seq_qlen", "actual_seq_kvlen", "input_layout", "head_num"))
+    def one_list() -> tuple:  # encoder self-attention: one cu_seqlens list object passed for both sides
+        ends = [5, 12]
+        return (t(12, H, D), t(12, KVH, D), t(12, KVH, D), H, "TND"), dict(scale=0.088, actual_seq_qlen=ends, actual_seq_kvlen=ends)
+    return (
+        Case(VA + "attention_v1._forward_encoder_attention (TND)", build, _tnd("actual_seq_qlen", "actual_seq_kvlen", "input_layout", "head_num")),
+        Case(VA + "encoder self-attention, one cu_seqlens list for Q and K/V", one_list, (
+            m("K/V trimmed while one list still describes both", "cumulative_lengths_valid", key=lambda: t(11, KVH, D), value=lambda: t(11, KVH, D)),
+            m("query trimmed while one list still describes both", "cumulative_lengths_valid", query=lambda: t(11, H, D)),
+        )),
+    )
 
 
 def _prompt_flash() -> Case:
@@ -551,7 +560,7 @@ def _scatter_pa_cache() -> tuple:
 
 
 CASES: dict = {
-    "npu_fusion_attention": (_fusion_attention(),),
+    "npu_fusion_attention": _fusion_attention(),
     "npu_fused_infer_attention_score": (_fia(VA + "attention_v1._get_fia_params (paged TND)", "TND"), _fia(SG + "ascend_backend.forward_extend (BSND)", "BSND"), _fia_paged_heads(), _fia_paged_nz()),
     "npu_fused_infer_attention_score_v2": (_fia_v2(VA + "FIA v2 over paged caches (TND)", paged=True), _fia_v2(VA + "FIA v2 prefill over contiguous K/V (TND)", paged=False)),
     "npu_prompt_flash_attention": (_prompt_flash(),),
