@@ -1,7 +1,8 @@
 """Mutation testing of the guard's validators against the per-op case table (op_cases.py).
 
-Run from the repository root: ``python -m tests.runtime_guard.mutate_validators [module ...]``
-(default: runtime_guard/validators.py and runtime_guard/checks.py). Each mutant changes one
+Run from the repository root: ``python -m tests.runtime_guard.mutate_validators [module[:function] ...]``
+(default: runtime_guard.validators and runtime_guard.checks; ``runtime_guard.validators:attention``
+mutates one function). Each mutant changes one
 thing in one function: an ``if`` (or conditional expression) test deleted (never taken) or
 negated, or one comparison operator swapped (== and !=, < and >=, > and <=, is and is not,
 in and not in). The mutated function's code replaces the real one's in place, every case of
@@ -80,11 +81,14 @@ def main(argv: list[str]) -> int:
     runtime_guard.install("raise")
     assert not killed(CASES, guarded_op), "the unmutated guard fails its own case table"
     survivors = total = 0
-    for name in argv or ["runtime_guard.validators", "runtime_guard.checks"]:
+    for target in argv or ["runtime_guard.validators", "runtime_guard.checks"]:
+        name, _, only = target.partition(":")
         module = importlib.import_module(name)
         path = Path(module.__file__)
         tree = ast.parse(path.read_text())
         for function_name, line, what, node in mutants(tree):
+            if only and function_name != only:
+                continue
             real = getattr(module, function_name)
             namespace: dict = {}
             exec(compile(ast.fix_missing_locations(ast.Module([node], [])), str(path), "exec"), module.__dict__, namespace)  # noqa: S102 - the mutant's code only

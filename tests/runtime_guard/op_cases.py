@@ -64,6 +64,10 @@ def _common_attention(q_shape: tuple, kv_shape: tuple, layout_arg: str, heads_ar
         m("value missing", "arguments_are_tensors", value=lambda: None),
         m("key left on another card", "one_device_of_type", key=lambda: t(*kv_shape, index=1)),
         m("value cast to float32 alone", "one_dtype", value=lambda: t(*kv_shape, dtype=F32)),
+        m("key cast to float32 alone", "one_dtype", key=lambda: t(*kv_shape, dtype=F32)),
+        m("query cast to float32 alone", "one_dtype", query=lambda: t(*q_shape, dtype=F32)),
+        m("key quantised to int8 alone", "one_dtype", key=lambda: t(*kv_shape, dtype=I8)),
+        m("query, key and value left on the host", "one_device_of_type", query=lambda: torch.zeros(q_shape, dtype=BF16), key=lambda: torch.zeros(kv_shape, dtype=BF16), value=lambda: torch.zeros(kv_shape, dtype=BF16)),
         m("layout passed as None", "layout_is_text", **{layout_arg: lambda: None}),
         m("key not reshaped to the layout", "rank_matches_layout", key=lambda: t(*wrong_rank)),
         m("head count from the unsplit config", "head_count_matches", **{heads_arg: lambda: 2 * H}),
@@ -150,6 +154,19 @@ def _fia_paged_heads() -> Case:
         m("value cache of another block size", "caches_match", value=lambda: t(BLOCKS, KVH, 64, D)),
         m("two query tokens claimed for one", "per_sequence_lengths_fit", actual_seq_lengths=lambda: [1, 2]),
         m("block table of another batch", "block_table_shape", block_table=lambda: t(3, 2, dtype=I32)),
+    ))
+
+
+def _fia_c8() -> Case:
+    cache = (BLOCKS, KVH, BS, D)
+
+    def build() -> tuple:  # C8 decode: int8 (blocks, KV_N, block_size, D) caches, antiquant scales, KV heads left to the cache (0)
+        return (t(2, 1, H * D), t(*cache, dtype=I8), t(*cache, dtype=I8)), dict(
+            num_heads=H, num_key_value_heads=0, input_layout="BSH", block_table=t(2, 2, dtype=I32), block_size=BS, scale=0.088,
+            antiquant_scale=t(2, KVH * D), antiquant_mode=0, actual_seq_lengths_kv=[105, 200])
+    return Case(VA + "C8 (int8 KV cache) decode through FIA", build, (
+        m("antiquant scales dropped", "one_dtype", antiquant_scale=lambda: None),
+        m("value cache left in bfloat16", "one_dtype", value=lambda: t(*cache)),
     ))
 
 
@@ -561,7 +578,7 @@ def _scatter_pa_cache() -> tuple:
 
 CASES: dict = {
     "npu_fusion_attention": _fusion_attention(),
-    "npu_fused_infer_attention_score": (_fia(VA + "attention_v1._get_fia_params (paged TND)", "TND"), _fia(SG + "ascend_backend.forward_extend (BSND)", "BSND"), _fia_paged_heads(), _fia_paged_nz()),
+    "npu_fused_infer_attention_score": (_fia(VA + "attention_v1._get_fia_params (paged TND)", "TND"), _fia(SG + "ascend_backend.forward_extend (BSND)", "BSND"), _fia_paged_heads(), _fia_paged_nz(), _fia_c8()),
     "npu_fused_infer_attention_score_v2": (_fia_v2(VA + "FIA v2 over paged caches (TND)", paged=True), _fia_v2(VA + "FIA v2 prefill over contiguous K/V (TND)", paged=False)),
     "npu_prompt_flash_attention": (_prompt_flash(),),
     "npu_incre_flash_attention": (_incre_flash(),),
