@@ -128,14 +128,14 @@ def _paged_tnd(q_lens: str, kv_lens: str, heads_arg: str, scales_arg: str) -> tu
 def _fia(site: str, layout: str) -> Case:
     if layout == "TND":
         def build() -> tuple:  # vllm-ascend attention_v1 _get_fia_params: caches viewed (blocks, block_size, H)
-            return (t(12, H, D), t(BLOCKS, BS, KVH * D), t(BLOCKS, BS, KVH * D)), dict(
-                num_heads=H, num_key_value_heads=KVH, input_layout="TND", block_table=t(2, 2, dtype=I32), block_size=BS, scale=0.088,
-                sparse_mode=3, atten_mask=t(2048, 2048, dtype=I8), actual_seq_lengths=[5, 12], actual_seq_lengths_kv=[105, 200])
+            return (t(12, H, D), t(BLOCKS, BS, KVH * D), t(BLOCKS, BS, KVH * D)), {
+                "num_heads": H, "num_key_value_heads": KVH, "input_layout": "TND", "block_table": t(2, 2, dtype=I32), "block_size": BS, "scale": 0.088,
+                "sparse_mode": 3, "atten_mask": t(2048, 2048, dtype=I8), "actual_seq_lengths": [5, 12], "actual_seq_lengths_kv": [105, 200]}
         return Case(site, build, _paged_tnd("actual_seq_lengths", "actual_seq_lengths_kv", "num_heads", "antiquant_scale"))
 
     def build() -> tuple:  # sglang forward_extend over contiguous K/V (BSND)
-        return (t(2, 6, H, D), t(2, 6, KVH, D), t(2, 6, KVH, D)), dict(
-            num_heads=H, num_key_value_heads=KVH, input_layout="BSND", scale=0.088, actual_seq_lengths=[6, 4], actual_seq_lengths_kv=[6, 4])
+        return (t(2, 6, H, D), t(2, 6, KVH, D), t(2, 6, KVH, D)), {
+            "num_heads": H, "num_key_value_heads": KVH, "input_layout": "BSND", "scale": 0.088, "actual_seq_lengths": [6, 4], "actual_seq_lengths_kv": [6, 4]}
     return Case(site, build, _bsnd("actual_seq_lengths", "actual_seq_lengths_kv", "input_layout", "num_heads", "num_key_value_heads"))
 
 
@@ -143,9 +143,9 @@ def _fia_paged_heads() -> Case:
     cache = (BLOCKS, KVH, BS, D)
 
     def build() -> tuple:  # decode over (blocks, KV_N, block_size, D) caches, one BSND query token per sequence
-        return (t(2, 1, H, D), t(*cache), t(*cache)), dict(
-            num_heads=H, num_key_value_heads=KVH, input_layout="BSND", block_table=t(2, 2, dtype=I32), block_size=BS, scale=0.088,
-            actual_seq_lengths=[1, 1], actual_seq_lengths_kv=[105, 200])
+        return (t(2, 1, H, D), t(*cache), t(*cache)), {
+            "num_heads": H, "num_key_value_heads": KVH, "input_layout": "BSND", "block_table": t(2, 2, dtype=I32), "block_size": BS, "scale": 0.088,
+            "actual_seq_lengths": [1, 1], "actual_seq_lengths_kv": [105, 200]}
     return Case(VA + "FIA decode over (blocks, KV_N, block_size, D) caches", build, (
         m("block table passed as a list", "arguments_are_tensors", block_table=lambda: [[0, 1], [2, 3]]),
         m("num_heads as a string", "argument_types", num_heads=lambda: "8"),
@@ -161,9 +161,9 @@ def _fia_c8() -> Case:
     cache = (BLOCKS, KVH, BS, D)
 
     def build() -> tuple:  # C8 decode: int8 (blocks, KV_N, block_size, D) caches, antiquant scales, KV heads left to the cache (0)
-        return (t(2, 1, H * D), t(*cache, dtype=I8), t(*cache, dtype=I8)), dict(
-            num_heads=H, num_key_value_heads=0, input_layout="BSH", block_table=t(2, 2, dtype=I32), block_size=BS, scale=0.088,
-            antiquant_scale=t(2, KVH * D), antiquant_mode=0, actual_seq_lengths_kv=[105, 200])
+        return (t(2, 1, H * D), t(*cache, dtype=I8), t(*cache, dtype=I8)), {
+            "num_heads": H, "num_key_value_heads": 0, "input_layout": "BSH", "block_table": t(2, 2, dtype=I32), "block_size": BS, "scale": 0.088,
+            "antiquant_scale": t(2, KVH * D), "antiquant_mode": 0, "actual_seq_lengths_kv": [105, 200]}
     return Case(VA + "C8 (int8 KV cache) decode through FIA", build, (
         m("antiquant scales dropped", "one_dtype", antiquant_scale=lambda: None),
         m("value cache left in bfloat16", "one_dtype", value=lambda: t(*cache)),
@@ -174,8 +174,8 @@ def _fia_paged_nz() -> Case:
     cache = (BLOCKS, KVH, D // 16, BS, 16)
 
     def build() -> tuple:  # the FIA docstring's NZ form (blocks, KV_N, D/16, block_size, 16), BSH decode query
-        return (t(2, 1, H * D), t(*cache), t(*cache)), dict(
-            num_heads=H, num_key_value_heads=KVH, input_layout="BSH", block_table=t(2, 2, dtype=I32), block_size=BS, scale=0.088, actual_seq_lengths_kv=[105, 200])
+        return (t(2, 1, H * D), t(*cache), t(*cache)), {
+            "num_heads": H, "num_key_value_heads": KVH, "input_layout": "BSH", "block_table": t(2, 2, dtype=I32), "block_size": BS, "scale": 0.088, "actual_seq_lengths_kv": [105, 200]}
     return Case("torch_npu npu_fused_infer_attention_score docstring, NZ paged caches", build, (
         m("caches of another head dim", "q_k_head_dims_match", key=lambda: t(BLOCKS, KVH, 64 // 16, BS, 16), value=lambda: t(BLOCKS, KVH, 64 // 16, BS, 16)),
         m("value cache of another block size", "caches_match", value=lambda: t(BLOCKS, KVH, D // 16, 64, 16)),
@@ -187,23 +187,23 @@ def _fia_paged_nz() -> Case:
 def _fia_v2(site: str, paged: bool) -> Case:
     if paged:
         def build() -> tuple:  # vllm-ascend mla/attention v2 path: TND query over paged caches
-            return (t(12, H, D), t(BLOCKS, BS, KVH * D), t(BLOCKS, BS, KVH * D)), dict(
-                num_query_heads=H, num_key_value_heads=KVH, input_layout="TND", block_table=t(2, 2, dtype=I32), block_size=BS,
-                softmax_scale=0.088, sparse_mode=3, actual_seq_qlen=[5, 12], actual_seq_kvlen=[105, 200])
+            return (t(12, H, D), t(BLOCKS, BS, KVH * D), t(BLOCKS, BS, KVH * D)), {
+                "num_query_heads": H, "num_key_value_heads": KVH, "input_layout": "TND", "block_table": t(2, 2, dtype=I32), "block_size": BS,
+                "softmax_scale": 0.088, "sparse_mode": 3, "actual_seq_qlen": [5, 12], "actual_seq_kvlen": [105, 200]}
         return Case(site, build, _paged_tnd("actual_seq_qlen", "actual_seq_kvlen", "num_query_heads", "dequant_scale_key"))
 
     def build() -> tuple:
-        return (t(12, H, D), t(12, KVH, D), t(12, KVH, D)), dict(
-            num_query_heads=H, num_key_value_heads=KVH, input_layout="TND", softmax_scale=0.088, sparse_mode=3, actual_seq_qlen=[5, 12], actual_seq_kvlen=[5, 12])
+        return (t(12, H, D), t(12, KVH, D), t(12, KVH, D)), {
+            "num_query_heads": H, "num_key_value_heads": KVH, "input_layout": "TND", "softmax_scale": 0.088, "sparse_mode": 3, "actual_seq_qlen": [5, 12], "actual_seq_kvlen": [5, 12]}
     return Case(site, build, _tnd("actual_seq_qlen", "actual_seq_kvlen", "input_layout", "num_query_heads"))
 
 
 def _fusion_attention() -> tuple:
     def build() -> tuple:  # vllm-ascend _forward_encoder_attention / sglang prefill: TND, lengths by keyword
-        return (t(12, H, D), t(12, KVH, D), t(12, KVH, D), H, "TND"), dict(scale=0.088, sparse_mode=0, actual_seq_qlen=[5, 12], actual_seq_kvlen=[5, 12])
+        return (t(12, H, D), t(12, KVH, D), t(12, KVH, D), H, "TND"), {"scale": 0.088, "sparse_mode": 0, "actual_seq_qlen": [5, 12], "actual_seq_kvlen": [5, 12]}
     def one_list() -> tuple:  # encoder self-attention: one cu_seqlens list object passed for both sides
         ends = [5, 12]
-        return (t(12, H, D), t(12, KVH, D), t(12, KVH, D), H, "TND"), dict(scale=0.088, actual_seq_qlen=ends, actual_seq_kvlen=ends)
+        return (t(12, H, D), t(12, KVH, D), t(12, KVH, D), H, "TND"), {"scale": 0.088, "actual_seq_qlen": ends, "actual_seq_kvlen": ends}
     return (
         Case(VA + "attention_v1._forward_encoder_attention (TND)", build, _tnd("actual_seq_qlen", "actual_seq_kvlen", "input_layout", "head_num")),
         Case(VA + "encoder self-attention, one cu_seqlens list for Q and K/V", one_list, (
@@ -215,8 +215,8 @@ def _fusion_attention() -> tuple:
 
 def _prompt_flash() -> Case:
     def build() -> tuple:  # BSH prefill: hidden = heads x head dim
-        return (t(2, 6, H * D), t(2, 6, KVH * D), t(2, 6, KVH * D)), dict(
-            num_heads=H, num_key_value_heads=KVH, input_layout="BSH", scale_value=0.088, actual_seq_lengths=[6, 4], actual_seq_lengths_kv=[6, 4])
+        return (t(2, 6, H * D), t(2, 6, KVH * D), t(2, 6, KVH * D)), {
+            "num_heads": H, "num_key_value_heads": KVH, "input_layout": "BSH", "scale_value": 0.088, "actual_seq_lengths": [6, 4], "actual_seq_lengths_kv": [6, 4]}
     return Case(VA + "older prefill path, npu_prompt_flash_attention BSH", build, (
         m("value missing", "arguments_are_tensors", value=lambda: None),
         m("key on another card", "one_device_of_type", key=lambda: t(2, 6, KVH * D, index=1)),
@@ -237,8 +237,8 @@ def _prompt_flash() -> Case:
 
 def _incre_flash() -> Case:
     def build() -> tuple:  # decode over paged BSH caches (one query token per sequence)
-        return (t(2, 1, H * D), t(BLOCKS, BS, KVH * D), t(BLOCKS, BS, KVH * D)), dict(
-            num_heads=H, num_key_value_heads=KVH, input_layout="BSH", block_table=t(2, 2, dtype=I32), block_size=BS, scale_value=0.088, actual_seq_lengths=[105, 200])
+        return (t(2, 1, H * D), t(BLOCKS, BS, KVH * D), t(BLOCKS, BS, KVH * D)), {
+            "num_heads": H, "num_key_value_heads": KVH, "input_layout": "BSH", "block_table": t(2, 2, dtype=I32), "block_size": BS, "scale_value": 0.088, "actual_seq_lengths": [105, 200]}
     cache = (BLOCKS, BS, KVH * D)
     return Case(VA + "older decode path, npu_incre_flash_attention paged BSH", build, (
         m("value cache missing", "arguments_are_tensors", value=lambda: None),
@@ -303,8 +303,8 @@ def _paged_decode_mutations(dtype: torch.dtype, cache_dtype: torch.dtype) -> tup
 
 def _paged_decode() -> Case:
     def build() -> tuple:  # vllm-ascend attention_v1 _forward_decode_only: (B, N, D) query, ND caches
-        return (), dict(query=t(4, H, D, dtype=F16), key_cache=t(BLOCKS, BS, KVH, D, dtype=F16), value_cache=t(BLOCKS, BS, KVH, D, dtype=F16),
-                        num_kv_heads=KVH, num_heads=H, scale_value=0.088, block_table=t(4, 4, dtype=I32), context_lens=host(100, 50, 7, 4 * BS), out=t(4, H, D, dtype=F16))
+        return (), {"query": t(4, H, D, dtype=F16), "key_cache": t(BLOCKS, BS, KVH, D, dtype=F16), "value_cache": t(BLOCKS, BS, KVH, D, dtype=F16),
+                        "num_kv_heads": KVH, "num_heads": H, "scale_value": 0.088, "block_table": t(4, 4, dtype=I32), "context_lens": host(100, 50, 7, 4 * BS), "out": t(4, H, D, dtype=F16)}
     return Case(VA + "attention_v1._forward_decode_only", build, _paged_decode_mutations(F16, F16))
 
 
@@ -319,9 +319,9 @@ def _chunked(site: str, op_query_2d: bool = False) -> Case:
     q_shape = (12, H * D) if op_query_2d else (12, H, D)
 
     def build() -> tuple:  # packed query tokens of 2 sequences (5 + 7) over ND caches
-        return (), dict(query=t(*q_shape, dtype=F16), key_cache=t(BLOCKS, BS, KVH, D, dtype=F16), value_cache=t(BLOCKS, BS, KVH, D, dtype=F16),
-                        mask=t(12, 12, dtype=F16), block_table=t(2, 4, dtype=I32), seq_len=host(5, 7), context_lens=host(105, 207),
-                        scale_value=0.088, num_heads=H, num_kv_heads=KVH, out=t(*q_shape, dtype=F16))
+        return (), {"query": t(*q_shape, dtype=F16), "key_cache": t(BLOCKS, BS, KVH, D, dtype=F16), "value_cache": t(BLOCKS, BS, KVH, D, dtype=F16),
+                        "mask": t(12, 12, dtype=F16), "block_table": t(2, 4, dtype=I32), "seq_len": host(5, 7), "context_lens": host(105, 207),
+                        "scale_value": 0.088, "num_heads": H, "num_kv_heads": KVH, "out": t(*q_shape, dtype=F16)}
     cache = (BLOCKS, BS, KVH, D)
     mutations = (
         m("block table missing", "arguments_are_tensors", block_table=lambda: None),
@@ -382,17 +382,17 @@ def _cache_write_mutations(slot_arg: str, nd: bool) -> tuple:
 
 def _reshape_and_cache() -> Case:
     def build() -> tuple:  # vllm-ascend device_op.reshape_and_cache: all by keyword, ND caches
-        return (), dict(key=t(12, KVH, D), value=t(12, KVH, D), key_cache=t(BLOCKS, BS, KVH, D), value_cache=t(BLOCKS, BS, KVH, D), slot_indices=t(12, dtype=I32))
+        return (), {"key": t(12, KVH, D), "value": t(12, KVH, D), "key_cache": t(BLOCKS, BS, KVH, D), "value_cache": t(BLOCKS, BS, KVH, D), "slot_indices": t(12, dtype=I32)}
     return Case(VA + "device_op.reshape_and_cache", build, _cache_write_mutations("slot_indices", nd=True))
 
 
 def _scatter_pa_kv_cache() -> tuple:
     def nz() -> tuple:  # vllm-ascend attention_v1 NZ write: 5-D views, cache_mode left at PA_NZ
         cache = (BLOCKS, KVH, D // 16, BS, 16)
-        return (), dict(key=t(12, KVH, D), value=t(12, KVH, D), key_cache=t(*cache), value_cache=t(*cache), slot_mapping=t(12, dtype=I32))
+        return (), {"key": t(12, KVH, D), "value": t(12, KVH, D), "key_cache": t(*cache), "value_cache": t(*cache), "slot_mapping": t(12, dtype=I32)}
 
     def norm() -> tuple:  # sglang memory_pool_npu set_kv_buffer: ND views, cache_mode="Norm", positional
-        return (t(12, KVH, D), t(12, KVH, D), t(BLOCKS, BS, KVH, D), t(BLOCKS, BS, KVH, D), t(12, dtype=I32)), dict(cache_mode="Norm")
+        return (t(12, KVH, D), t(12, KVH, D), t(BLOCKS, BS, KVH, D), t(BLOCKS, BS, KVH, D), t(12, dtype=I32)), {"cache_mode": "Norm"}
     return (
         Case(VA + "attention_v1 NZ write path (_nz_5d_view)", nz, _cache_write_mutations("slot_mapping", nd=False)),
         Case(SG + "memory_pool_npu.set_kv_buffer (scatter_pa, Norm)", norm, _cache_write_mutations("slot_mapping", nd=True)),
@@ -401,8 +401,8 @@ def _scatter_pa_kv_cache() -> tuple:
 
 def _gather() -> Case:
     def build() -> tuple:  # vllm-ascend mooncake_connector _transfer_kv_cache (gather into buffers)
-        return (t(BLOCKS, BS, KVH, D), t(BLOCKS, BS, KVH, D), t(2, 4, dtype=I32), t(2, dtype=I32)), dict(
-            seq_offset=t(2, dtype=I32), key=t(400, KVH, D), value=t(400, KVH, D))
+        return (t(BLOCKS, BS, KVH, D), t(BLOCKS, BS, KVH, D), t(2, 4, dtype=I32), t(2, dtype=I32)), {
+            "seq_offset": t(2, dtype=I32), "key": t(400, KVH, D), "value": t(400, KVH, D)}
     return Case(VA + "mooncake_connector._transfer_kv_cache (gather)", build, (
         m("block tables missing", "arguments_are_tensors", block_tables=lambda: None),
         m("value cache on another card", "one_device_of_type", value_cache=lambda: t(BLOCKS, BS, KVH, D, index=1)),
@@ -414,8 +414,8 @@ def _gather() -> Case:
 
 def _paged_cache_load() -> Case:
     def build() -> tuple:  # vllm-ascend mooncake_connector: caches, table, lengths, seq_starts, key/value buffers
-        return (t(BLOCKS, BS, KVH, D), t(BLOCKS, BS, KVH, D), t(2, 4, dtype=I32), t(2, dtype=I32)), dict(
-            seq_starts=t(2, dtype=I32), key=t(400, KVH, D), value=t(400, KVH, D))
+        return (t(BLOCKS, BS, KVH, D), t(BLOCKS, BS, KVH, D), t(2, 4, dtype=I32), t(2, dtype=I32)), {
+            "seq_starts": t(2, dtype=I32), "key": t(400, KVH, D), "value": t(400, KVH, D)}
     return Case(VA + "mooncake_connector (paged_cache_load into buffers)", build, (
         m("block table missing", "arguments_are_tensors", block_table=lambda: None),
         m("value cache on another card", "one_device_of_type", value_cache=lambda: t(BLOCKS, BS, KVH, D, index=1)),
@@ -440,7 +440,7 @@ def _rope_cache(site: str, v2: bool) -> Case:
     shapes = ((BLOCKS, BS, 1, 64), (BLOCKS, BS, 1, 512))
 
     def build() -> tuple:  # vllm-ascend mla_v1.exec_kv_decode: kv (B, 1, 1, 576), caches (blocks, block_size, 1, 64 / 512)
-        return (t(4, 1, 1, 576), t(512), t(4, 1, 1, 64), t(4, 1, 1, 64), t(4, dtype=I64), t(*shapes[0]), t(*shapes[1])), dict(epsilon=1e-6, cache_mode="PA_BNSD" if v2 else "PA")
+        return (t(4, 1, 1, 576), t(512), t(4, 1, 1, 64), t(4, 1, 1, 64), t(4, dtype=I64), t(*shapes[0]), t(*shapes[1])), {"epsilon": 1e-6, "cache_mode": "PA_BNSD" if v2 else "PA"}
     return Case(site, build, _mla_cache_mutations("k_cache", "ckv_cache", shapes))
 
 
@@ -452,7 +452,7 @@ def _mla_prolog(site: str, v3: bool) -> Case:
         if v3:
             return (), dict(zip(("token_x", "weight_dq", "weight_uq_qr", "weight_uk", "weight_dkv_kr", "rmsnorm_gamma_cq", "rmsnorm_gamma_ckv", "rope_sin", "rope_cos"), weights),
                             kv_cache=t(*shapes[0]), kr_cache=t(*shapes[1]), cache_index=t(8, dtype=I64), cache_mode="PA_BSND")
-        return (*weights, t(8, dtype=I64), t(*shapes[0]), t(*shapes[1])), dict(cache_mode="PA_BSND")
+        return (*weights, t(8, dtype=I64), t(*shapes[0]), t(*shapes[1])), {"cache_mode": "PA_BSND"}
     return Case(site, build, _mla_cache_mutations("kv_cache", "kr_cache", shapes))
 
 
@@ -461,8 +461,8 @@ def _kv_quant_sparse() -> Case:
 
     def build() -> tuple:  # sglang forward_sparse (fp8 KV): one packed cache passed as key and value
         cache = t(*packed, dtype=I8)
-        return (), dict(query=t(4, 16, 576), key=cache, value=cache, sparse_indices=t(4, 1, 64, dtype=I32), scale_value=0.07, key_quant_mode=2, value_quant_mode=2,
-                        block_table=t(4, 2, dtype=I32), sparse_block_size=1, layout_query="TND", layout_kv="PA_BSND")
+        return (), {"query": t(4, 16, 576), "key": cache, "value": cache, "sparse_indices": t(4, 1, 64, dtype=I32), "scale_value": 0.07, "key_quant_mode": 2, "value_quant_mode": 2,
+                        "block_table": t(4, 2, dtype=I32), "sparse_block_size": 1, "layout_query": "TND", "layout_kv": "PA_BSND"}
     return Case(SG + "ascend_backend.forward_sparse (fp8 KV)", build, (
         m("value missing", "arguments_are_tensors", value=lambda: None),
         m("value on another card", "one_device_of_type", value=lambda: t(*packed, dtype=I8, index=1)),
@@ -475,13 +475,13 @@ def _kv_quant_sparse() -> Case:
 def _sparse() -> tuple:
     def paged() -> tuple:  # sglang forward_sparse: latent cache as key and value, rope cache as key_rope
         latent = t(BLOCKS, BS, 1, 512)
-        return (), dict(query=t(4, 16, 512), key=latent, value=latent, query_rope=t(4, 16, 64), key_rope=t(BLOCKS, BS, 1, 64), sparse_indices=t(4, 1, 64, dtype=I32),
-                        scale_value=0.07, block_table=t(4, 2, dtype=I32), sparse_block_size=1, layout_query="TND", layout_kv="PA_BSND")
+        return (), {"query": t(4, 16, 512), "key": latent, "value": latent, "query_rope": t(4, 16, 64), "key_rope": t(BLOCKS, BS, 1, 64), "sparse_indices": t(4, 1, 64, dtype=I32),
+                        "scale_value": 0.07, "block_table": t(4, 2, dtype=I32), "sparse_block_size": 1, "layout_query": "TND", "layout_kv": "PA_BSND"}
 
     def gathered() -> tuple:  # sglang sparsity_driven_kv_offload: gathered tokens, BSND
         latent = t(2, 64, 1, 512)
-        return (), dict(query=t(2, 1, 16, 512), key=latent, value=latent, query_rope=t(2, 1, 16, 64), key_rope=t(2, 64, 1, 64), sparse_indices=t(2, 1, 1, 64, dtype=I32),
-                        scale_value=0.07, layout_query="BSND", layout_kv="BSND")
+        return (), {"query": t(2, 1, 16, 512), "key": latent, "value": latent, "query_rope": t(2, 1, 16, 64), "key_rope": t(2, 64, 1, 64), "sparse_indices": t(2, 1, 1, 64, dtype=I32),
+                        "scale_value": 0.07, "layout_query": "BSND", "layout_kv": "BSND"}
     return (
         Case(SG + "ascend_backend.forward_sparse (PA_BSND)", paged, (
             m("key missing", "arguments_are_tensors", key=lambda: None),
@@ -512,8 +512,8 @@ def _paged_mla() -> Case:
     cache = (BLOCKS, BS, 1, 576)
 
     def build() -> tuple:  # sglang forward_decode MLA outside graph mode: one latent+rope cache, host lengths
-        return (), dict(query=t(4, 16, 576), key_cache=t(*cache), num_kv_heads=1, num_heads=16, scale_value=0.07, block_table=t(4, 4, dtype=I32),
-                        context_lens=host(100, 50, 7, 4 * BS), mla_vheadsize=512, out=t(4, 16, 512))
+        return (), {"query": t(4, 16, 576), "key_cache": t(*cache), "num_kv_heads": 1, "num_heads": 16, "scale_value": 0.07, "block_table": t(4, 4, dtype=I32),
+                        "context_lens": host(100, 50, 7, 4 * BS), "mla_vheadsize": 512, "out": t(4, 16, 512)}
     return Case(SG + "ascend_backend.forward_decode (MLA, _npu_paged_attention_mla)", build, (
         m("block table missing", "arguments_are_tensors", block_table=lambda: None),
         m("cache on another card", "one_device_of_type", key_cache=lambda: t(*cache, index=1)),
@@ -573,7 +573,7 @@ def _siso() -> tuple:
 
 
 def _scatter_pa_cache() -> tuple:
-    return (t(12, 1, 128), t(12, dtype=I32)), dict(key_cache=t(BLOCKS, BS, 1, 128))
+    return (t(12, 1, 128), t(12, dtype=I32)), {"key_cache": t(BLOCKS, BS, 1, 128)}
 
 
 CASES: dict = {

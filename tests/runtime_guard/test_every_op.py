@@ -81,8 +81,8 @@ def documented_checks() -> dict:
         heading = re.match(r"\*\*(.+?)\*\*", paragraph)
         if not heading:
             continue
-        shared = re.search(r"^Checks: (.+?)\.$", paragraph, re.M)
-        own = dict(re.findall(r"^Checks of `(\w+)`: (.+?)\.$", paragraph, re.M))
+        shared = re.search(r"^Checks: (.+?)\.$", paragraph, re.MULTILINE)
+        own = dict(re.findall(r"^Checks of `(\w+)`: (.+?)\.$", paragraph, re.MULTILINE))
         for name in re.findall(r"`([^`]+)`", heading.group(1)):
             if OP_NAME.match(name):
                 listed = own.get(name) or (shared and shared.group(1))
