@@ -115,6 +115,7 @@ def _paged_tnd(q_lens: str, kv_lens: str, heads_arg: str, scales_arg: str) -> tu
         m("value cache of another block size", "caches_match", value=lambda: t(BLOCKS, BS // 2, KVH * D)),
         m("block size of another cache config", "block_size_matches", block_size=lambda: 64),
         m("block size as a float", "argument_types", block_size=lambda: 128.0),
+        m("num_key_value_heads as a float", "argument_types", num_key_value_heads=lambda: 2.0),
         m("block table flattened", "block_table_shape", block_table=lambda: t(16, dtype=I32)),
         m("query head count wrong", "head_count_matches", **{heads_arg: lambda: 16}),
         m("KV heads that do not split the cache's hidden axis", "head_count_matches", num_key_value_heads=lambda: 3),
@@ -281,6 +282,18 @@ def _atb_flash(site: str, mask: bool, **extra: int) -> Case:
     ))
 
 
+def _atb_flash_hidden() -> Case:
+    def build() -> tuple:  # (T, H) tokens: heads folded into the hidden axis
+        return (), {"query": t(12, H * D, dtype=F16), "key": t(12, KVH * D, dtype=F16), "value": t(12, KVH * D, dtype=F16), "mask": t(12, 12, dtype=F16),
+                    "seq_len": host(5, 7), "scale_value": 0.088, "num_heads": H, "num_kv_heads": KVH, "out": t(12, H * D, dtype=F16)}
+    return Case("torch_npu _npu_flash_attention over (T, H) tokens", build, (
+        m("num_heads as a string", "argument_types", num_heads=lambda: "8"),
+        m("num_kv_heads as a float", "argument_types", num_kv_heads=lambda: 2.0),
+        m("three KV heads for eight query heads", "kv_heads_divide_q_heads", num_kv_heads=lambda: 3),
+        m("value trimmed without key", "k_v_token_counts_match", value=lambda: t(11, KVH * D, dtype=F16)),
+    ))
+
+
 def _paged_decode_mutations(dtype: torch.dtype, cache_dtype: torch.dtype) -> tuple:
     cache = (BLOCKS, BS, KVH, D)
     return (
@@ -297,6 +310,7 @@ def _paged_decode_mutations(dtype: torch.dtype, cache_dtype: torch.dtype) -> tup
         m("block table of another batch", "block_table_shape", block_table=lambda: t(3, 4, dtype=I32)),
         m("context length past the row's blocks", "per_sequence_lengths_fit", context_lens=lambda: host(100, 50, 7, 4 * BS + 1)),
         m("context lengths as a 2-D device tensor", "length_tensor_shape", context_lens=lambda: t(4, 1, dtype=I32)),
+        m("context lengths on the device, built for another batch", "length_tensor_shape", context_lens=lambda: t(3, dtype=I32)),
         m("context lengths as a float list", "argument_types", context_lens=lambda: [1.5, 2.0, 3.0, 4.0]),
     )
 
@@ -582,7 +596,7 @@ CASES: dict = {
     "npu_fused_infer_attention_score_v2": (_fia_v2(VA + "FIA v2 over paged caches (TND)", paged=True), _fia_v2(VA + "FIA v2 prefill over contiguous K/V (TND)", paged=False)),
     "npu_prompt_flash_attention": (_prompt_flash(),),
     "npu_incre_flash_attention": (_incre_flash(),),
-    "_npu_flash_attention": (_atb_flash(VA + "_310p attention_v1._flash_attention", mask=True),),
+    "_npu_flash_attention": (_atb_flash(VA + "_310p attention_v1._flash_attention", mask=True), _atb_flash_hidden()),
     "_npu_flash_attention_unpad": (_atb_flash("torch_npu schema _npu_flash_attention_unpad (encoder path)", mask=False),),
     "_npu_flash_attention_unpad_v2": (_atb_flash("torch_npu schema _npu_flash_attention_unpad_v2", mask=False, kernel_type=0),),
     "_npu_flash_attention_v3": (_atb_flash(VA + "_310p attention_v1 compressed-mask path (_npu_flash_attention_v3)", mask=True, mask_type=3),),
