@@ -277,6 +277,7 @@ def _atb_flash(site: str, mask: bool, **extra: int) -> Case:
         m("num_kv_heads as a float", "argument_types", num_kv_heads=lambda: 2.0),
         m("three KV heads for eight query heads", "kv_heads_divide_q_heads", key=lambda: t(12, 3, D, dtype=F16), value=lambda: t(12, 3, D, dtype=F16), num_kv_heads=lambda: 3),
         m("seq_len of a trimmed batch", "per_sequence_lengths_fit", seq_len=lambda: host(5, 6)),
+        m("seq_len differenced from unsorted ends (sums to T)", "per_sequence_lengths_fit", seq_len=lambda: host(13, -1)),
         m("seq_len as a 2-D device tensor", "length_tensor_shape", seq_len=lambda: t(2, 1, dtype=I32)),
         m("seq_len as a string", "argument_types", seq_len=lambda: "5,7"),
     ))
