@@ -323,6 +323,19 @@ def _paged_decode() -> Case:
     return Case(VA + "attention_v1._forward_decode_only", build, _paged_decode_mutations(F16, F16))
 
 
+def _paged_decode_nz() -> Case:
+    cache = (BLOCKS, KVH * D // 16, BS, 16)
+
+    def build() -> tuple:  # vllm-ascend _310p attention_v1 decode: NZ caches (blocks, KV heads*D/16, block_size, 16)
+        return (), {"query": t(4, H, D, dtype=F16), "key_cache": t(*cache, dtype=F16), "value_cache": t(*cache, dtype=F16), "num_kv_heads": KVH, "num_heads": H,
+                    "scale_value": 0.088, "block_table": t(4, 4, dtype=I32), "context_lens": host(100, 50, 7, 4 * BS), "out": t(4, H, D, dtype=F16)}
+    return Case(VA + "_310p attention_v1 decode over NZ caches", build, (
+        m("value cache of another block size", "caches_match", value_cache=lambda: t(BLOCKS, KVH * D // 16, 64, 16, dtype=F16)),
+        m("context length past the row's blocks", "per_sequence_lengths_fit", context_lens=lambda: host(100, 50, 7, 4 * BS + 1)),
+        m("num_kv_heads that does not fold into the cache's axis 1", "q_k_head_dims_match", num_kv_heads=lambda: 4),
+    ))
+
+
 def _paged_quant() -> Case:
     def build() -> tuple:  # int8 caches dequantised by k_descale/v_descale, bf16 query (the op's schema)
         return (t(4, H, D), t(BLOCKS, BS, KVH, D, dtype=I8), t(BLOCKS, BS, KVH, D, dtype=I8), KVH, H, 0.088, t(4, 4, dtype=I32), host(100, 50, 7, 4 * BS),
@@ -347,6 +360,7 @@ def _chunked(site: str, op_query_2d: bool = False) -> Case:
         m("three KV heads for eight query heads", "kv_heads_divide_q_heads", key_cache=lambda: t(BLOCKS, BS, 3, D, dtype=F16), value_cache=lambda: t(BLOCKS, BS, 3, D, dtype=F16), num_kv_heads=lambda: 3),
         m("block table flattened", "block_table_shape", block_table=lambda: t(8, dtype=I32)),
         m("seq_len not summing to the query tokens", "per_sequence_lengths_fit", seq_len=lambda: host(5, 6)),
+        m("seq_len differenced from unsorted ends (sums to T)", "per_sequence_lengths_fit", seq_len=lambda: host(13, -1)),
         m("context length past the row's blocks", "per_sequence_lengths_fit", context_lens=lambda: host(105, 4 * BS + 1)),
         m("seq_len as a 2-D device tensor", "length_tensor_shape", seq_len=lambda: t(2, 1, dtype=I32)),
         m("context_lens missing", "argument_types", context_lens=lambda: None),
@@ -601,7 +615,7 @@ CASES: dict = {
     "_npu_flash_attention_unpad": (_atb_flash("torch_npu schema _npu_flash_attention_unpad (encoder path)", mask=False),),
     "_npu_flash_attention_unpad_v2": (_atb_flash("torch_npu schema _npu_flash_attention_unpad_v2", mask=False, kernel_type=0),),
     "_npu_flash_attention_v3": (_atb_flash(VA + "_310p attention_v1 compressed-mask path (_npu_flash_attention_v3)", mask=True, mask_type=3),),
-    "_npu_paged_attention": (_paged_decode(),),
+    "_npu_paged_attention": (_paged_decode(), _paged_decode_nz()),
     "_npu_paged_attention_quant": (_paged_quant(),),
     "_npu_paged_attention_splitfuse": (_chunked(VA + "_310p attention_v1 chunked prefill (splitfuse)"),),
     "_npu_paged_attention_splitfuse_v2": (_chunked("torch_npu schema _npu_paged_attention_splitfuse_v2"),),
