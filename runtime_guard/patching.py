@@ -208,10 +208,12 @@ class GuardedOp:
     def __getattr__(self, name: str) -> Any:
         # .default, .out and every other overload are checked too; anything else passes through.
         attr = getattr(self._kvguard_original, name)
-        if not _is_overload(attr):
-            return attr
+        if not _is_overload(attr) or getattr(_pinning, "active", False):
+            return attr  # while pinning, the dispatcher caches the raw overload through this path
         wrapper = self._overloads.get(name)
         if wrapper is None:
+            if id(attr) not in _pinned:  # an overload defined after the packet was wrapped
+                _pin_overloads((attr,))
             wrapper = GuardedOp(attr, self._row, f"{self._label}.{name}")
             self._overloads[name] = wrapper
             _wrappers[id(attr)] = wrapper
@@ -298,8 +300,18 @@ def _pin_dispatcher_objects(packet: Any) -> None:
     Python-level dispatch (FakeTensor, torch.compile, tensor subclasses) receives the op object
     that the C++ dispatcher looked up once by attribute path torch.ops.<ns>.<name>.<overload> and
     cached for good. Dispatching each overload once under a mode that stops at the first Python
-    hook fills that cache with the raw objects; no kernel runs.
+    hook fills that cache with the raw objects; no kernel runs. An overload defined after the
+    packet was wrapped (torch.library defines a packet's overloads one at a time) is pinned when
+    the wrapper first hands it out.
     """
+    _pin_overloads([getattr(packet, name) for name in packet.overloads()])
+
+
+_pinned: set = set()  # ids of the overloads pinned
+_pinning = threading.local()  # .active while an overload is pinned through a wrapped packet
+
+
+def _pin_overloads(overloads: Any) -> None:
     from torch.utils._python_dispatch import TorchDispatchMode
 
     def stop(self: Any, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
@@ -312,9 +324,10 @@ def _pin_dispatcher_objects(packet: Any) -> None:
     # body in dynamo.disable, whose first call imports torch._dynamo (about 3 s) only to reach this.
     StopAtPython.__torch_dispatch__ = stop
 
-    for name in packet.overloads():
-        overload = getattr(packet, name)
+    for overload in overloads:
+        _pinned.add(id(overload))
         args, kwargs = _placeholder_arguments(overload._schema)
+        _pinning.active = True
         try:
             with StopAtPython():
                 overload(*args, **kwargs)
@@ -322,6 +335,8 @@ def _pin_dispatcher_objects(packet: Any) -> None:
             continue
         except Exception as exc:  # noqa: BLE001 - an op that cannot be primed is still guarded
             warnings.warn(f"kvlint runtime guard: could not pin {overload} for Python dispatch ({exc}); under FakeTensor or torch.compile that op may be seen as the guard's wrapper", KVGuardInternalWarning, stacklevel=2)
+        finally:
+            _pinning.active = False
 
 
 def _placeholder_arguments(schema: Any) -> tuple:

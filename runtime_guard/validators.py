@@ -370,13 +370,19 @@ def gather_cache(key_cache: Any, value_cache: Any, block_table: Any, lengths: An
 
 
 def paired_caches(first: Any, second: Any, first_name: str, second_name: str) -> c.Violation | None:
-    """Two caches one op writes at the same slots (MLA's latent and rope caches, K and V caches):
-    the same number of blocks (or batch) on axis 0 and, past rank 2, the same block size on axis 1
-    (npu_kv_rmsnorm_rope_cache, npu_mla_prolog_v2/_v3 in their PA_BSND/BNSD modes)."""
+    """Two caches one op writes at the same slots (MLA's latent and rope caches): the same blocks
+    (or batch) on axis 0 and, both 4-D, the same block size (cache length) and KV heads on axes 1
+    and 2; only the last axis, the head dim, differs. npu_kv_rmsnorm_rope_cache's doc gives
+    k_cache [block_num, block_size, N, Dk] and ckv_cache [block_num, block_size, N, Dv] in every PA
+    mode ([Bkv, N, Scache, Dk/Dv] in Norm); npu_mla_prolog_v2/_v3's docstrings kv_cache
+    (BlockNum, BlockSize, Nkv, Hckv) and kr_cache (BlockNum, BlockSize, Nkv, Dr)."""
     named = ((first_name, first), (second_name, second))
     if found := c.arguments_are_tensors(named) or c.one_device_of_type(named, DEVICE_TYPE):
         return found
-    return c.axis_matches("caches_match", lambda: f"{c.describe(first_name, first)} and {c.describe(second_name, second)} must have the same blocks", first.shape[0], second.shape[0], named, c.CACHE_POOLS)
+    first_shape, second_shape = first.shape, second.shape
+    if len(first_shape) == 4 and len(second_shape) == 4:
+        return c.caches_match(first, second, (0, 1, 2), first_name, second_name)
+    return c.axis_matches("caches_match", lambda: f"{c.describe(first_name, first)} and {c.describe(second_name, second)} must have the same blocks", first_shape[0], second_shape[0], named, c.CACHE_POOLS)
 
 
 def rope_cache_write(k_cache: Any, ckv_cache: Any, cache_mode: Any) -> c.Violation | c.NotJudged | None:
