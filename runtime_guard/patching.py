@@ -141,7 +141,7 @@ def _under_fake_tensors(args: tuple, kwargs: dict) -> bool:
     return any(isinstance(value, FakeTensor) for value in (*args, *kwargs.values()))
 
 
-_OWN_ATTRIBUTES = frozenset(("_kvguard_original", "_entry", "_row", "_binder", "_accepts", "_label", "_overloads", "_mode", "__wrapped__", "__doc__", "__name__", "__qualname__", "__module__"))
+_OWN_ATTRIBUTES = frozenset(("_kvguard_original", "_entry", "_row", "_declared_row", "_binder", "_accepts", "_label", "_overloads", "_mode", "__wrapped__", "__doc__", "__name__", "__qualname__", "__module__"))
 
 
 class GuardedOp:
@@ -155,6 +155,7 @@ class GuardedOp:
         self._kvguard_original = original
         self._entry = _entry_point(original)
         self._binder = ops.Binder(row, ops.schema_params(original) if params is None else params)
+        self._declared_row = row  # what an overload's own wrapper judges by: its schema may hold the roles this one lacks
         if self._binder.missing:
             reason = NotJudged(f"this {row.name} has no argument {', '.join(self._binder.missing)} (a torch_npu release the guard's roles do not fit)")
             row = row._replace(validate=lambda *values: reason)
@@ -214,7 +215,7 @@ class GuardedOp:
         if wrapper is None:
             if id(attr) not in _pinned:  # an overload defined after the packet was wrapped
                 _pin_overloads((attr,))
-            wrapper = GuardedOp(attr, self._row, f"{self._label}.{name}")
+            wrapper = GuardedOp(attr, self._declared_row, f"{self._label}.{name}")
             self._overloads[name] = wrapper
             _wrappers[id(attr)] = wrapper
         return wrapper
