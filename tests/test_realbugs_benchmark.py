@@ -106,6 +106,19 @@ def test_verdicts_order_false_alarms_before_hits():
     assert verdict(Result(case, error="cannot download proj==1.0")) == "not run"
 
 
+def test_a_finding_at_a_bug_the_fix_left_is_no_false_alarm_on_the_fixed_file():
+    case = parse_case(_case(still_buggy_in_fixed=[60]))
+    assert verdict(Result(case, (11,), (62,))) == "found"
+    assert verdict(Result(case, (11,), (64,))) == "false alarm on fixed"
+    text = render([Result(case, (11,), (62, 80))])
+    assert "findings on fixed files: 1 (and 1 at bugs the fix left)" in text
+
+
+def test_still_buggy_lines_must_be_line_numbers():
+    with pytest.raises(ManifestError, match="still_buggy_in_fixed"):
+        parse_case(_case(still_buggy_in_fixed=["66"]))
+
+
 def test_the_table_reports_recall_per_split_and_the_fixed_findings():
     dev_id = next(i for i in (f"c{n}" for n in range(100)) if split_of(i) == "dev")
     measure_id = next(i for i in (f"c{n}" for n in range(100)) if split_of(i) == "measure")

@@ -53,9 +53,12 @@ class Case:
     buggy: Release | None
     fixed: Release | None
     path: str | None = None   # for an unreleased case: the file in repo at fix_commit^ (and at fix_commit)
+    # Lines of the fixed file that still hold a real K/V bug the fix left (read and judged): a
+    # finding there is no false alarm on the fixed file.
+    still_buggy_in_fixed: tuple[int, ...] = ()
 
 
-_CASE_FIELDS = {"id", "project", "repo", "fix_commit", "class", "split", "description", "released", "lines", "buggy", "fixed",
+_CASE_FIELDS = {"id", "project", "repo", "fix_commit", "class", "split", "description", "released", "lines", "buggy", "fixed", "still_buggy_in_fixed",
                 "path"}
 _RELEASE_FIELDS = {"requirement", "path", "python", "platform"}
 
@@ -109,7 +112,14 @@ def parse_case(table: dict) -> Case:
     if (fix_commit is not None or not released) and (not isinstance(fix_commit, str) or len(fix_commit) != 40):
         raise ManifestError(f"case {case_id}: `fix_commit` must be a full 40-character commit hash")
     return Case(case_id, table["project"], table["repo"], fix_commit, table["class"], table["split"],
-                table["description"], bool(released), tuple(lines), buggy, fixed, table.get("path"))
+                table["description"], bool(released), tuple(lines), buggy, fixed, table.get("path"),
+                tuple(_still_buggy(case_id, table.get("still_buggy_in_fixed", []))))
+
+
+def _still_buggy(case_id: str, lines: object) -> list[int]:
+    if not isinstance(lines, list) or not all(isinstance(n, int) and n >= 1 for n in lines):
+        raise ManifestError(f"case {case_id}: `still_buggy_in_fixed` must be a list of 1-based line numbers")
+    return lines
 
 
 def load(path: Path = MANIFEST) -> list[Case]:

@@ -21,10 +21,16 @@ def found(case: Case, rows: tuple[int, ...]) -> bool:
     return any(abs(row - line) <= NEAR for row in rows for line in case.lines)
 
 
+def false_alarms_on_fixed(result: Result) -> tuple[int, ...]:
+    """The fixed file's findings, less those at a line the manifest records as still buggy there."""
+    known = result.case.still_buggy_in_fixed
+    return tuple(row for row in result.fixed_rows if not any(abs(row - line) <= NEAR for line in known))
+
+
 def verdict(result: Result) -> str:
     if result.error is not None:
         return "not run"
-    if result.fixed_rows:
+    if false_alarms_on_fixed(result):
         return "false alarm on fixed"
     return "found" if found(result.case, result.buggy_rows) else "missed"
 
@@ -40,7 +46,7 @@ def render(results: list[Result]) -> str:
     head = ("case", "project", "class", "split", "found", "fixed findings", "verdict")
     body = [(r.case.id, r.case.project, r.case.kind, r.case.split,
              "-" if r.error else ("yes" if found(r.case, r.buggy_rows) else "no"),
-             "-" if r.error else str(len(r.fixed_rows)), verdict(r)) for r in results]
+             "-" if r.error else str(len(false_alarms_on_fixed(r))), verdict(r)) for r in results]
     widths = [max(len(row[i]) for row in (head, *body)) for i in range(len(head))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in (head, *body)]
     lines.append("")
@@ -49,7 +55,9 @@ def render(results: list[Result]) -> str:
         if part:
             lines.append(f"recall {split}: {_recall(part)}")
     lines.append(f"recall all: {_recall(results)}")
-    lines.append(f"findings on fixed files: {sum(len(r.fixed_rows) for r in results if r.error is None)}")
+    run = [r for r in results if r.error is None]
+    lines.append(f"findings on fixed files: {sum(len(false_alarms_on_fixed(r)) for r in run)}"
+                 f" (and {sum(len(r.fixed_rows) - len(false_alarms_on_fixed(r)) for r in run)} at bugs the fix left)")
     errors = [r for r in results if r.error is not None]
     if errors:
         lines.append(f"not run: {len(errors)} (reasons above the table)")
