@@ -68,6 +68,7 @@ from linter.prefilter.kv206 import _kv206
 from linter.prefilter.kv207 import _kv207
 from linter.prefilter.kv208 import _kv208
 from linter.prefilter.kv209 import _kv209
+from linter.prefilter.kv210 import _kv210
 from linter.prefilter.kv301 import _kv301
 from linter.prefilter.lines import _LONE_CR
 from linter.rules import rule_triggers
@@ -117,7 +118,7 @@ _CONDITIONS: dict[str, Callable[[_File], bool]] = {
     "KV101": _kv101, "KV102": _kv102, "KV103": _kv103,
     "KV201": _kv201, "KV202": _kv202, "KV203": _kv203,
     "KV104": _kv104, "KV105": _kv105, "KV106": _kv106, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV207": _kv207, "KV208": _kv208,
-    "KV209": _kv209, "KV301": _kv301,
+    "KV209": _kv209, "KV210": _kv210, "KV301": _kv301,
 }
 
 
@@ -137,7 +138,7 @@ _OWN_UNIT: dict[Callable[[_File], bool], Callable[[Segment], bool]] = {
     _kv101: _is_definition, _kv102: _is_definition, _kv103: _is_definition,
     _kv201: _is_definition, _kv202: _is_definition, _kv203: _is_class,
     _kv104: _is_definition, _kv106: _is_definition, _kv204: _is_class, _kv205: _is_class, _kv206: _is_definition,
-    _kv301: _is_class,
+    _kv210: _is_class, _kv301: _is_class,
 }
 
 

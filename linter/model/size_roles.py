@@ -1,0 +1,139 @@
+"""Where a size comes from, and which size a K/V shape must carry.
+
+A size expression gets a role from the names it is written with (``names.name_role``: a query
+head count, a KV head count, a head dim) refined by side: ``v_head_dim`` is the value's head
+dim, ``qk_head_dim``/``head_k_dim`` the key's, a bare ``head_dim`` the one both share unless the
+scope gives the value its own, and ``key.shape[-1]`` the key's head dim read from the key
+tensor. A scope is one function with its own class: facts from another function or class are
+no evidence about this one.
+
+The checks a K/V shape (a view, a reshape, an allocation of a K/V buffer) must pass:
+
+- a K or V shape carries the KV head count, not the query's, where the scope has a KV head
+  count of its own (one not equal to the query's by construction);
+- a V shape carries the value's head dim, not the key's, where the scope has a value head dim of
+  its own (one not assigned from the key's).
+
+Text only below the libcst layer: the names and their assignments are given as strings, so the
+rule (libcst) and its screen ask one code.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+from linter.model.twins import is_value_head_dim, key_head_dim_twin
+from linter.names import Role, head_count_side, kv_side, name_role
+
+# Multi-head latent attention: K/V head counts follow the path (one latent head when decoding,
+# the query's when prefilling), and V is a prefix or tail of K's latent.
+_LATENT = re.compile(r"kv_lora_rank|qk_nope_head_dim|qk_rope_head_dim|latent|(?:^|_)mla(?:_|$)|MLA")
+
+# Key-side head dims that ``key_head_dim_twin`` does not pair (no "head" in them): width-like
+# names of ``nn.MultiheadAttention`` and papers' ``d_k``.
+_KEY_DIM_TWINS = {
+    "kdim": "vdim", "k_dim": "v_dim", "qk_dim": "v_dim", "d_k": "d_v", "dk": "dv",
+    "k_channels": "v_channels", "qk_channels": "v_channels", "head_size": "v_head_size",
+    "head_dim": "v_head_dim",
+}
+_VALUE_DIMS = frozenset(_KEY_DIM_TWINS.values())
+# The shared head dims, and the value dims they stand in for when the scope has one.
+_SHARED_DIMS = frozenset({"head_dim", "head_size", "attention_head_size", "attn_head_size"})
+
+# Calls after which a K/V tensor may carry the query's head count (GQA expanded for a kernel).
+_EXPANDS = re.compile(r"repeat|expand|broadcast|tile", re.IGNORECASE)
+# Calls after which V may carry the key's head dim on purpose.
+_PADS = re.compile(r"(?:^|_)pad(?:_|$)|pad$", re.IGNORECASE)
+
+
+def is_latent_scope(names: Iterable[str]) -> bool:
+    """Names of an MLA layer or a latent cache (``kv_lora_rank``, ``forward_mla``)."""
+    return any(_LATENT.search(n) for n in names)
+
+
+def query_heads(name: str) -> bool:
+    return name_role(name) is Role.Q_HEADS
+
+
+def shared_kv_heads(name: str) -> bool:
+    """``num_key_value_heads``, ``n_kv_heads``, ``num_query_groups``: the count K and V share
+    (linear attention's ``num_k_heads``/``num_v_heads`` are one side's own)."""
+    return name_role(name) is Role.KV_HEADS and head_count_side(name) is None
+
+
+def value_dim(name: str) -> bool:
+    """``v_head_dim``, ``head_dim_v``, ``vdim``, ``d_v``: the value's own head dim."""
+    return name in _VALUE_DIMS or is_value_head_dim(name)
+
+
+def value_dim_twins(name: str) -> tuple[str, ...]:
+    """The value head dims a key-side or shared head dim stands in for: ``qk_head_dim`` ->
+    (``v_head_dim``,); ``head_dim`` -> every spelling of a value head dim."""
+    twin = key_head_dim_twin(name)
+    found = [twin] if twin else []
+    if name in _KEY_DIM_TWINS:
+        found.append(_KEY_DIM_TWINS[name])
+    if name in _SHARED_DIMS or (name.startswith("_") and name[1:] in _SHARED_DIMS):
+        found += ["v_head_dim", "head_dim_v", "head_v_dim", "value_head_dim", "v_head_size", "head_size_v"]
+    return tuple(dict.fromkeys(found))
+
+
+def equal_by_construction(
+    name: str, other: Sequence[str] | str, assigned: Mapping[str, Sequence[frozenset[str]]]
+) -> bool:
+    """Is ``name`` provably the same size as ``other`` (one name, or any of several): every
+    assignment of it reads one of them, or every assignment of it and of one of them reads the
+    same single name (``self.v_head_dim = config.head_dim`` beside ``self.head_dim =
+    config.head_dim``)?"""
+    others = (other,) if isinstance(other, str) else tuple(other)
+    mine = assigned.get(name, ())
+    if mine and all(reads & set(others) for reads in mine):
+        return True
+    if not mine or any(len(r) != 1 for r in mine):
+        return False
+    sources = set().union(*mine)
+    for o in others:
+        theirs = assigned.get(o, ())
+        if theirs and all(len(r) == 1 for r in theirs) and set().union(*theirs) == sources:
+            return True
+    return False
+
+
+def equal_to_query(name: str, assigned: Mapping[str, Sequence[frozenset[str]]], _seen: frozenset[str] = frozenset()) -> bool:
+    """A KV head count assigned only from query head counts (multi-head attention by
+    construction: ``self.num_kv_heads = self.num_heads``), or from the same single source as
+    a query head count."""
+    reads = assigned.get(name, ())
+    if not reads:
+        return False
+    if all(r and all(query_heads(w) or (w not in _seen | {name} and shared_kv_heads(w)
+                                        and equal_to_query(w, assigned, _seen | {name})) for w in r)
+           for r in reads):
+        return True
+    queries = [n for n in assigned if query_heads(n)]
+    return equal_by_construction(name, queries, assigned)
+
+
+def shape_names(names: Iterable[str]) -> tuple[list[str], list[str], list[str]]:
+    """(query head counts, shared KV head counts, value head dims) among the names of a shape."""
+    names = list(names)
+    return (
+        [n for n in names if query_heads(n)],
+        [n for n in names if shared_kv_heads(n)],
+        [n for n in names if value_dim(n)],
+    )
+
+
+def side_of_names(names: Iterable[str], extra_pairs: Iterable[tuple[str, str]] = ()) -> str | None:
+    """"k" or "v" when the identifiers of an expression name one side only."""
+    sides = {kv_side(n, extra_pairs) for n in names} - {None}
+    return sides.pop() if len(sides) == 1 else None
+
+
+def expands(tail: str | None) -> bool:
+    return tail is not None and bool(_EXPANDS.search(tail))
+
+
+def pads(tail: str | None) -> bool:
+    return tail is not None and bool(_PADS.search(tail))

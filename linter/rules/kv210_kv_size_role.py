@@ -1,0 +1,388 @@
+"""KV210: a K/V view, reshape or buffer sized with a size of the wrong role (size provenance)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+
+from linter.model.classes import OwnerTracking
+from linter.model.functions import FunctionModel, function_model
+from linter.model.size_roles import (
+    equal_by_construction,
+    equal_to_query,
+    expands,
+    is_latent_scope,
+    pads,
+    shape_names,
+    shared_kv_heads,
+    value_dim,
+    value_dim_twins,
+)
+from linter.model.walk import children
+from linter.names import is_kv_tensor_name, kv_side
+from linter.pairs import callee_tail, dotted_name, source_of
+from linter.rules.base import Example, Rule
+from linter.triggers import AnyCase, Trigger
+
+# Methods that give a tensor a shape from their arguments.
+_VIEWS = frozenset({"view", "reshape", "unflatten", "new_empty", "new_zeros", "new_ones", "new_full"})
+# Functions that allocate a tensor from a shape in their arguments (``torch.empty(...)``).
+_ALLOCATORS = frozenset({"empty", "zeros", "ones", "full", "randn", "rand", "empty_strided"})
+_ALLOCATOR_MODULES = frozenset({"torch", "np", "numpy", "jnp"})
+# Arguments of a view or an allocation that are no part of its shape.
+_NOT_SHAPE = frozenset({"dtype", "device", "out", "pin_memory", "layout", "requires_grad", "memory_format", "fill_value"})
+# Steps that keep a tensor's side when read through: ``k.transpose(1, 2).contiguous()``.
+_CHAIN = frozenset({"transpose", "contiguous", "permute", "float", "to", "clone", "detach", "squeeze", "unsqueeze",
+                    "flatten", "movedim", "half", "bfloat16", "view", "reshape"})
+
+
+@dataclass(frozen=True)
+class _Site:
+    order: int
+    side: str  # "k" or "v"
+    what: str  # words for the tensor: "`key_states`", "the buffer `self.k_cache`"
+    shape: tuple[cst.BaseExpression, ...]
+
+
+def _names(node: cst.CSTNode) -> Iterator[tuple[str, cst.CSTNode]]:
+    """Identifier tails a size expression reads: ``self.num_heads`` gives ``num_heads``, and
+    ``getattr(config, "num_key_value_heads", n)`` names what it reads."""
+    if isinstance(node, cst.Name):
+        if node.value != "self":
+            yield node.value, node
+        return
+    if isinstance(node, cst.Attribute):
+        yield node.attr.value, node
+        return
+    if (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "getattr"
+            and len(node.args) >= 2 and isinstance(node.args[1].value, cst.SimpleString)):
+        name = node.args[1].value.evaluated_value
+        if isinstance(name, str):
+            yield name, node
+        for arg in node.args[2:]:
+            yield from _names(arg.value)
+        return
+    for child in children(node):
+        yield from _names(child)
+
+
+def _calls(node: cst.CSTNode) -> Iterator[cst.Call]:
+    if isinstance(node, cst.Call):
+        yield node
+    for child in children(node):
+        if not isinstance(child, (cst.Lambda, cst.FunctionDef)):
+            yield from _calls(child)
+
+
+def _receiver_side(receiver: cst.BaseExpression, extra_pairs) -> tuple[str | None, str]:
+    """The side of the tensor a method is called on: a K/V name read through shape-keeping
+    steps (``key_states.transpose(1, 2)``), or the output of a K/V projection
+    (``self.k_proj(x)``). An expression that computes from several tensors (``attn @ v``) has
+    none."""
+    node = receiver
+    while True:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _CHAIN:
+            node = node.func.value
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        else:
+            break
+    name = dotted_name(node)
+    if name is not None:
+        tail = name.rsplit(".", 1)[-1]
+        if is_kv_tensor_name(tail, extra_pairs):
+            return kv_side(tail, extra_pairs), f"`{name}`"
+        return None, ""
+    if isinstance(node, cst.Call):
+        callee = dotted_name(node.func)
+        tail = callee_tail(node)
+        if callee is not None and tail is not None and kv_side(tail, extra_pairs) and (
+                "proj" in tail or tail in ("wk", "wv", "to_k", "to_v", "key", "value")):
+            return kv_side(tail, extra_pairs), f"the output of `{callee}`"
+    return None, ""
+
+
+def _shape_args(call: cst.Call, skip_first: bool = False) -> tuple[cst.BaseExpression, ...]:
+    args = [a for a in call.args if a.keyword is None or a.keyword.value not in _NOT_SHAPE]
+    if skip_first and args and args[0].keyword is None:
+        args = args[1:]
+    return tuple(a.value for a in args)
+
+
+def _allocations(value: cst.BaseExpression) -> Iterator[cst.Call]:
+    """The allocation calls an assigned value is made of: the value itself, a method chain on
+    one, the elements of a list, tuple or comprehension of them, either branch of a ternary."""
+    node = value
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _CHAIN:
+        node = node.func.value
+    if isinstance(node, cst.Call):
+        tail = callee_tail(node)
+        func = node.func
+        root = (dotted_name(func) or "").split(".")[0]
+        if (tail in _ALLOCATORS and root in _ALLOCATOR_MODULES) or (
+                isinstance(func, cst.Attribute) and tail in _VIEWS and tail.startswith("new_")):
+            yield node
+    elif isinstance(node, (cst.List, cst.Tuple)):
+        for element in node.elements:
+            yield from _allocations(element.value)
+    elif isinstance(node, (cst.ListComp, cst.GeneratorExp)):
+        yield from _allocations(node.elt)
+    elif isinstance(node, cst.IfExp):
+        yield from _allocations(node.body)
+        yield from _allocations(node.orelse)
+
+
+def _key_dim_read(node: cst.CSTNode, extra_pairs) -> bool:
+    """``key.shape[-1]``, ``k.size(-1)``, ``key_states.shape[3]`` of a 4-D layout: the key's
+    head dim read from the key tensor."""
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape":
+        base = dotted_name(node.value.value)
+        if base is None or len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+            return False
+        index = node.slice[0].slice.value
+        last = isinstance(index, cst.UnaryOperation) and isinstance(index.operator, cst.Minus) and \
+            isinstance(index.expression, cst.Integer) and index.expression.value == "1"
+        return last and kv_side(base.rsplit(".", 1)[-1], extra_pairs) == "k"
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size":
+        base = dotted_name(node.func.value)
+        if base is None or len(node.args) != 1:
+            return False
+        index = node.args[0].value
+        last = isinstance(index, cst.UnaryOperation) and isinstance(index.operator, cst.Minus) and \
+            isinstance(index.expression, cst.Integer) and index.expression.value == "1"
+        return last and kv_side(base.rsplit(".", 1)[-1], extra_pairs) == "k"
+    return False
+
+
+def _key_dim_reads(node: cst.CSTNode, extra_pairs) -> Iterator[cst.CSTNode]:
+    if _key_dim_read(node, extra_pairs):
+        yield node
+        return
+    for child in children(node):
+        yield from _key_dim_reads(child, extra_pairs)
+
+
+class KVSizeRole(OwnerTracking, Rule):
+    code = "KV210"
+    # A size name of a head count or a head dim, in a view, a reshape or an allocation.
+    trigger = Trigger(
+        AnyCase("head", "dim", "size", "group"),
+        ("view", "reshape", "unflatten", "empty", "zeros", "ones", "full", "rand"),
+    )
+    name = "kv-size-role"
+    summary = "K/V view, reshape or buffer sized with the query's head count or the key's head dim"
+    what = (
+        "Gives each size in a K or V view, reshape or buffer allocation a role from where it "
+        "comes (a query head count such as `num_heads`/`num_attention_heads`, a KV head count "
+        "such as `num_key_value_heads`/`n_kv_heads`/`num_query_groups`, the key's head dim "
+        "`qk_head_dim`/`head_k_dim`/`key.shape[-1]`, the value's `v_head_dim`/`head_dim_v`, a "
+        "shared `head_dim`) and checks it against the role the tensor needs. It reports a K or V "
+        "shape that carries the query head count and no KV head count while its function or "
+        "class has a KV head count of its own, and a V shape that carries the key's (or the "
+        "shared) head dim while the function or class has a value head dim of its own. This one "
+        "model covers the spellings of KV205 (a projection's view), KV206 (a value view or "
+        "buffer with a key-named head dim) and the query-head views of KV202."
+    )
+    why = (
+        "With grouped-query attention K and V hold `num_kv_heads` heads; a cache, view or "
+        "buffer sized with the query's head count is either too large (memory wasted, a "
+        "`-1` axis that folds heads into tokens) or fails only on checkpoints where the counts "
+        "differ. Key and value head dims differ in MLA (192 vs 128), MiMo and several linear "
+        "attentions: a value shaped with the key's head dim reinterprets memory exactly on the "
+        "models whose config gives the value its own."
+    )
+    bad = """\
+class Attention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.n_heads = config.n_heads
+        self.n_kv_heads = config.n_kv_heads
+        self.head_dim = config.dim // config.n_heads
+        self.cache_k = torch.zeros(config.max_batch, config.max_seq, self.n_heads, self.head_dim)
+        self.cache_v = torch.zeros(config.max_batch, config.max_seq, self.n_kv_heads, self.head_dim)
+"""
+    good = bad.replace("config.max_seq, self.n_heads, self.head_dim)", "config.max_seq, self.n_kv_heads, self.head_dim)")
+    fix_text = (
+        "Size K/V views and buffers with the KV head count (`num_key_value_heads`; or `-1` for "
+        "the head axis) and value views and buffers with the value's head dim (`v_head_dim`)."
+    )
+
+    VALID = (
+        Example(good),
+        # Multi-head attention by construction: the KV head count is the query's.
+        Example("""\
+class Attention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.num_key_value_heads = self.num_heads
+        self.head_dim = config.head_dim
+
+    def forward(self, key_states, b, s):
+        return key_states.view(b, s, self.num_heads, self.head_dim)
+"""),
+        # K repeated to the query's head count before the view.
+        Example("""\
+class Attention(nn.Module):
+    def forward(self, key_states, b, s):
+        key_states = repeat_kv(key_states, self.num_heads // self.num_key_value_heads)
+        return key_states.reshape(b * self.num_heads, s, self.head_dim)
+"""),
+        # V padded to the key's head dim on purpose, for a kernel that needs one size.
+        Example("""\
+class Attention(nn.Module):
+    def __init__(self, heads, qk_head_dim, v_head_dim):
+        super().__init__()
+        self.heads, self.qk_head_dim, self.v_head_dim = heads, qk_head_dim, v_head_dim
+
+    def forward(self, value, t):
+        value = F.pad(value, [0, self.qk_head_dim - self.v_head_dim])
+        return value.view(t, self.heads, self.qk_head_dim)
+"""),
+        # A value head dim that is the key's by construction.
+        Example("""\
+class Pool:
+    def __init__(self, size, heads, head_dim):
+        self.head_dim = head_dim
+        self.v_head_dim = head_dim
+        self.v_buffer = torch.empty(size, heads, self.head_dim)
+"""),
+        # The attention output (weights times V) has the query's heads.
+        Example("""\
+class Attention(nn.Module):
+    def forward(self, attn, value, b, s):
+        out = torch.matmul(attn, value).view(b, s, self.num_heads * self.head_dim)
+        return self.o_proj(out)
+"""),
+        # MLA: K/V head counts follow the path.
+        Example("""\
+class DeepseekAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.num_kv_heads = 1
+        self.kv_lora_rank = config.kv_lora_rank
+
+    def forward_prefill(self, k, t):
+        return k.view(t, self.num_heads, -1)
+"""),
+    )
+    INVALID = (
+        Example(bad, line=7),
+        Example("""\
+class Attention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.num_key_value_heads = config.num_key_value_heads
+        self.head_dim = config.hidden_size // self.num_heads
+
+    def forward(self, hidden_states, b, s):
+        key_states = self.k_proj(hidden_states).view(b, s, self.num_heads, self.head_dim)
+        value_states = self.v_proj(hidden_states).view(b, s, self.num_key_value_heads, self.head_dim)
+        return key_states, value_states
+""", line=9),
+        Example("""\
+def forward_extend(q, k, v, num_heads, num_kv_heads, head_dim, v_head_dim):
+    k = k.view(-1, num_kv_heads, head_dim)
+    v = v.view(-1, num_kv_heads, head_dim)
+    return q.view(-1, num_heads, head_dim), k, v
+""", line=3),
+        Example("""\
+class MiMoAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.head_dim = config.head_dim
+        self.v_head_dim = config.v_head_dim
+
+    def forward(self, key, value, t):
+        key = key.view(t, -1, self.head_dim)
+        value = value.view(t, -1, key.shape[-1])
+        return key, value
+""", line=9),
+    )
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        owner = self.enter_function()
+        model = function_model(node)
+        sites = list(self._sites(model))
+        if not sites:
+            return
+        assigned: dict[str, list[frozenset[str]]] = {}
+        values = [(a.name.rsplit(".", 1)[-1], a.value) for a in model.assignments if a.position is None]
+        if owner is not None:
+            values += [(attr, v) for attr, vs in owner.attrs.items() for v in vs]
+        for name, value in values:
+            assigned.setdefault(name, []).append(frozenset(n for n, _ in _names(value)))
+        scope = set(assigned) | set(model.params) | set(model.first_read)
+        if owner is not None:
+            scope |= set(owner.attrs)
+        latent = is_latent_scope(scope | {node.name.value} | ({owner.name} if owner else set()))
+        kv_counts = [n for n in scope if shared_kv_heads(n) and not equal_to_query(n, assigned)]
+        expanded = [o for o, c in model.calls_in_order() if expands(callee_tail(c))]
+        padded = any(pads(callee_tail(c)) for c in model.calls)
+        for site in sites:
+            found = [(n, at) for shape in site.shape for n, at in _names(shape)]
+            names = [n for n, _ in found]
+            queries, kvs, values_dims = shape_names(names)
+            if (queries and not kvs and kv_counts and not latent
+                    and not any(o < site.order for o in expanded)):
+                at = next(at for n, at in found if n == queries[0])
+                self.report(
+                    at,
+                    f"{site.what} is a {'key' if site.side == 'k' else 'value'} tensor shaped with "
+                    f"`{source_of(at)}`, the query head count, while `{sorted(kv_counts)[0]}` counts "
+                    f"the KV heads here",
+                    suggestion=f"use the KV head count (`{sorted(kv_counts)[0]}`) or -1 for the head axis",
+                )
+                continue
+            if site.side != "v" or values_dims or padded:
+                continue
+            self._check_value_dim(site, found, scope, assigned)
+
+    def _check_value_dim(self, site: _Site, found, scope: set[str], assigned) -> None:
+        for name, at in found:
+            twin = next((t for t in value_dim_twins(name) if t in scope), None)
+            if twin is None or equal_by_construction(twin, name, assigned):
+                continue
+            self.report(
+                at,
+                f"{site.what} is a value tensor shaped with `{source_of(at)}`, the key's head dim, "
+                f"while `{twin}` is the value's head dim here",
+                suggestion=f"use `{twin}` for the value side",
+            )
+            return
+        own = [n for n in scope if value_dim(n) and not equal_by_construction(n, [m for m in scope if value_dim_twins(m) and not value_dim(m)], assigned)]
+        if not own:
+            return
+        for shape in site.shape:
+            for read in _key_dim_reads(shape, self.extra_pairs):
+                self.report(
+                    read,
+                    f"{site.what} is a value tensor shaped with `{source_of(read)}`, the key's head "
+                    f"dim, while `{sorted(own)[0]}` is the value's head dim here",
+                    suggestion="read the value's head dim (`value.shape[-1]` or the value head dim)",
+                )
+                return
+
+    def _sites(self, model: FunctionModel) -> Iterator[_Site]:
+        pairs = self.extra_pairs
+        for order, call in model.calls_in_order():
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _VIEWS:
+                if dotted_name(func.value) in _ALLOCATOR_MODULES:
+                    continue
+                side, what = _receiver_side(func.value, pairs)
+                if side is not None:
+                    yield _Site(order, side, what, _shape_args(call))
+        for assignment in model.assignments:
+            tail = assignment.name.rsplit(".", 1)[-1]
+            if not is_kv_tensor_name(tail, pairs):
+                continue
+            for call in _allocations(assignment.value):
+                if isinstance(call.func, cst.Attribute) and callee_tail(call).startswith("new_") and \
+                        _receiver_side(call.func.value, pairs)[0] is not None:
+                    continue  # ``k.new_zeros(...)`` is read with its receiver above
+                yield _Site(assignment.order, kv_side(tail, pairs), f"the buffer `{assignment.name}`", _shape_args(call))
