@@ -21,6 +21,7 @@ rule (libcst) and its screen ask one code.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from collections.abc import Iterable, Mapping, Sequence
 
 from linter.model.twins import is_value_head_dim, key_head_dim_twin
@@ -79,40 +80,50 @@ def value_dim_twins(name: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def equal_by_construction(
-    name: str, other: Sequence[str] | str, assigned: Mapping[str, Sequence[frozenset[str]]]
-) -> bool:
+@dataclass(frozen=True)
+class Assigned:
+    """One assignment of a size name: the identifier tails its value reads (a ``getattr``'s
+    string too), and its text without ``self.`` (``config.head_dim``, ``v.shape[2]``)."""
+
+    reads: frozenset[str]
+    text: str
+
+
+Assignments = Mapping[str, Sequence[Assigned]]
+
+
+def equal_by_construction(name: str, other: Sequence[str] | str, assigned: Assignments) -> bool:
     """Is ``name`` provably the same size as ``other`` (one name, or any of several): every
-    assignment of it reads one of them, or every assignment of it and of one of them reads the
-    same single name (``self.v_head_dim = config.head_dim`` beside ``self.head_dim =
+    assignment of it is one of them (``self.v_head_dim = self.head_dim``; a conditional
+    ``n if x is None else y`` is no proof), or every assignment of it and of one of them has
+    one same text (``self.v_head_dim = config.head_dim`` beside ``self.head_dim =
     config.head_dim``)?"""
     others = (other,) if isinstance(other, str) else tuple(other)
     mine = assigned.get(name, ())
-    if mine and all(reads & set(others) for reads in mine):
-        return True
-    if not mine or any(len(r) != 1 for r in mine):
+    if not mine:
         return False
-    sources = set().union(*mine)
-    for o in others:
-        theirs = assigned.get(o, ())
-        if theirs and all(len(r) == 1 for r in theirs) and set().union(*theirs) == sources:
-            return True
-    return False
+    if all(a.text in others for a in mine):
+        return True
+    texts = {a.text for a in mine}
+    if len(texts) != 1:
+        return False
+    return any((theirs := assigned.get(o, ())) and {a.text for a in theirs} == texts for o in others)
 
 
-def equal_to_query(name: str, assigned: Mapping[str, Sequence[frozenset[str]]], _seen: frozenset[str] = frozenset()) -> bool:
+def equal_to_query(name: str, assigned: Assignments, _seen: frozenset[str] = frozenset()) -> bool:
     """A KV head count assigned only from query head counts (multi-head attention by
-    construction: ``self.num_kv_heads = self.num_heads``), or from the same single source as
-    a query head count."""
-    reads = assigned.get(name, ())
-    if not reads:
+    construction: ``self.num_kv_heads = self.num_heads``), or from the same source as a query
+    head count."""
+    mine = assigned.get(name, ())
+    if not mine:
         return False
-    if all(r and all(query_heads(w) or (w not in _seen | {name} and shared_kv_heads(w)
-                                        and equal_to_query(w, assigned, _seen | {name})) for w in r)
-           for r in reads):
+    seen = _seen | {name}
+    if all(a.reads and all(query_heads(w) or (w not in seen and shared_kv_heads(w) and equal_to_query(w, assigned, seen))
+                           for w in a.reads if query_heads(w) or name_role(w) is Role.KV_HEADS or w == name)
+           and any(query_heads(w) or name_role(w) is Role.KV_HEADS for w in a.reads)
+           for a in mine):
         return True
-    queries = [n for n in assigned if query_heads(n)]
-    return equal_by_construction(name, queries, assigned)
+    return equal_by_construction(name, [n for n in assigned if query_heads(n)], assigned)
 
 
 def shape_names(names: Iterable[str]) -> tuple[list[str], list[str], list[str]]:

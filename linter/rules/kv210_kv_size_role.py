@@ -10,6 +10,7 @@ import libcst as cst
 from linter.model.classes import OwnerTracking
 from linter.model.functions import FunctionModel, function_model
 from linter.model.size_roles import (
+    Assigned,
     equal_by_construction,
     equal_to_query,
     expands,
@@ -22,7 +23,7 @@ from linter.model.size_roles import (
 )
 from linter.model.walk import children
 from linter.names import is_kv_tensor_name, kv_side
-from linter.pairs import callee_tail, dotted_name, source_of
+from linter.pairs import callee_tail, dotted_name, normalized, source_of
 from linter.rules.base import Example, Rule
 from linter.triggers import AnyCase, Trigger
 
@@ -41,9 +42,17 @@ _CHAIN = frozenset({"transpose", "contiguous", "permute", "float", "to", "clone"
 @dataclass(frozen=True)
 class _Site:
     order: int
-    side: str  # "k" or "v"
+    # "k" or "v", or "v-dim" for a tensor whose last axis is the value's head dim.
+    side: str
     what: str  # words for the tensor: "`key_states`", "the buffer `self.k_cache`"
     shape: tuple[cst.BaseExpression, ...]
+    call: cst.Call
+
+
+def _contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
+    if outer is inner:
+        return True
+    return any(_contains(child, inner) for child in children(outer))
 
 
 def _names(node: cst.CSTNode) -> Iterator[tuple[str, cst.CSTNode]]:
@@ -98,10 +107,38 @@ def _receiver_side(receiver: cst.BaseExpression, extra_pairs) -> tuple[str | Non
     if isinstance(node, cst.Call):
         callee = dotted_name(node.func)
         tail = callee_tail(node)
-        if callee is not None and tail is not None and kv_side(tail, extra_pairs) and (
-                "proj" in tail or tail in ("wk", "wv", "to_k", "to_v", "key", "value")):
-            return kv_side(tail, extra_pairs), f"the output of `{callee}`"
+        if callee is None or tail is None:
+            return None, ""
+        side = kv_side(tail, extra_pairs)
+        if side is not None and not is_kv_tensor_name(tail, extra_pairs):
+            return None, ""  # ``k_scale(x)``, ``v_len(x)``: bookkeeping, not a tensor of keys or values
+        if side is None and callee.startswith("self."):
+            # A layer of this module applied to one K/V tensor (``self.w_vs(v)``, ``self.k_norm(k)``).
+            tensors = [a.value for a in node.args if a.keyword is None]
+            if len(tensors) == 1:
+                side = _receiver_side(tensors[0], extra_pairs)[0]
+        if side is not None:
+            return side, f"the output of `{callee}`"
     return None, ""
+
+
+def _value_dim_slice(receiver: cst.BaseExpression) -> str | None:
+    """``out[..., : self.v_head_dim]``: a tensor cut to the value's head dim on its last axis
+    (attention output before its heads are flattened); the name of that dim."""
+    node = receiver
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _CHAIN:
+        node = node.func.value
+    if not isinstance(node, cst.Subscript) or not node.slice:
+        return None
+    last = node.slice[-1].slice
+    if not isinstance(last, cst.Slice) or last.lower is not None or last.step is not None or last.upper is None:
+        return None
+    first = node.slice[0].slice
+    if len(node.slice) > 1 and not (isinstance(first, cst.Index) and isinstance(first.value, cst.Ellipsis)):
+        return None
+    name = dotted_name(last.upper)
+    tail = name.rsplit(".", 1)[-1] if name else None
+    return tail if tail is not None and value_dim(tail) else None
 
 
 def _shape_args(call: cst.Call, skip_first: bool = False) -> tuple[cst.BaseExpression, ...]:
@@ -305,29 +342,33 @@ class MiMoAttention(nn.Module):
     )
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        owner = self.enter_function()
+        # A function nested in a method reads the method's ``self``: its class is the owner.
+        owner = next((o for o in reversed(self._owners) if o is not None), None)
+        self.enter_function()
         model = function_model(node)
         sites = list(self._sites(model))
         if not sites:
             return
-        assigned: dict[str, list[frozenset[str]]] = {}
+        assigned: dict[str, list[Assigned]] = {}
         values = [(a.name.rsplit(".", 1)[-1], a.value) for a in model.assignments if a.position is None]
         if owner is not None:
             values += [(attr, v) for attr, vs in owner.attrs.items() for v in vs]
         for name, value in values:
-            assigned.setdefault(name, []).append(frozenset(n for n, _ in _names(value)))
+            text = normalized(value).replace("self.", "")
+            assigned.setdefault(name, []).append(Assigned(frozenset(n for n, _ in _names(value)), text))
         scope = set(assigned) | set(model.params) | set(model.first_read)
         if owner is not None:
             scope |= set(owner.attrs)
         latent = is_latent_scope(scope | {node.name.value} | ({owner.name} if owner else set()))
         kv_counts = [n for n in scope if shared_kv_heads(n) and not equal_to_query(n, assigned)]
         expanded = [o for o, c in model.calls_in_order() if expands(callee_tail(c))]
-        padded = any(pads(callee_tail(c)) for c in model.calls)
+        pad_calls = [(o, c) for o, c in model.calls_in_order() if pads(callee_tail(c)) and c.args
+                     and _receiver_side(c.args[0].value, self.extra_pairs)[0] == "v"]
         for site in sites:
             found = [(n, at) for shape in site.shape for n, at in _names(shape)]
             names = [n for n, _ in found]
             queries, kvs, values_dims = shape_names(names)
-            if (queries and not kvs and kv_counts and not latent
+            if (queries and not kvs and kv_counts and not latent and site.side in ("k", "v")
                     and not any(o < site.order for o in expanded)):
                 at = next(at for n, at in found if n == queries[0])
                 self.report(
@@ -338,14 +379,17 @@ class MiMoAttention(nn.Module):
                     suggestion=f"use the KV head count (`{sorted(kv_counts)[0]}`) or -1 for the head axis",
                 )
                 continue
-            if site.side != "v" or values_dims or padded:
+            # V padded to the key's head dim on purpose, before this shape is given (not the
+            # pad of this very view's result: ``F.pad(v.view(...), ...)``).
+            padded = site.side == "v" and any(o < site.order and not _contains(c, site.call) for o, c in pad_calls)
+            if site.side not in ("v", "v-dim") or values_dims or padded:
                 continue
             self._check_value_dim(site, found, scope, assigned)
 
     def _check_value_dim(self, site: _Site, found, scope: set[str], assigned) -> None:
         for name, at in found:
             twin = next((t for t in value_dim_twins(name) if t in scope), None)
-            if twin is None or equal_by_construction(twin, name, assigned):
+            if twin is None or equal_by_construction(twin, name, assigned) or equal_by_construction(name, twin, assigned):
                 continue
             self.report(
                 at,
@@ -375,8 +419,15 @@ class MiMoAttention(nn.Module):
                 if dotted_name(func.value) in _ALLOCATOR_MODULES:
                     continue
                 side, what = _receiver_side(func.value, pairs)
+                if side is None and (dim := _value_dim_slice(func.value)) is not None:
+                    side, what = "v-dim", f"`{source_of(func.value)}` (cut to `{dim}`)"
                 if side is not None:
-                    yield _Site(order, side, what, _shape_args(call))
+                    yield _Site(order, side, what, _shape_args(call), call)
+            elif callee_tail(call) == "rearrange" and call.args and call.args[0].keyword is None:
+                # einops: the sizes are the keyword arguments (``h=self.num_kv_heads``).
+                side, what = _receiver_side(call.args[0].value, pairs)
+                if side is not None:
+                    yield _Site(order, side, what, tuple(a.value for a in call.args if a.keyword is not None), call)
         for assignment in model.assignments:
             tail = assignment.name.rsplit(".", 1)[-1]
             if not is_kv_tensor_name(tail, pairs):
@@ -385,4 +436,4 @@ class MiMoAttention(nn.Module):
                 if isinstance(call.func, cst.Attribute) and callee_tail(call).startswith("new_") and \
                         _receiver_side(call.func.value, pairs)[0] is not None:
                     continue  # ``k.new_zeros(...)`` is read with its receiver above
-                yield _Site(assignment.order, kv_side(tail, pairs), f"the buffer `{assignment.name}`", _shape_args(call))
+                yield _Site(assignment.order, kv_side(tail, pairs), f"the buffer `{assignment.name}`", _shape_args(call), call)
