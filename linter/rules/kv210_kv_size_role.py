@@ -77,6 +77,71 @@ def _names(node: cst.CSTNode) -> Iterator[tuple[str, cst.CSTNode]]:
         yield from _names(child)
 
 
+def _base_of(node: cst.CSTNode) -> str:
+    """The object a size name is read on: ``""`` for a local name and for ``self.x`` (locals
+    copy the object's attributes), ``layer`` for ``layer.head_dim``, ``config`` for
+    ``self.config.num_heads``; ``"?"`` where it is no plain name."""
+    if not isinstance(node, cst.Attribute):
+        return ""
+    base = dotted_name(node.value)
+    if base is None:
+        return "?"
+    if base == "self":
+        return ""
+    return base[5:] if base.startswith("self.") else base
+
+
+def _reads(node: cst.CSTNode) -> Iterator[tuple[str, str]]:
+    """(object, name) of every attribute read below ``node``, and ("", name) of every name."""
+    if isinstance(node, cst.Attribute):
+        yield _base_of(node), node.attr.value
+        yield from _reads(node.value)
+        return
+    if isinstance(node, cst.Name):
+        yield "", node.value
+        return
+    for child in children(node):
+        yield from _reads(child)
+
+
+def _guarded_equal(node: cst.CSTNode) -> set[str]:
+    """Names a guard proves equal to another: ``assert a == b``, ``if a != b: raise``."""
+    found: set[str] = set()
+    for child in children(node):
+        if isinstance(child, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        test = None
+        if isinstance(child, cst.Assert):
+            test, wanted = child.test, cst.Equal
+        elif isinstance(child, cst.If) and any(isinstance(s, cst.Raise) for s in _statements(child.body)):
+            test, wanted = child.test, cst.NotEqual
+        if test is not None:
+            for comparison in _comparisons(test):
+                for target in comparison.comparisons:
+                    if isinstance(target.operator, wanted):
+                        found |= {n for n, _ in _names(comparison.left)} | {n for n, _ in _names(target.comparator)}
+        if not isinstance(child, cst.BaseExpression):
+            found |= _guarded_equal(child)
+    return found
+
+
+def _statements(block: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    for child in children(block):
+        if isinstance(child, cst.SimpleStatementLine):
+            yield from child.body
+        else:
+            yield child
+
+
+def _comparisons(node: cst.CSTNode) -> Iterator[cst.Comparison]:
+    if isinstance(node, cst.Comparison):
+        yield node
+        return
+    if isinstance(node, (cst.BooleanOperation, cst.UnaryOperation)):
+        for child in children(node):
+            yield from _comparisons(child)
+
+
 def _calls(node: cst.CSTNode) -> Iterator[cst.Call]:
     if isinstance(node, cst.Call):
         yield node
@@ -360,7 +425,19 @@ class MiMoAttention(nn.Module):
         if owner is not None:
             scope |= set(owner.attrs)
         latent = is_latent_scope(scope | {node.name.value} | ({owner.name} if owner else set()))
-        kv_counts = [n for n in scope if shared_kv_heads(n) and not equal_to_query(n, assigned)]
+        # The names each object holds (``""``: this object and the function's locals, which
+        # copy its attributes; ``layer``: the names read on ``layer``): a size is checked only
+        # against the names of its own object, never another's.
+        held: dict[str, set[str]] = {"": set(assigned) | set(model.params) | {a.name.rsplit(".", 1)[-1] for a in model.assignments}}
+        if owner is not None:
+            held[""] |= set(owner.attrs)
+        for base, tail in _reads(node.body):
+            held.setdefault(base, set()).add(tail)
+        guarded = _guarded_equal(node.body)
+        kv_counts = {
+            base: sorted(n for n in names if shared_kv_heads(n) and n not in guarded and not equal_to_query(n, assigned))
+            for base, names in held.items()
+        }
         expanded = [o for o, c in model.calls_in_order() if expands(callee_tail(c))]
         pad_calls = [(o, c) for o, c in model.calls_in_order() if pads(callee_tail(c)) and c.args
                      and _receiver_side(c.args[0].value, self.extra_pairs)[0] == "v"]
@@ -368,27 +445,30 @@ class MiMoAttention(nn.Module):
             found = [(n, at) for shape in site.shape for n, at in _names(shape)]
             names = [n for n, _ in found]
             queries, kvs, values_dims = shape_names(names)
-            if (queries and not kvs and kv_counts and not latent and site.side in ("k", "v")
-                    and not any(o < site.order for o in expanded)):
+            if queries and not kvs and not latent and site.side in ("k", "v") and not any(o < site.order for o in expanded):
                 at = next(at for n, at in found if n == queries[0])
-                self.report(
-                    at,
-                    f"{site.what} is a {'key' if site.side == 'k' else 'value'} tensor shaped with "
-                    f"`{source_of(at)}`, the query head count, while `{sorted(kv_counts)[0]}` counts "
-                    f"the KV heads here",
-                    suggestion=f"use the KV head count (`{sorted(kv_counts)[0]}`) or -1 for the head axis",
-                )
-                continue
+                base = _base_of(at)
+                counts = kv_counts.get(base, ())
+                if counts:
+                    kv = f"{base}.{counts[0]}" if base else counts[0]
+                    self.report(
+                        at,
+                        f"{site.what} is a {'key' if site.side == 'k' else 'value'} tensor shaped with "
+                        f"`{source_of(at)}`, the query head count, while `{kv}` counts the KV heads here",
+                        suggestion=f"use the KV head count (`{kv}`) or -1 for the head axis",
+                    )
+                    continue
             # V padded to the key's head dim on purpose, before this shape is given (not the
             # pad of this very view's result: ``F.pad(v.view(...), ...)``).
             padded = site.side == "v" and any(o < site.order and not _contains(c, site.call) for o, c in pad_calls)
             if site.side not in ("v", "v-dim") or values_dims or padded:
                 continue
-            self._check_value_dim(site, found, scope, assigned)
+            self._check_value_dim(site, found, scope, held, assigned)
 
-    def _check_value_dim(self, site: _Site, found, scope: set[str], assigned) -> None:
+    def _check_value_dim(self, site: _Site, found, scope: set[str], held: dict[str, set[str]], assigned) -> None:
         for name, at in found:
-            twin = next((t for t in value_dim_twins(name) if t in scope), None)
+            own = held.get(_base_of(at), set())
+            twin = next((t for t in value_dim_twins(name) if t in own), None)
             if twin is None or equal_by_construction(twin, name, assigned) or equal_by_construction(name, twin, assigned):
                 continue
             self.report(
