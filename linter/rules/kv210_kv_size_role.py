@@ -105,7 +105,7 @@ def _reads(node: cst.CSTNode) -> Iterator[tuple[str, str]]:
 
 
 def _guarded_equal(node: cst.CSTNode) -> set[str]:
-    """Names a guard proves equal to another: ``assert a == b``, ``if a != b: raise``."""
+    """Names a guard proves equal to another name: ``assert a == b``, ``if a != b: raise``."""
     found: set[str] = set()
     for child in children(node):
         if isinstance(child, (cst.FunctionDef, cst.ClassDef)):
@@ -117,12 +117,20 @@ def _guarded_equal(node: cst.CSTNode) -> set[str]:
             test, wanted = child.test, cst.NotEqual
         if test is not None:
             for comparison in _comparisons(test):
+                left = comparison.left
                 for target in comparison.comparisons:
-                    if isinstance(target.operator, wanted):
-                        found |= {n for n, _ in _names(comparison.left)} | {n for n, _ in _names(target.comparator)}
+                    pair = [_tail_of(left), _tail_of(target.comparator)]
+                    if isinstance(target.operator, wanted) and None not in pair:
+                        found |= set(pair)
+                    left = target.comparator
         if not isinstance(child, cst.BaseExpression):
             found |= _guarded_equal(child)
     return found
+
+
+def _tail_of(node: cst.BaseExpression) -> str | None:
+    name = dotted_name(node)
+    return None if name is None else name.rsplit(".", 1)[-1]
 
 
 def _statements(block: cst.CSTNode) -> Iterator[cst.CSTNode]:
