@@ -68,6 +68,17 @@ def value_dim(name: str) -> bool:
     return name in _VALUE_DIMS or is_value_head_dim(name)
 
 
+def key_dim(name: str) -> bool:
+    """``qk_head_dim``, ``head_k_dim``, ``d_k``, ``kdim``: a head dim named as the key's own (a
+    shared ``head_dim`` is not)."""
+    return key_head_dim_twin(name) is not None or (name in _KEY_DIM_TWINS and name not in _SHARED_DIMS)
+
+
+def side_heads(name: str, side: str) -> bool:
+    """A head count of one side's own (``tp_k_head_num`` for K, ``num_v_heads`` for V)."""
+    return name_role(name) is Role.KV_HEADS and head_count_side(name) == side
+
+
 def value_dim_twins(name: str) -> tuple[str, ...]:
     """The value head dims a key-side or shared head dim stands in for: ``qk_head_dim`` ->
     (``v_head_dim``,); ``head_dim`` -> every spelling of a value head dim."""
@@ -105,7 +116,9 @@ def equal_by_construction(name: str, other: Sequence[str] | str, assigned: Assig
     if all(a.text in others for a in mine):
         return True
     texts = {a.text for a in mine}
-    if len(texts) != 1:
+    if len(texts) != 1 or "(" in next(iter(texts)):
+        # A call may return a different size each time, or a tuple of them
+        # (``self.num_heads, self.num_kv_heads = partition(...)``): no one source.
         return False
     return any((theirs := assigned.get(o, ())) and {a.text for a in theirs} == texts for o in others)
 
@@ -127,11 +140,11 @@ def equal_to_query(name: str, assigned: Assignments, _seen: frozenset[str] = fro
 
 
 def shape_names(names: Iterable[str]) -> tuple[list[str], list[str], list[str]]:
-    """(query head counts, shared KV head counts, value head dims) among the names of a shape."""
+    """(query head counts, KV head counts, value head dims) among the names of a shape."""
     names = list(names)
     return (
         [n for n in names if query_heads(n)],
-        [n for n in names if shared_kv_heads(n)],
+        [n for n in names if name_role(n) is Role.KV_HEADS],
         [n for n in names if value_dim(n)],
     )
 

@@ -15,6 +15,8 @@ from linter.model.size_roles import (
     equal_to_query,
     expands,
     is_latent_scope,
+    key_dim,
+    side_heads,
     pads,
     shape_names,
     shared_kv_heads,
@@ -442,9 +444,13 @@ class MiMoAttention(nn.Module):
         for base, tail in _reads(node.body):
             held.setdefault(base, set()).add(tail)
         guarded = _guarded_equal(node.body)
+        # Per object: its shared KV head counts, and each side's own (``tp_k_head_num``).
         kv_counts = {
-            base: sorted(n for n in names if shared_kv_heads(n) and n not in guarded and not equal_to_query(n, assigned))
-            for base, names in held.items()
+            (base, side): sorted(
+                n for n in names
+                if (shared_kv_heads(n) or side_heads(n, side)) and n not in guarded and not equal_to_query(n, assigned)
+            )
+            for base, names in held.items() for side in ("k", "v")
         }
         expanded = [o for o, c in model.calls_in_order() if expands(callee_tail(c))]
         pad_calls = [(o, c) for o, c in model.calls_in_order() if pads(callee_tail(c)) and c.args
@@ -456,7 +462,7 @@ class MiMoAttention(nn.Module):
             if queries and not kvs and not latent and site.side in ("k", "v") and not any(o < site.order for o in expanded):
                 at = next(at for n, at in found if n == queries[0])
                 base = _base_of(at)
-                counts = kv_counts.get(base, ())
+                counts = kv_counts.get((base, site.side), ())
                 if counts:
                     kv = f"{base}.{counts[0]}" if base else counts[0]
                     self.report(
@@ -474,9 +480,14 @@ class MiMoAttention(nn.Module):
             self._check_value_dim(site, found, scope, held, assigned)
 
     def _check_value_dim(self, site: _Site, found, scope: set[str], held: dict[str, set[str]], assigned) -> None:
+        anywhere = {n for names in held.values() for n in names if value_dim(n)}
         for name, at in found:
             own = held.get(_base_of(at), set())
             twin = next((t for t in value_dim_twins(name) if t in own), None)
+            if twin is None and key_dim(name):
+                # A head dim named as the key's own, where the value has a size of its own on
+                # this object or elsewhere in the scope (``layer.v_dim``, ``self.v_head_dim``).
+                twin = next((n for n in sorted(own) if value_dim(n)), None) or next(iter(sorted(anywhere)), None)
             if twin is None or equal_by_construction(twin, name, assigned) or equal_by_construction(name, twin, assigned):
                 continue
             self.report(
