@@ -24,7 +24,7 @@ from linter.model.size_roles import (
     value_dim_twins,
 )
 from linter.model.walk import children
-from linter.names import is_kv_tensor_name, kv_side
+from linter.names import is_kv_tensor_name, key_counterpart, kv_side, value_counterpart
 from linter.pairs import callee_tail, dotted_name, normalized, source_of
 from linter.rules.base import Example, Rule
 from linter.triggers import AnyCase, Trigger
@@ -49,6 +49,8 @@ class _Site:
     what: str  # words for the tensor: "`key_states`", "the buffer `self.k_cache`"
     shape: tuple[cst.BaseExpression, ...]
     call: cst.Call
+    # The K/V name that gives the side (``value_cache``, ``k_proj``); None for a value-dim cut.
+    name: str | None = None
 
 
 def _contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
@@ -160,7 +162,7 @@ def _calls(node: cst.CSTNode) -> Iterator[cst.Call]:
             yield from _calls(child)
 
 
-def _receiver_side(receiver: cst.BaseExpression, extra_pairs) -> tuple[str | None, str]:
+def _receiver_side(receiver: cst.BaseExpression, extra_pairs) -> tuple[str | None, str, str | None]:
     """The side of the tensor a method is called on: a K/V name read through shape-keeping
     steps (``key_states.transpose(1, 2)``), or the output of a K/V projection
     (``self.k_proj(x)``). An expression that computes from several tensors (``attn @ v``) has
@@ -177,24 +179,32 @@ def _receiver_side(receiver: cst.BaseExpression, extra_pairs) -> tuple[str | Non
     if name is not None:
         tail = name.rsplit(".", 1)[-1]
         if is_kv_tensor_name(tail, extra_pairs):
-            return kv_side(tail, extra_pairs), f"`{name}`"
-        return None, ""
+            return kv_side(tail, extra_pairs), f"`{name}`", tail
+        return None, "", None
     if isinstance(node, cst.Call):
         callee = dotted_name(node.func)
         tail = callee_tail(node)
         if callee is None or tail is None:
-            return None, ""
+            return None, "", None
         side = kv_side(tail, extra_pairs)
         if side is not None and not is_kv_tensor_name(tail, extra_pairs):
-            return None, ""  # ``k_scale(x)``, ``v_len(x)``: bookkeeping, not a tensor of keys or values
+            return None, "", None  # ``k_scale(x)``, ``v_len(x)``: bookkeeping, not a tensor of keys or values
         if side is None and callee.startswith("self."):
             # A layer of this module applied to one K/V tensor (``self.w_vs(v)``, ``self.k_norm(k)``).
             tensors = [a.value for a in node.args if a.keyword is None]
             if len(tensors) == 1:
-                side = _receiver_side(tensors[0], extra_pairs)[0]
+                side, _, tail = _receiver_side(tensors[0], extra_pairs)
         if side is not None:
-            return side, f"the output of `{callee}`"
-    return None, ""
+            return side, f"the output of `{callee}`", tail
+    return None, "", None
+
+
+def _plural(name: str) -> bool:
+    return bool({"keys", "values"} & set(name.lower().split("_")))
+
+
+def _twin(name: str, extra_pairs) -> str | None:
+    return value_counterpart(name, extra_pairs) or key_counterpart(name, extra_pairs)
 
 
 def _value_dim_slice(receiver: cst.BaseExpression) -> str | None:
@@ -456,6 +466,10 @@ class MiMoAttention(nn.Module):
         pad_calls = [(o, c) for o, c in model.calls_in_order() if pads(callee_tail(c)) and c.args
                      and _receiver_side(c.args[0].value, self.extra_pairs)[0] == "v"]
         for site in sites:
+            if site.name is not None and _plural(site.name) and _twin(site.name, self.extra_pairs) not in scope:
+                # ``keys``/``values`` are common words (a dict's keys, ``topk_values``,
+                # ``normalized_values``): without the twin in scope they name no side of K/V.
+                continue
             found = [(n, at) for shape in site.shape for n, at in _names(shape)]
             names = [n for n, _ in found]
             queries, kvs, values_dims = shape_names(names)
@@ -517,16 +531,16 @@ class MiMoAttention(nn.Module):
             if isinstance(func, cst.Attribute) and func.attr.value in _VIEWS:
                 if dotted_name(func.value) in _ALLOCATOR_MODULES:
                     continue
-                side, what = _receiver_side(func.value, pairs)
+                side, what, name = _receiver_side(func.value, pairs)
                 if side is None and (dim := _value_dim_slice(func.value)) is not None:
                     side, what = "v-dim", f"`{source_of(func.value)}` (cut to `{dim}`)"
                 if side is not None:
-                    yield _Site(order, side, what, _shape_args(call), call)
+                    yield _Site(order, side, what, _shape_args(call), call, name)
             elif callee_tail(call) == "rearrange" and call.args and call.args[0].keyword is None:
                 # einops: the sizes are the keyword arguments (``h=self.num_kv_heads``).
-                side, what = _receiver_side(call.args[0].value, pairs)
+                side, what, name = _receiver_side(call.args[0].value, pairs)
                 if side is not None:
-                    yield _Site(order, side, what, tuple(a.value for a in call.args if a.keyword is not None), call)
+                    yield _Site(order, side, what, tuple(a.value for a in call.args if a.keyword is not None), call, name)
         for assignment in model.assignments:
             tail = assignment.name.rsplit(".", 1)[-1]
             if not is_kv_tensor_name(tail, pairs):
@@ -535,4 +549,4 @@ class MiMoAttention(nn.Module):
                 if isinstance(call.func, cst.Attribute) and callee_tail(call).startswith("new_") and \
                         _receiver_side(call.func.value, pairs)[0] is not None:
                     continue  # ``k.new_zeros(...)`` is read with its receiver above
-                yield _Site(assignment.order, kv_side(tail, pairs), f"the buffer `{assignment.name}`", _shape_args(call), call)
+                yield _Site(assignment.order, kv_side(tail, pairs), f"the buffer `{assignment.name}`", _shape_args(call), call, tail)
