@@ -2305,6 +2305,16 @@ SCREENS: dict[str, Screen] = {
 }
 
 
+def _register_kv210() -> None:
+    # Its own module, which imports this one for ``Facts``.
+    from linter.ast_screen_kv210 import kv210
+
+    SCREENS["KV210"] = kv210
+
+
+_register_kv210()
+
+
 # Rules whose findings in a method rest on that method and the names enclosing it only
 # (``scopes.ScopeTracking``: a class body is no scope of theirs; KV202 keeps one scope per
 # function; KV106 reads one assignment and the tests around it), so a class can be cut down
