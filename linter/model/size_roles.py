@@ -42,6 +42,11 @@ _VALUE_DIMS = frozenset(_KEY_DIM_TWINS.values())
 # The shared head dims, and the value dims they stand in for when the scope has one.
 _SHARED_DIMS = frozenset({"head_dim", "head_size", "attention_head_size", "attn_head_size"})
 
+# Name parts of a part of a head dim (MLA's rope and nope parts, the latent rank).
+_PARTS = frozenset({"rope", "nope", "lora", "rank", "rotary", "pe"})
+# Name parts of a K/V tensor expanded to the query's head count.
+_EXPANDED = frozenset({"full", "expanded", "expand", "repeated", "rep", "repeat", "broadcast", "tiled", "gqa"})
+
 # Calls after which a K/V tensor may carry the query's head count (GQA expanded for a kernel).
 _EXPANDS = re.compile(r"repeat|expand|broadcast|tile", re.IGNORECASE)
 # Calls after which V may carry the key's head dim on purpose.
@@ -68,10 +73,24 @@ def value_dim(name: str) -> bool:
     return name in _VALUE_DIMS or is_value_head_dim(name)
 
 
+def head_dim_part(name: str) -> bool:
+    """``qk_rope_head_dim``, ``qk_nope_head_dim``, ``kv_lora_rank``: a part of a (latent) head
+    dim, not the head dim of K or V as a whole."""
+    return bool(_PARTS & set(name.lower().split("_")))
+
+
 def key_dim(name: str) -> bool:
     """``qk_head_dim``, ``head_k_dim``, ``d_k``, ``kdim``: a head dim named as the key's own (a
-    shared ``head_dim`` is not)."""
+    shared ``head_dim`` is not, nor a rope/nope part of it)."""
+    if head_dim_part(name):
+        return False
     return key_head_dim_twin(name) is not None or (name in _KEY_DIM_TWINS and name not in _SHARED_DIMS)
+
+
+def expanded_name(name: str) -> bool:
+    """``k_full``, ``key_expanded``, ``v_rep``: a K/V tensor named as expanded to the query's
+    head count."""
+    return bool(_EXPANDED & set(name.lower().split("_")))
 
 
 def side_heads(name: str, side: str) -> bool:
@@ -82,6 +101,8 @@ def side_heads(name: str, side: str) -> bool:
 def value_dim_twins(name: str) -> tuple[str, ...]:
     """The value head dims a key-side or shared head dim stands in for: ``qk_head_dim`` ->
     (``v_head_dim``,); ``head_dim`` -> every spelling of a value head dim."""
+    if head_dim_part(name):
+        return ()
     twin = key_head_dim_twin(name)
     found = [twin] if twin else []
     if name in _KEY_DIM_TWINS:

@@ -8,23 +8,26 @@ from dataclasses import dataclass
 import libcst as cst
 
 from linter.model.classes import OwnerTracking
+from linter.model.flows import projected
 from linter.model.functions import FunctionModel, function_model
 from linter.model.size_roles import (
     Assigned,
     equal_by_construction,
     equal_to_query,
     expands,
+    expanded_name,
     is_latent_scope,
     key_dim,
-    side_heads,
     pads,
+    query_heads,
     shape_names,
     shared_kv_heads,
+    side_heads,
     value_dim,
     value_dim_twins,
 )
 from linter.model.walk import children
-from linter.names import is_kv_tensor_name, key_counterpart, kv_side, value_counterpart
+from linter.names import Role, is_kv_tensor_name, key_counterpart, kv_side, name_role, value_counterpart
 from linter.pairs import callee_tail, dotted_name, normalized, source_of
 from linter.rules.base import Example, Rule
 from linter.triggers import AnyCase, Trigger
@@ -51,6 +54,9 @@ class _Site:
     call: cst.Call
     # The K/V name that gives the side (``value_cache``, ``k_proj``); None for a value-dim cut.
     name: str | None = None
+    # The tensor given the shape (a view's receiver, ``rearrange``'s first argument); None for
+    # an allocation.
+    receiver: cst.BaseExpression | None = None
 
 
 def _contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
@@ -205,6 +211,12 @@ def _plural(name: str) -> bool:
 
 def _twin(name: str, extra_pairs) -> str | None:
     return value_counterpart(name, extra_pairs) or key_counterpart(name, extra_pairs)
+
+
+def _strip_chain(node: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _CHAIN:
+        node = node.func.value
+    return node
 
 
 def _value_dim_slice(receiver: cst.BaseExpression) -> str | None:
@@ -473,7 +485,8 @@ class MiMoAttention(nn.Module):
             found = [(n, at) for shape in site.shape for n, at in _names(shape)]
             names = [n for n, _ in found]
             queries, kvs, values_dims = shape_names(names)
-            if queries and not kvs and not latent and site.side in ("k", "v") and not any(o < site.order for o in expanded):
+            if (queries and not kvs and not latent and site.side in ("k", "v") and not any(o < site.order for o in expanded)
+                    and not (site.name and expanded_name(site.name)) and not self._declared_with_query_heads(site, model, owner)):
                 at = next(at for n, at in found if n == queries[0])
                 base = _base_of(at)
                 counts = kv_counts.get((base, site.side), ())
@@ -492,6 +505,24 @@ class MiMoAttention(nn.Module):
             if site.side not in ("v", "v-dim") or values_dims or padded:
                 continue
             self._check_value_dim(site, found, scope, held, assigned)
+
+    def _declared_with_query_heads(self, site: _Site, model: FunctionModel, owner) -> bool:
+        """The viewed tensor is the output of this class's projection declared with the query
+        head count (``k_proj = Linear(hidden, feature_dim * num_heads)`` in linear attention):
+        it has as many heads as the query by design."""
+        if owner is None or site.receiver is None:
+            return False
+        found = projected(_strip_chain(site.receiver), site.order, model, owner, self.extra_pairs)
+        if found is None:
+            return False
+        size = [n for n, _ in _names(owner.projections[found.attr].size)]
+        resolved = [n for name in size for a in self._attr_values(owner, name) for n, _ in _names(a)]
+        names = size + resolved
+        return any(query_heads(n) for n in names) and not any(name_role(n) is Role.KV_HEADS for n in names)
+
+    @staticmethod
+    def _attr_values(owner, name: str):
+        return owner.attrs.get(name, ()) if name_role(name) is Role.UNKNOWN else ()
 
     def _check_value_dim(self, site: _Site, found, scope: set[str], held: dict[str, set[str]], assigned) -> None:
         anywhere = {n for names in held.values() for n in names if value_dim(n)}
@@ -535,12 +566,13 @@ class MiMoAttention(nn.Module):
                 if side is None and (dim := _value_dim_slice(func.value)) is not None:
                     side, what = "v-dim", f"`{source_of(func.value)}` (cut to `{dim}`)"
                 if side is not None:
-                    yield _Site(order, side, what, _shape_args(call), call, name)
+                    yield _Site(order, side, what, _shape_args(call), call, name, func.value)
             elif callee_tail(call) == "rearrange" and call.args and call.args[0].keyword is None:
                 # einops: the sizes are the keyword arguments (``h=self.num_kv_heads``).
                 side, what, name = _receiver_side(call.args[0].value, pairs)
                 if side is not None:
-                    yield _Site(order, side, what, tuple(a.value for a in call.args if a.keyword is not None), call, name)
+                    yield _Site(order, side, what, tuple(a.value for a in call.args if a.keyword is not None), call, name,
+                                call.args[0].value)
         for assignment in model.assignments:
             tail = assignment.name.rsplit(".", 1)[-1]
             if not is_kv_tensor_name(tail, pairs):
