@@ -390,6 +390,52 @@ class Attention(nn.Module):
         out = torch.matmul(attn, value).view(b, s, self.num_heads * self.head_dim)
         return self.o_proj(out)
 """),
+        # Linear attention whose key projection is declared with the query's heads.
+        Example("""\
+class LinearAttention(nn.Module):
+    def __init__(self, hidden, feature_dim, num_heads, num_key_value_heads):
+        super().__init__()
+        self.num_heads, self.num_key_value_heads, self.feature_dim = num_heads, num_key_value_heads, feature_dim
+        self.k_proj = nn.Linear(hidden, feature_dim * self.num_heads)
+        self.v_proj = nn.Linear(hidden, hidden)
+
+    def forward(self, x):
+        return rearrange(self.k_proj(x), "... (h d) -> ... h d", h=self.num_heads)
+"""),
+        # A probe that builds K expanded to the query's heads beside the grouped K.
+        Example("""\
+def probe(n_heads, n_kv_heads, head_dim):
+    k = torch.empty(1, n_kv_heads, 128, head_dim)
+    k_full = torch.empty(1, n_heads, 128, head_dim)
+    v = torch.empty(1, n_kv_heads, 128, head_dim)
+    return k, k_full, v
+"""),
+        # A guard proves the counts equal on this path.
+        Example("""\
+def dense(query, key, value):
+    batch, q_len, num_heads, head_dim = query.shape
+    kv_batch, kv_len, kv_heads, kv_dim = key.shape
+    if kv_heads != num_heads:
+        raise ValueError("dense Q/K/V only")
+    return key.view(batch * kv_len, num_heads, head_dim), value.view(batch * kv_len, num_heads, head_dim)
+"""),
+        # MLA's latent caches: the "value" cache holds the rope part of the key.
+        Example("""\
+class MLAPreprocess:
+    def __init__(self, kv_lora_rank, qk_rope_head_dim, v_head_dim):
+        self.kv_lora_rank, self.qk_rope_head_dim, self.v_head_dim = kv_lora_rank, qk_rope_head_dim, v_head_dim
+
+    def caches(self, k_cache, v_cache, blocks, heads):
+        k_cache = k_cache.view(blocks, heads * self.kv_lora_rank // 16, -1, 16)
+        v_cache = v_cache.view(blocks, heads * self.qk_rope_head_dim // 16, -1, 16)
+        return k_cache, v_cache
+"""),
+        # ``values`` without ``keys`` beside it: numbers, not a value tensor.
+        Example("""\
+def norm(x, qk_head_num_sum, kv_head_num, head_dim):
+    normalized_values = x * x
+    return normalized_values.reshape(-1, qk_head_num_sum, head_dim)
+"""),
         # MLA: K/V head counts follow the path.
         Example("""\
 class DeepseekAttention(nn.Module):
@@ -405,6 +451,26 @@ class DeepseekAttention(nn.Module):
     )
     INVALID = (
         Example(bad, line=7),
+        # A backend's cascade path views the value cache with the key's head dim, though the
+        # same function views it with the value's elsewhere.
+        Example("""\
+class Backend:
+    def forward_extend(self, layer, key_cache, value_cache, cascade):
+        value_cache = value_cache.view(-1, self.page_size, layer.tp_v_head_num, layer.v_head_dim)
+        if cascade:
+            return kernel(
+                k_cache=key_cache.view(-1, 1, layer.tp_k_head_num, layer.head_dim),
+                v_cache=value_cache.view(-1, 1, layer.tp_v_head_num, layer.head_dim),
+            )
+        return value_cache
+""", line=7),
+        # The key cache viewed with the layer's query head count while the layer has the key's.
+        Example("""\
+def paged_kv(layer, k_cache, v_cache, page_size):
+    k_cache = k_cache.view(-1, page_size, layer.tp_q_head_num, layer.head_dim)
+    v_cache = v_cache.view(-1, page_size, layer.tp_v_head_num, layer.head_dim)
+    return k_cache, v_cache, layer.tp_k_head_num
+""", line=2),
         Example("""\
 class Attention(nn.Module):
     def __init__(self, config):
