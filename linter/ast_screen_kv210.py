@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 
 from linter.ast_screens import Facts, walk
-from linter.model.size_roles import key_dim, query_heads, value_dim, value_dim_twins
+from linter.model.size_roles import KERNEL_TWINS, gradient_side, key_dim, query_heads, value_dim, value_dim_twins
 from linter.names import Role, kv_side, name_role
 from linter.settings import Settings
 
@@ -44,7 +44,8 @@ def kv210(facts: Facts, settings: Settings) -> bool:
     known = facts.names | facts.attrs | facts.params
     read_by_getattr = "getattr" in known
     counts = read_by_getattr or any(name_role(n) is Role.KV_HEADS for n in known)
-    value_dims = read_by_getattr or any(value_dim(n) for n in known)
+    kernel_dims = {k for k, v in KERNEL_TWINS.items() if k in facts.params and v in facts.params}
+    value_dims = read_by_getattr or bool(kernel_dims) or any(value_dim(n) for n in known)
     if not counts and not value_dims:
         return False
 
@@ -52,10 +53,10 @@ def kv210(facts: Facts, settings: Settings) -> bool:
         if counts and any(query_heads(n) for n in shape):
             return True
         # A key or shared head dim, or a ``.shape``/``.size`` read of the key.
-        return value_dims and any(key_dim(n) or value_dim_twins(n) or n in ("shape", "size") for n in shape)
+        return value_dims and any(key_dim(n) or value_dim_twins(n) or n in ("shape", "size") or n in kernel_dims for n in shape)
 
     def sided(node: ast.AST) -> bool:
-        return any(kv_side(n, extra) for n in _names(node))
+        return any(kv_side(n, extra) or gradient_side(n) for n in _names(node))
 
     for call in facts.calls:
         func = call.func
@@ -64,7 +65,7 @@ def kv210(facts: Facts, settings: Settings) -> bool:
             receiver = func.value
             if not (sided(receiver) or (value_dims and type(receiver) is ast.Subscript)):
                 continue
-        elif tail == "rearrange" and call.args:
+        elif tail in ("rearrange", "make_block_ptr") and call.args:
             if not sided(call.args[0]):
                 continue
         else:
@@ -72,7 +73,7 @@ def kv210(facts: Facts, settings: Settings) -> bool:
         if questioned(set().union(*(_names(a) for a in (*call.args, *call.keywords))) if call.args or call.keywords else set()):
             return True
     for targets, value in facts.assignments:
-        if not any(kv_side(n, extra) for t in targets if (n := _tail(t)) is not None):
+        if not any(kv_side(n, extra) or gradient_side(n) for t in targets if (n := _tail(t)) is not None):
             continue
         for node in walk(value):
             if type(node) is ast.Call and (_tail(node.func) in _ALLOCATORS or (_tail(node.func) or "").startswith("new_")):

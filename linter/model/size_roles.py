@@ -98,6 +98,22 @@ def side_heads(name: str, side: str) -> bool:
     return name_role(name) is Role.KV_HEADS and head_count_side(name) == side
 
 
+# Triton kernels' head dims and tiles (``K: tl.constexpr``, ``BV: tl.constexpr``): each key-side
+# name with the value's, checked on its own (a block may take ``V`` for its shape and ``BK``
+# for its tile).
+KERNEL_TWINS = {"K": "V", "BK": "BV", "DK": "DV", "BLOCK_K": "BLOCK_V", "BLOCK_DK": "BLOCK_DV", "HEAD_DIM_K": "HEAD_DIM_V"}
+
+
+def gradient_side(name: str) -> str | None:
+    """``b_dv``, ``p_dk``, ``dv``: the side of a kernel's gradient tensor or pointer."""
+    parts = set(name.lower().split("_"))
+    if "dk" in parts and "dv" not in parts:
+        return "k"
+    if "dv" in parts and "dk" not in parts:
+        return "v"
+    return None
+
+
 def value_dim_twins(name: str) -> tuple[str, ...]:
     """The value head dims a key-side or shared head dim stands in for: ``qk_head_dim`` ->
     (``v_head_dim``,); ``head_dim`` -> every spelling of a value head dim."""

@@ -15,7 +15,9 @@ from linter.model.size_roles import (
     equal_by_construction,
     equal_to_query,
     expands,
+    KERNEL_TWINS,
     expanded_name,
+    gradient_side,
     is_latent_scope,
     key_dim,
     pads,
@@ -27,7 +29,7 @@ from linter.model.size_roles import (
     value_dim_twins,
 )
 from linter.model.walk import children
-from linter.names import Role, is_kv_tensor_name, key_counterpart, kv_side, name_role, value_counterpart
+from linter.names import Role, is_kv_tensor_name, is_scale_name, key_counterpart, kv_side, name_role, value_counterpart
 from linter.pairs import callee_tail, dotted_name, normalized, source_of
 from linter.rules.base import Example, Rule
 from linter.triggers import AnyCase, Trigger
@@ -36,7 +38,9 @@ from linter.triggers import AnyCase, Trigger
 _VIEWS = frozenset({"view", "reshape", "unflatten", "new_empty", "new_zeros", "new_ones", "new_full"})
 # Functions that allocate a tensor from a shape in their arguments (``torch.empty(...)``).
 _ALLOCATORS = frozenset({"empty", "zeros", "ones", "full", "randn", "rand", "empty_strided"})
-_ALLOCATOR_MODULES = frozenset({"torch", "np", "numpy", "jnp"})
+_ALLOCATOR_MODULES = frozenset({"torch", "np", "numpy", "jnp", "tl"})
+# Wrappers whose first argument is the tensor they hold (``nn.Parameter(torch.randn(...))``).
+_WRAPPERS = frozenset({"Parameter", "Buffer"})
 # Arguments of a view or an allocation that are no part of its shape.
 _NOT_SHAPE = frozenset({"dtype", "device", "out", "pin_memory", "layout", "requires_grad", "memory_format", "fill_value"})
 # Steps that keep a tensor's side when read through: ``k.transpose(1, 2).contiguous()``.
@@ -251,7 +255,9 @@ def _allocations(value: cst.BaseExpression) -> Iterator[cst.Call]:
     node = value
     while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _CHAIN:
         node = node.func.value
-    if isinstance(node, cst.Call):
+    if isinstance(node, cst.Call) and callee_tail(node) in _WRAPPERS and node.args:
+        yield from _allocations(node.args[0].value)
+    elif isinstance(node, cst.Call):
         tail = callee_tail(node)
         func = node.func
         root = (dotted_name(func) or "").split(".")[0]
@@ -300,10 +306,11 @@ def _key_dim_reads(node: cst.CSTNode, extra_pairs) -> Iterator[cst.CSTNode]:
 
 class KVSizeRole(OwnerTracking, Rule):
     code = "KV210"
-    # A size name of a head count or a head dim, in a view, a reshape or an allocation.
+    # A size name of a head count or a head dim (or a Triton kernel's ``constexpr`` dims), in a
+    # view, a reshape, an allocation or a block pointer.
     trigger = Trigger(
-        AnyCase("head", "dim", "size", "group"),
-        ("view", "reshape", "unflatten", "empty", "zeros", "ones", "full", "rand"),
+        AnyCase("head", "dim", "size", "group", "constexpr"),
+        ("view", "reshape", "unflatten", "empty", "zeros", "ones", "full", "rand", "make_block_ptr"),
     )
     name = "kv-size-role"
     summary = "K/V view, reshape or buffer sized with the query's head count or the key's head dim"
@@ -402,6 +409,17 @@ class LinearAttention(nn.Module):
     def forward(self, x):
         return rearrange(self.k_proj(x), "... (h d) -> ... h d", h=self.num_heads)
 """),
+        # A Triton kernel whose V block takes the value's dim and tile.
+        Example("""\
+@triton.jit
+def attn_fwd_kernel(k, v, T, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
+                    BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr):
+    i_t, i_v = tl.program_id(0), tl.program_id(1)
+    p_k = tl.make_block_ptr(k, (T, K), (H * K, 1), (i_t * BT, 0), (BT, BK), (1, 0))
+    p_v = tl.make_block_ptr(v, (T, V), (H * V, 1), (i_t * BT, i_v * BV), (BT, BV), (1, 0))
+    b_dv = tl.zeros([BT, BV], dtype=tl.float32)
+    return tl.load(p_k), tl.load(p_v), b_dv
+"""),
         # A probe that builds K expanded to the query's heads beside the grouped K.
         Example("""\
 def probe(n_heads, n_kv_heads, head_dim):
@@ -464,6 +482,26 @@ class Backend:
             )
         return value_cache
 """, line=7),
+        # A Triton kernel loads V through a block pointer tiled with the key's block size.
+        Example("""\
+@triton.jit
+def attn_bwd_kernel(q, k, v, do, dq, T, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
+                    BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr):
+    i_t = tl.program_id(0)
+    p_k = tl.make_block_ptr(k, (T, K), (H * K, 1), (i_t * BT, 0), (BT, BK), (1, 0))
+    p_v = tl.make_block_ptr(v, (V, T), (1, H * V), (0, i_t * BT), (BK, BT), (0, 1))
+    return tl.load(p_k), tl.load(p_v)
+""", line=6),
+        # Learned memory keys allocated with the query's head count.
+        Example("""\
+class Attention(nn.Module):
+    def __init__(self, dim, heads=8, kv_heads=None, dim_head=64, num_mem_kv=0):
+        super().__init__()
+        kv_heads = heads if kv_heads is None else kv_heads
+        self.kv_heads = kv_heads
+        self.mem_k = nn.Parameter(torch.randn(heads, num_mem_kv, dim_head))
+        self.mem_v = nn.Parameter(torch.randn(kv_heads, num_mem_kv, dim_head))
+""", line=6),
         # The key cache viewed with the layer's query head count while the layer has the key's.
         Example("""\
 def paged_kv(layer, k_cache, v_cache, page_size):
@@ -535,8 +573,9 @@ class MiMoAttention(nn.Module):
         # Per object: its shared KV head counts, and each side's own (``tp_k_head_num``).
         kv_counts = {
             (base, side): sorted(
-                n for n in names
-                if (shared_kv_heads(n) or side_heads(n, side)) and n not in guarded and not equal_to_query(n, assigned)
+                (n for n in names
+                 if (shared_kv_heads(n) or side_heads(n, side)) and n not in guarded and not equal_to_query(n, assigned)),
+                key=lambda n: (not shared_kv_heads(n), n),
             )
             for base, names in held.items() for side in ("k", "v")
         }
@@ -568,9 +607,9 @@ class MiMoAttention(nn.Module):
             # V padded to the key's head dim on purpose, before this shape is given (not the
             # pad of this very view's result: ``F.pad(v.view(...), ...)``).
             padded = site.side == "v" and any(o < site.order and not _contains(c, site.call) for o, c in pad_calls)
-            if site.side not in ("v", "v-dim") or values_dims or padded:
+            if site.side not in ("v", "v-dim") or padded:
                 continue
-            self._check_value_dim(site, found, scope, held, assigned)
+            self._check_value_dim(site, found, values_dims, held, assigned, model.params)
 
     def _declared_with_query_heads(self, site: _Site, model: FunctionModel, owner) -> bool:
         """The viewed tensor is the output of this class's projection declared with the query
@@ -590,7 +629,20 @@ class MiMoAttention(nn.Module):
     def _attr_values(owner, name: str):
         return owner.attrs.get(name, ()) if name_role(name) is Role.UNKNOWN else ()
 
-    def _check_value_dim(self, site: _Site, found, scope: set[str], held: dict[str, set[str]], assigned) -> None:
+    def _check_value_dim(self, site: _Site, found, values_dims, held: dict[str, set[str]], assigned, params) -> None:
+        shape = {n for n, _ in found}
+        for name, at in found:
+            twin = KERNEL_TWINS.get(name)
+            if twin is not None and twin not in shape and {name, twin} <= set(params):
+                self.report(
+                    at,
+                    f"{site.what} is a value tensor shaped with `{name}`, the key's head dim or tile, "
+                    f"while the kernel takes `{twin}` for the value's",
+                    suggestion=f"use `{twin}` for the value side",
+                )
+                return
+        if values_dims:
+            return
         anywhere = {n for names in held.values() for n in names if value_dim(n)}
         for name, at in found:
             own = held.get(_base_of(at), set())
@@ -608,6 +660,7 @@ class MiMoAttention(nn.Module):
                 suggestion=f"use `{twin}` for the value side",
             )
             return
+        scope = {n for names in held.values() for n in names}
         own = [n for n in scope if value_dim(n) and not equal_by_construction(n, [m for m in scope if value_dim_twins(m) and not value_dim(m)], assigned)]
         if not own:
             return
@@ -639,12 +692,22 @@ class MiMoAttention(nn.Module):
                 if side is not None:
                     yield _Site(order, side, what, tuple(a.value for a in call.args if a.keyword is not None), call, name,
                                 call.args[0].value)
+            elif callee_tail(call) == "make_block_ptr" and call.args:
+                # Triton: a block pointer's shape, strides and tile are sizes of its base.
+                base = call.args[0].value
+                side, what, name = _receiver_side(base, pairs)
+                if side is None and (root := dotted_name(base)) is not None:
+                    side, what, name = gradient_side(root), f"the block pointer of `{root}`", None
+                if side is not None:
+                    yield _Site(order, side, what, tuple(a.value for a in call.args[1:]), call, name)
         for assignment in model.assignments:
             tail = assignment.name.rsplit(".", 1)[-1]
-            if not is_kv_tensor_name(tail, pairs):
+            side = kv_side(tail, pairs) if is_kv_tensor_name(tail, pairs) or is_scale_name(tail) else gradient_side(tail)
+            if side is None:
                 continue
             for call in _allocations(assignment.value):
                 if isinstance(call.func, cst.Attribute) and callee_tail(call).startswith("new_") and \
                         _receiver_side(call.func.value, pairs)[0] is not None:
                     continue  # ``k.new_zeros(...)`` is read with its receiver above
-                yield _Site(assignment.order, kv_side(tail, pairs), f"the buffer `{assignment.name}`", _shape_args(call), call, tail)
+                yield _Site(assignment.order, side, f"the buffer `{assignment.name}`", _shape_args(call), call,
+                            tail if kv_side(tail, pairs) else None)
