@@ -213,6 +213,14 @@ def _plural(name: str) -> bool:
     return bool({"keys", "values"} & set(name.lower().split("_")))
 
 
+def _u_twin(name: str) -> str | None:
+    parts = name.split("_")
+    if parts.count("v") != 1:
+        return None
+    parts[parts.index("v")] = "u"
+    return "_".join(parts)
+
+
 def _twin(name: str, extra_pairs) -> str | None:
     return value_counterpart(name, extra_pairs) or key_counterpart(name, extra_pairs)
 
@@ -420,6 +428,16 @@ def attn_fwd_kernel(k, v, T, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
     b_dv = tl.zeros([BT, BV], dtype=tl.float32)
     return tl.load(p_k), tl.load(p_v), b_dv
 """),
+        # Transformer-XL's positional biases u and v belong to the query's heads.
+        Example("""\
+class RelPositionAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.head_dim = config.head_dim
+        self.k_proj = nn.Linear(config.hidden_size, config.num_key_value_heads * self.head_dim)
+        self.bias_u = nn.Parameter(torch.zeros(config.num_attention_heads, self.head_dim))
+        self.bias_v = nn.Parameter(torch.zeros(config.num_attention_heads, self.head_dim))
+"""),
         # A probe that builds K expanded to the query's heads beside the grouped K.
         Example("""\
 def probe(n_heads, n_kv_heads, head_dim):
@@ -586,6 +604,10 @@ class MiMoAttention(nn.Module):
             if site.name is not None and _plural(site.name) and _twin(site.name, self.extra_pairs) not in scope:
                 # ``keys``/``values`` are common words (a dict's keys, ``topk_values``,
                 # ``normalized_values``): without the twin in scope they name no side of K/V.
+                continue
+            if site.name is not None and _u_twin(site.name) in scope:
+                # ``bias_v`` beside ``bias_u``: Transformer-XL's positional biases u and v, not a
+                # value tensor.
                 continue
             found = [(n, at) for shape in site.shape for n, at in _names(shape)]
             names = [n for n, _ in found]
