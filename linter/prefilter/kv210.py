@@ -10,7 +10,11 @@ from linter.model.size_roles import KERNEL_TWINS, query_heads, value_dim
 from linter.names import Role, name_role
 from linter.prefilter.file import _File
 
-_SHAPE_WORDS = ("view", "reshape", "unflatten", "empty", "zeros", "ones", "full", "rand", "make_block_ptr")
+# Identifiers (whole words) of the calls the rule reads.
+_SHAPE_WORDS = (
+    "view", "reshape", "unflatten", "rearrange", "empty", "zeros", "ones", "full", "rand", "randn",
+    "empty_strided", "new_empty", "new_zeros", "new_ones", "new_full", "make_block_ptr",
+)
 
 
 def _kv210(f: _File) -> bool:
