@@ -213,6 +213,10 @@ def _plural(name: str) -> bool:
     return bool({"keys", "values"} & set(name.lower().split("_")))
 
 
+def _weight_token(name: str) -> bool:
+    return bool({"wk", "wv"} & set(name.lower().split("_")))
+
+
 def _u_twin(name: str) -> str | None:
     parts = name.split("_")
     if parts.count("v") != 1:
@@ -611,6 +615,10 @@ class MiMoAttention(nn.Module):
             if site.name is not None and _plural(site.name) and _twin(site.name, self.extra_pairs) not in scope:
                 # ``keys``/``values`` are common words (a dict's keys, ``topk_values``,
                 # ``normalized_values``): without the twin in scope they name no side of K/V.
+                continue
+            if site.receiver is None and site.name is not None and _weight_token(site.name):
+                # ``self.tau_wv = nn.Parameter(...)``: a weight for V, shaped as its checkpoint
+                # is (K/V projections are checked through their ``*Linear`` layers).
                 continue
             if site.name is not None and _u_twin(site.name) in scope:
                 # ``bias_v`` beside ``bias_u``: Transformer-XL's positional biases u and v, not a
