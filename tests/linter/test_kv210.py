@@ -133,3 +133,48 @@ def test_attention_output_cut_to_the_value_dim_is_flattened_with_it():
     [finding] = _lint(code.format(dim="self.qk_head_dim"))
     assert "`self.qk_head_dim`" in finding.message
     assert _lint(code.format(dim="self.v_head_dim")) == []
+
+
+KERNEL = """\
+@triton.jit
+def bwd_kernel(v, dv, T, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
+               BK: tl.constexpr, BV: tl.constexpr):
+    i_t = tl.program_id(0)
+    p_v = tl.make_block_ptr(v, (T, {dim}), (H * {dim}, 1), (i_t * BT, 0), (BT, {tile}), (1, 0))
+    b_dv = tl.zeros([BT, {tile}], dtype=tl.float32)
+    return tl.load(p_v), b_dv
+"""
+
+
+def test_a_kernels_value_block_and_tile_take_the_value_dims():
+    assert _lint(KERNEL.format(dim="V", tile="BV")) == []
+    rows = sorted(f.span.row for f in _lint(KERNEL.format(dim="K", tile="BK")))
+    assert rows == [5, 6]
+    # The shape right, the tile the key's: each kernel dim is checked on its own.
+    [finding] = _lint(KERNEL.format(dim="V", tile="BK").replace("b_dv = tl.zeros([BT, BK]", "b_dv = tl.zeros([BT, BV]"))
+    assert finding.span.row == 5 and "`BK`" in finding.message
+
+
+@pytest.mark.parametrize("target", ["self.bias_v", "self.tau_wv"])
+def test_positional_biases_and_weights_for_v_are_no_value_buffers(target):
+    code = f"""\
+    class Attention(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.k_proj = nn.Linear(config.hidden_size, config.num_key_value_heads * config.head_dim)
+            self.bias_u = nn.Parameter(torch.zeros(config.num_attention_heads, config.head_dim))
+            {target} = nn.Parameter(torch.zeros(config.num_attention_heads, config.head_dim))
+    """
+    assert _lint(code) == []
+
+
+def test_memory_keys_allocated_with_the_query_heads_are_reported():
+    code = """\
+    class Attention(nn.Module):
+        def __init__(self, heads, kv_heads, dim_head, num_mem_kv):
+            super().__init__()
+            self.kv_heads = kv_heads
+            self.mem_k = nn.Parameter(torch.randn(heads, num_mem_kv, dim_head))
+    """
+    [finding] = _lint(code)
+    assert finding.span.row == 5 and "`kv_heads`" in finding.message
