@@ -41,11 +41,15 @@ def _names(node: ast.AST) -> set[str]:
 
 def kv210(facts: Facts, settings: Settings) -> bool:
     extra = settings.extra_pairs
-    known = facts.names | facts.attrs | facts.params
-    read_by_getattr = "getattr" in known
-    counts = read_by_getattr or any(name_role(n) is Role.KV_HEADS for n in known)
+    # ``getattr(config, "num_key_value_heads")`` reads the name its string spells.
+    read_by_getattr = {
+        a.value for c in facts.calls if type(c.func) is ast.Name and c.func.id == "getattr"
+        for a in (*c.args, *(k.value for k in c.keywords)) if type(a) is ast.Constant and type(a.value) is str
+    }
+    known = facts.names | facts.attrs | facts.params | read_by_getattr
+    counts = any(name_role(n) is Role.KV_HEADS for n in known)
     kernel_dims = {k for k, v in KERNEL_TWINS.items() if k in facts.params and v in facts.params}
-    value_dims = read_by_getattr or bool(kernel_dims) or any(value_dim(n) for n in known)
+    value_dims = bool(kernel_dims) or any(value_dim(n) for n in known)
     if not counts and not value_dims:
         return False
 
