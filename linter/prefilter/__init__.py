@@ -138,7 +138,7 @@ _OWN_UNIT: dict[Callable[[_File], bool], Callable[[Segment], bool]] = {
     _kv101: _is_definition, _kv102: _is_definition, _kv103: _is_definition,
     _kv201: _is_definition, _kv202: _is_definition, _kv203: _is_class,
     _kv104: _is_definition, _kv106: _is_definition, _kv204: _is_class, _kv205: _is_class, _kv206: _is_definition,
-    _kv210: _is_class, _kv301: _is_class,
+    _kv210: _is_definition, _kv301: _is_class,
 }
 
 
