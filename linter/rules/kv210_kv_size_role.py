@@ -531,13 +531,6 @@ class Attention(nn.Module):
         self.mem_k = nn.Parameter(torch.randn(heads, num_mem_kv, dim_head))
         self.mem_v = nn.Parameter(torch.randn(kv_heads, num_mem_kv, dim_head))
 """, line=6),
-        # The key cache viewed with the layer's query head count while the layer has the key's.
-        Example("""\
-def paged_kv(layer, k_cache, v_cache, page_size):
-    k_cache = k_cache.view(-1, page_size, layer.tp_q_head_num, layer.head_dim)
-    v_cache = v_cache.view(-1, page_size, layer.tp_v_head_num, layer.head_dim)
-    return k_cache, v_cache, layer.tp_k_head_num
-""", line=2),
         Example("""\
 class Attention(nn.Module):
     def __init__(self, config):
@@ -551,12 +544,6 @@ class Attention(nn.Module):
         value_states = self.v_proj(hidden_states).view(b, s, self.num_key_value_heads, self.head_dim)
         return key_states, value_states
 """, line=9),
-        Example("""\
-def forward_extend(q, k, v, num_heads, num_kv_heads, head_dim, v_head_dim):
-    k = k.view(-1, num_kv_heads, head_dim)
-    v = v.view(-1, num_kv_heads, head_dim)
-    return q.view(-1, num_heads, head_dim), k, v
-""", line=3),
         Example("""\
 class MiMoAttention(nn.Module):
     def __init__(self, config):

@@ -178,3 +178,22 @@ def test_memory_keys_allocated_with_the_query_heads_are_reported():
     """
     [finding] = _lint(code)
     assert finding.span.row == 5 and "`kv_heads`" in finding.message
+
+
+def test_local_sizes_and_a_layers_own_head_counts_are_roles_too():
+    extend = """\
+    def forward_extend(q, k, v, num_heads, num_kv_heads, head_dim, v_head_dim):
+        k = k.view(-1, num_kv_heads, head_dim)
+        v = v.view(-1, num_kv_heads, head_dim)
+        return q.view(-1, num_heads, head_dim), k, v
+    """
+    paged = """\
+    def paged_kv(layer, k_cache, v_cache, page_size):
+        k_cache = k_cache.view(-1, page_size, layer.tp_q_head_num, layer.head_dim)
+        v_cache = v_cache.view(-1, page_size, layer.tp_v_head_num, layer.head_dim)
+        return k_cache, v_cache, layer.tp_k_head_num
+    """
+    [finding] = _lint(extend)
+    assert finding.span.row == 3 and "`v_head_dim`" in finding.message
+    [finding] = _lint(paged)
+    assert finding.span.row == 2 and "`layer.tp_k_head_num`" in finding.message
