@@ -197,3 +197,30 @@ def test_local_sizes_and_a_layers_own_head_counts_are_roles_too():
     assert finding.span.row == 3 and "`v_head_dim`" in finding.message
     [finding] = _lint(paged)
     assert finding.span.row == 2 and "`layer.tp_k_head_num`" in finding.message
+
+
+GETATTR = """\
+class Attention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.kv = getattr(config, "{kv}")
+        self.head_dim = config.head_dim
+
+    def forward(self, hidden_states, b, s):
+        k = self.k_proj(hidden_states).view(b, s, getattr(self.config, "{q}"), self.head_dim)
+"""
+
+
+@pytest.mark.parametrize("kv, q, planned", [
+    ("num_key_value_heads", "num_attention_heads", True),
+    # What a getattr reads is in its string, gone from the code the condition reads; a
+    # getattr of names no role knows is no evidence.
+    ("hidden_act", "hidden_size", False),
+    ("hidden_act", "num_attention_heads", False),
+])
+def test_the_text_condition_reads_what_a_getattr_names(kv, q, planned):
+    from benchmarks.equivalence import default_settings
+    from linter.plan.text_plan import parse_plan
+
+    text = "import torch\nfrom torch import nn\n\n\n" + GETATTR.format(kv=kv, q=q)
+    assert parse_plan(text, ["KV210"], default_settings()).needed is planned

@@ -9,6 +9,8 @@ statement whose start cannot be found stands for any side.
 
 from __future__ import annotations
 
+import re
+
 from linter.model.size_roles import KERNEL_TWINS, gradient_side, key_dim, query_heads, value_dim, value_dim_twins
 from linter.model.names import Role, kv_side, name_role
 from linter.plan.chains import bracket_groups
@@ -22,18 +24,37 @@ _SHAPE_WORDS = (
 )
 
 
+# An escape that can spell a letter, digit or underscore in a string.
+_NAMING_ESCAPE = re.compile(r"\\[xuUN0-7]")
+
+
+def _read_by_getattr(f: _File) -> frozenset[str] | None:
+    """The words a ``getattr`` of ``f`` may read by name: its strings' words, which code-only
+    text has lost and the text it was read from (``_File.source``) still holds; a raw text's
+    identifiers hold them already. None where they are unknown: no source, or an escape that
+    may spell a name (``"num\\x5fheads"``)."""
+    if f.reduced and f.source is None:
+        return None
+    whole = f.source if f.reduced else f.text
+    if _NAMING_ESCAPE.search(whole):
+        return None
+    return identifier_set(whole) if f.reduced else frozenset()
+
+
 def _kv210(f: _File) -> bool:
     if not f.has_any(_SHAPE_WORDS):
         return False
     ids = f.identifiers  # one set for the many single-word questions below
     wild = "getattr" in ids
+    read = _read_by_getattr(f) if wild else frozenset()
+    unit_wild = read is None
     kernel = any(key in ids and value in ids for key, value in KERNEL_TWINS.items())
     counts = f.names_containing("head", ignore_case=True) | f.names_containing("group", ignore_case=True)
-    kv_counts = wild or any(name_role(n) is Role.KV_HEADS for n in counts)
+    kv_counts = unit_wild or any(name_role(n) is Role.KV_HEADS for n in (*counts, *(read or ())))
     dims = (f.names_containing("dim", ignore_case=True) | f.names_containing("size", ignore_case=True)
             | f.names_containing("channels", ignore_case=True) | f.names_containing("d_v", ignore_case=True)
             | f.names_containing("dv", ignore_case=True))
-    value_dims = wild or kernel or any(value_dim(n) for n in dims)
+    value_dims = unit_wild or kernel or any(value_dim(n) for n in (*dims, *(read or ())))
     if not kv_counts and not value_dims:
         return False
     extra = f.settings.extra_pairs
@@ -46,11 +67,14 @@ def _kv210(f: _File) -> bool:
             return True
         prefix = identifier_set(text[start:at])
         sizes = identifier_set(text[inside:close])
-        if not (wild or "[" in text[start:at] or any(kv_side(n, extra) or gradient_side(n) for n in prefix | sizes)):
+        # A ``getattr`` in the statement may name a side or a size in its string, which
+        # code-only text has lost.
+        here = wild and ("getattr" in prefix or "getattr" in sizes)
+        if not (here or "[" in text[start:at] or any(kv_side(n, extra) or gradient_side(n) for n in prefix | sizes)):
             continue
-        if kv_counts and (wild or any(query_heads(n) for n in sizes)):
+        if kv_counts and (here or any(query_heads(n) for n in sizes)):
             return True
-        if value_dims and (wild or any(
+        if value_dims and (here or any(
                 key_dim(n) or value_dim_twins(n) or n in ("shape", "size") or n in KERNEL_TWINS for n in sizes)):
             return True
     return False
