@@ -1,42 +1,157 @@
-"""KV210's ``ast`` screen: can a unit hold a K/V view, reshape or buffer whose sizes KV210
-would question? It over-approximates the rule (``linter.rules.kv210.rule``): any K/V-side
-name in the receiver or the assigned target stands for a side, any name anywhere in the unit
-for the evidence the rule looks for on one object.
+"""KV210's ``ast`` screen: can a unit hold a K/V view, reshape, buffer or block pointer whose
+sizes KV210 would question? It reads each call as the rule does (``linter.rules.kv210.rule``:
+its sites, the side of what is shaped, the names of the shape) and leaves out only what the
+rule's own reading keeps silent: a shape of no K/V side, a query head count beside a KV head
+count in one shape, the value-dim question of a key-side shape or of one that names the
+value's head dim. The rest of the rule's conditions (guards, MHA by construction, expansion,
+latent scopes, padding) it does not read: it may say yes for code without findings, never no
+for code with one.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 
-from linter.plan.screen_facts import Facts, walk
-from linter.model.size_roles import KERNEL_TWINS, gradient_side, key_dim, query_heads, value_dim, value_dim_twins
-from linter.model.names import Role, kv_side, name_role
+from linter.model.names import Role, is_kv_tensor_name, is_scale_name, kv_side, name_role
+from linter.model.size_roles import (
+    KERNEL_TWINS, gradient_side, key_dim, query_heads, value_dim, value_dim_twins,
+)
+from linter.plan.screen_facts import Facts, _dotted, _tail, walk
 from linter.settings import Settings
 
+# The rule's readings (``rule._VIEWS``, ``_ALLOCATORS``, ``_ALLOCATOR_MODULES``,
+# ``_NOT_SHAPE``, ``_CHAIN``), which a screen reads without importing libcst.
 _VIEWS = frozenset({"view", "reshape", "unflatten", "new_empty", "new_zeros", "new_ones", "new_full"})
 _ALLOCATORS = frozenset({"empty", "zeros", "ones", "full", "randn", "rand", "empty_strided"})
+_ALLOCATOR_MODULES = frozenset({"torch", "np", "numpy", "jnp", "tl"})
+_NOT_SHAPE = frozenset({"dtype", "device", "out", "pin_memory", "layout", "requires_grad", "memory_format", "fill_value"})
+_CHAIN = frozenset({"transpose", "contiguous", "permute", "float", "to", "clone", "detach", "squeeze", "unsqueeze",
+                    "flatten", "movedim", "half", "bfloat16", "view", "reshape"})
 
 
-def _tail(node: ast.expr) -> str | None:
-    if type(node) is ast.Attribute:
-        return node.attr
-    if type(node) is ast.Name:
-        return node.id
-    return None
+def _names(node: ast.AST, sure: bool) -> Iterator[str]:
+    """``rule._names``: the identifier tails a size reads, and the string a ``getattr`` reads.
+    Where ``ast`` cannot tell what libcst sees (``getattr(o, "a" "b")`` is no plain string to
+    the rule, nor a bytes literal), ``sure`` gives only names the rule reads too, and otherwise
+    every name it may read."""
+    kind = type(node)
+    if kind is ast.Name:
+        if node.id != "self":
+            yield node.id
+        return
+    if kind is ast.Attribute:
+        yield node.attr
+        return
+    if kind is ast.Call and type(node.func) is ast.Name and node.func.id == "getattr" and len(node.args) >= 2:
+        if type(node.args[1]) is ast.Constant and type(node.args[1].value) in (str, bytes):
+            if sure:
+                for arg in (*node.args[2:], *(k.value for k in node.keywords)):
+                    yield from _names(arg, sure)
+                return
+            if type(node.args[1].value) is str:
+                yield node.args[1].value
+    for child in ast.iter_child_nodes(node):
+        yield from _names(child, sure)
 
 
-def _names(node: ast.AST) -> set[str]:
-    """Names and attribute names in ``node``, and the strings a ``getattr`` reads."""
-    found = set()
-    for n in walk(node):
-        kind = type(n)
-        if kind is ast.Name:
-            found.add(n.id)
-        elif kind is ast.Attribute:
-            found.add(n.attr)
-        elif kind is ast.Constant and type(n.value) is str and n.value.isidentifier():
-            found.add(n.value)
-    return found
+def _receiver_side(node: ast.expr, extra) -> str | None:
+    """``rule._receiver_side``: a K/V name read through shape-keeping steps, or the output of
+    a layer of this module applied to one K/V tensor."""
+    while True:
+        if type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr in _CHAIN:
+            node = node.func.value
+        elif type(node) is ast.Subscript:
+            node = node.value
+        else:
+            break
+    name = _dotted(node)
+    if name is not None:
+        tail = name.rsplit(".", 1)[-1]
+        return kv_side(tail, extra) if is_kv_tensor_name(tail, extra) else None
+    if type(node) is not ast.Call:
+        return None
+    callee, tail = _dotted(node.func), _tail(node.func)
+    if callee is None or tail is None:
+        return None
+    side = kv_side(tail, extra)
+    if side is not None and not is_kv_tensor_name(tail, extra):
+        return None
+    if side is None and callee.startswith("self.") and len(node.args) == 1:
+        only = node.args[0]
+        side = _receiver_side(only.value if type(only) is ast.Starred else only, extra)
+    return side
+
+
+def _value_dim_slice(node: ast.expr) -> bool:
+    """``rule._value_dim_slice``: ``out[..., : self.v_head_dim]``, cut to the value's head dim."""
+    while type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr in _CHAIN:
+        node = node.func.value
+    if type(node) is not ast.Subscript:
+        return False
+    parts = node.slice.elts if type(node.slice) is ast.Tuple else [node.slice]
+    last = parts[-1] if parts else None
+    if type(last) is not ast.Slice or last.lower is not None or last.step is not None or last.upper is None:
+        return False
+    if len(parts) > 1 and not (type(parts[0]) is ast.Constant and parts[0].value is Ellipsis):
+        return False
+    name = _dotted(last.upper)
+    return name is not None and value_dim(name.rsplit(".", 1)[-1])
+
+
+def _shape(values: list[ast.expr]) -> tuple[set[str], set[str]]:
+    """The names the rule reads in the shape ``values``: (every one it may, those it surely
+    does)."""
+    return ({n for v in values for n in _names(v, False)}, {n for v in values for n in _names(v, True)})
+
+
+def _shape_args(call: ast.Call) -> list[ast.expr]:
+    """``rule._shape_args``: the arguments but those no part of a shape."""
+    return [*call.args, *(k.value for k in call.keywords if k.arg not in _NOT_SHAPE)]
+
+
+def _unstarred(node: ast.expr) -> ast.expr:
+    # libcst's argument ``*x`` has ``x`` for its value.
+    return node.value if type(node) is ast.Starred else node
+
+
+def _sites(facts: Facts, extra) -> Iterator[tuple[str, tuple[set[str], set[str]]]]:
+    """(side, shape names) of every place the rule reads a shape (``rule._sites``), and more."""
+    for call in facts.calls:
+        func = call.func
+        tail = _tail(func)
+        if type(func) is ast.Attribute and tail in _VIEWS:
+            if _dotted(func.value) in _ALLOCATOR_MODULES:
+                continue
+            side = _receiver_side(func.value, extra)
+            if side is None and _value_dim_slice(func.value):
+                side = "v-dim"
+            if side is not None:
+                yield side, _shape(_shape_args(call))
+        elif tail == "rearrange" and call.args:
+            side = _receiver_side(_unstarred(call.args[0]), extra)
+            if side is not None:
+                yield side, _shape([k.value for k in call.keywords if k.arg is not None])
+        elif tail == "make_block_ptr" and (call.args or call.keywords):
+            # libcst's first argument may be a keyword one.
+            base = _unstarred(call.args[0]) if call.args else call.keywords[0].value
+            side = _receiver_side(base, extra)
+            if side is None and (root := _dotted(base)) is not None:
+                side = gradient_side(root)
+            if side is not None:
+                rest = [*call.args[1:], *(k.value for k in call.keywords)] if call.args else [k.value for k in call.keywords[1:]]
+                yield side, _shape(rest)
+    for targets, value in facts.assignments:
+        for target in targets:
+            name = _tail(target)
+            if name is None:
+                continue
+            side = kv_side(name, extra) if is_kv_tensor_name(name, extra) or is_scale_name(name) else gradient_side(name)
+            if side is None:
+                continue
+            for node in walk(value):
+                if type(node) is ast.Call and ((_tail(node.func) or "") in _ALLOCATORS or (_tail(node.func) or "").startswith("new_")):
+                    yield side, _shape(_shape_args(node))
 
 
 def kv210(facts: Facts, settings: Settings) -> bool:
@@ -49,40 +164,23 @@ def kv210(facts: Facts, settings: Settings) -> bool:
     known = facts.names | facts.attrs | facts.params | read_by_getattr
     counts = any(name_role(n) is Role.KV_HEADS for n in known)
     kernel_dims = {k for k, v in KERNEL_TWINS.items() if k in facts.params and v in facts.params}
-    value_dims = bool(kernel_dims) or any(value_dim(n) for n in known)
-    if not counts and not value_dims:
+    value_dims = any(value_dim(n) for n in known)
+    if not counts and not value_dims and not kernel_dims:
         return False
-
-    def questioned(shape: set[str]) -> bool:
-        if counts and any(query_heads(n) for n in shape):
+    for side, (shape, surely) in _sites(facts, extra):
+        # A query head count and no KV head count in a K or V shape, where a KV count exists.
+        if counts and side in ("k", "v") and any(query_heads(n) for n in shape) and not any(
+                name_role(n) is Role.KV_HEADS for n in surely):
             return True
-        # A key or shared head dim, or a ``.shape``/``.size`` read of the key.
-        return value_dims and any(key_dim(n) or value_dim_twins(n) or n in ("shape", "size") or n in kernel_dims for n in shape)
-
-    def sided(node: ast.AST) -> bool:
-        return any(kv_side(n, extra) or gradient_side(n) for n in _names(node))
-
-    for call in facts.calls:
-        func = call.func
-        tail = _tail(func)
-        if tail in _VIEWS and type(func) is ast.Attribute:
-            receiver = func.value
-            if not (sided(receiver) or (value_dims and type(receiver) is ast.Subscript)):
-                continue
-        elif tail in ("rearrange", "make_block_ptr") and call.args:
-            if not sided(call.args[0]):
-                continue
-        else:
+        if side not in ("v", "v-dim"):
             continue
-        if questioned(set().union(*(_names(a) for a in (*call.args, *call.keywords))) if call.args or call.keywords else set()):
+        # A kernel's key dim or tile without the value's in the shape.
+        if any(n in kernel_dims and KERNEL_TWINS[n] not in surely for n in shape):
             return True
-    for targets, value in facts.assignments:
-        if not any(kv_side(n, extra) or gradient_side(n) for t in targets if (n := _tail(t)) is not None):
-            continue
-        for node in walk(value):
-            if type(node) is ast.Call and (_tail(node.func) in _ALLOCATORS or (_tail(node.func) or "").startswith("new_")):
-                if questioned(set().union(*(_names(a) for a in (*node.args, *node.keywords))) if node.args or node.keywords else set()):
-                    return True
+        # The value's head dim in the shape settles the rest.
+        if value_dims and not any(value_dim(n) for n in surely) and any(
+                key_dim(n) or value_dim_twins(n) or n in ("shape", "size") for n in shape):
+            return True
     return False
 
 
