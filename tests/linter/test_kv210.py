@@ -224,3 +224,42 @@ def test_the_text_condition_reads_what_a_getattr_names(kv, q, planned):
 
     text = "import torch\nfrom torch import nn\n\n\n" + GETATTR.format(kv=kv, q=q)
     assert parse_plan(text, ["KV210"], default_settings()).needed is planned
+
+
+SCREENED = """\
+class Attention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.num_key_value_heads = config.num_key_value_heads
+        self.head_dim = config.head_dim
+        self.v_head_dim = config.v_head_dim
+
+    def forward(self, hidden_states, b, s):
+        {body}
+"""
+
+
+@pytest.mark.parametrize("body, admitted", [
+    ("k = self.k_proj(hidden_states).view(b, s, self.num_heads, self.head_dim)", True),
+    ("v = self.v_proj(hidden_states).view(b, s, -1, self.head_dim)", True),
+    ("v = v.view(b, s, -1, getattr(self.config, 'head_dim'))", True),
+    # The rule asks the value-dim question of V alone.
+    ("k = self.k_proj(hidden_states).view(b, s, -1, self.head_dim)", False),
+    # The KV head count beside the query's in one shape, the value's head dim in V's shape.
+    ("k = k.view(b, s, self.num_heads // self.num_key_value_heads, self.num_key_value_heads, -1)", False),
+    ("v = self.v_proj(hidden_states).view(b, s, -1, self.v_head_dim)", False),
+    # No K/V side: the rule reads no shape of it.
+    ("o = self.kv_b_proj(hidden_states)[0].view(b, s, self.num_heads, self.head_dim)", False),
+])
+def test_the_ast_screen_reads_the_sites_the_rule_reads(body, admitted):
+    import ast
+
+    from benchmarks.equivalence import default_settings
+    from linter.plan.screen_facts import Facts
+    from linter.rules.kv210.screen import SCREEN
+
+    text = SCREENED.format(body=body)
+    assert SCREEN(Facts(ast.parse(text), (text.split("\n"), 0)), default_settings()) is admitted
+    # The screen may say yes where the rule is silent, never no where it reports.
+    assert admitted or not _lint(text)
