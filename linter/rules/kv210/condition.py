@@ -10,6 +10,7 @@ statement whose start cannot be found stands for any side.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from linter.model.size_roles import KERNEL_TWINS, gradient_side, key_dim, query_heads, value_dim, value_dim_twins
 from linter.model.names import Role, kv_side, name_role
@@ -18,10 +19,10 @@ from linter.plan.file import _File
 from linter.plan.words import identifier_set
 
 # Identifiers (whole words) of the calls the rule reads.
-_SHAPE_WORDS = (
+_SHAPE_WORDS = frozenset({
     "view", "reshape", "unflatten", "rearrange", "empty", "zeros", "ones", "full", "rand", "randn",
     "empty_strided", "new_empty", "new_zeros", "new_ones", "new_full", "make_block_ptr",
-)
+})
 
 
 # An escape that can spell a letter, digit or underscore in a string.
@@ -42,9 +43,9 @@ def _read_by_getattr(f: _File) -> frozenset[str] | None:
 
 
 def _kv210(f: _File) -> bool:
-    if not f.has_any(_SHAPE_WORDS):
-        return False
     ids = f.identifiers  # one set for the many single-word questions below
+    if ids.isdisjoint(_SHAPE_WORDS):
+        return False
     wild = "getattr" in ids
     read = _read_by_getattr(f) if wild else frozenset()
     unit_wild = read is None
@@ -54,30 +55,48 @@ def _kv210(f: _File) -> bool:
     dims = (f.names_containing("dim", ignore_case=True) | f.names_containing("size", ignore_case=True)
             | f.names_containing("channels", ignore_case=True) | f.names_containing("d_v", ignore_case=True)
             | f.names_containing("dv", ignore_case=True))
-    value_dims = unit_wild or kernel or any(value_dim(n) for n in (*dims, *(read or ())))
+    value_dims = unit_wild or kernel or any(_value_dim(n) for n in (*dims, *(read or ())))
     if not kv_counts and not value_dims:
         return False
     extra = f.settings.extra_pairs
     text, raw = f.text, not f.reduced
-    for at, _, inside, close in bracket_groups(text, frozenset(_SHAPE_WORDS), raw):
+    for at, _, inside, close in bracket_groups(text, _SHAPE_WORDS, raw):
         if close is None:
             return True
+        sizes = identifier_set(text[inside:close])
+        asked = (kv_counts and any(query_heads(n) for n in sizes)) or (value_dims and any(map(_key_size, sizes)))
+        if not asked:
+            # Only a getattr in the statement may still name a size in its string, which
+            # code-only text has lost: in the brackets, or before them in their chunk.
+            if not wild:
+                continue
+            if "getattr" in sizes:
+                return True
+            if f.reduced and "getattr" not in text[f.chunk_start(at):at]:
+                continue
+        # Finding where the statement starts costs more than all the questions above.
         start = f.statement_start(at) if f.reduced else None
         if start is None:
             return True
         prefix = identifier_set(text[start:at])
-        sizes = identifier_set(text[inside:close])
         # A ``getattr`` in the statement may name a side or a size in its string, which
         # code-only text has lost.
-        here = wild and ("getattr" in prefix or "getattr" in sizes)
-        if not (here or "[" in text[start:at] or any(kv_side(n, extra) or gradient_side(n) for n in prefix | sizes)):
-            continue
-        if kv_counts and (here or any(query_heads(n) for n in sizes)):
+        if wild and ("getattr" in prefix or "getattr" in sizes):
             return True
-        if value_dims and (here or any(
-                key_dim(n) or value_dim_twins(n) or n in ("shape", "size") or n in KERNEL_TWINS for n in sizes)):
+        if asked and ("[" in text[start:at] or any(kv_side(n, extra) or gradient_side(n) for n in prefix | sizes)):
             return True
     return False
+
+
+# Asked of the same names file after file.
+_value_dim = lru_cache(maxsize=1 << 16)(value_dim)
+
+
+@lru_cache(maxsize=1 << 16)
+def _key_size(name: str) -> bool:
+    """A key or shared head dim, a ``.shape``/``.size`` read or a kernel's key dim: a size the
+    rule questions in a V shape."""
+    return key_dim(name) or bool(value_dim_twins(name)) or name in ("shape", "size") or name in KERNEL_TWINS
 
 
 CONDITION = _kv210
