@@ -244,6 +244,9 @@ class Attention(nn.Module):
     ("k = self.k_proj(hidden_states).view(b, s, self.num_heads, self.head_dim)", True),
     ("v = self.v_proj(hidden_states).view(b, s, -1, self.head_dim)", True),
     ("v = v.view(b, s, -1, getattr(self.config, 'head_dim'))", True),
+    ("v = v.view(b, s, -1, key.shape[-1])", True),
+    # The rule reads the key's head dim off the key only.
+    ("v = v.view(b, s, -1, x.shape[-1])", False),
     # The rule asks the value-dim question of V alone.
     ("k = self.k_proj(hidden_states).view(b, s, -1, self.head_dim)", False),
     # The KV head count beside the query's in one shape, the value's head dim in V's shape.

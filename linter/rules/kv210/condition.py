@@ -64,7 +64,8 @@ def _kv210(f: _File) -> bool:
         if close is None:
             return True
         sizes = identifier_set(text[inside:close])
-        asked = (kv_counts and any(query_heads(n) for n in sizes)) or (value_dims and any(map(_key_size, sizes)))
+        asked = (kv_counts and any(query_heads(n) for n in sizes)) or (value_dims and (
+            any(map(_key_size, sizes)) or (("shape" in sizes or "size" in sizes) and any(kv_side(n, extra) == "k" for n in sizes))))
         if not asked:
             # Only a getattr in the statement may still name a size in its string, which
             # code-only text has lost: in the brackets, or before them in their chunk.
@@ -94,9 +95,9 @@ _value_dim = lru_cache(maxsize=1 << 16)(value_dim)
 
 @lru_cache(maxsize=1 << 16)
 def _key_size(name: str) -> bool:
-    """A key or shared head dim, a ``.shape``/``.size`` read or a kernel's key dim: a size the
-    rule questions in a V shape."""
-    return key_dim(name) or bool(value_dim_twins(name)) or name in ("shape", "size") or name in KERNEL_TWINS
+    """A key or shared head dim or a kernel's key dim: a size the rule questions in a V shape
+    (as it does the key's ``.shape``/``.size`` read)."""
+    return key_dim(name) or bool(value_dim_twins(name)) or name in KERNEL_TWINS
 
 
 CONDITION = _kv210

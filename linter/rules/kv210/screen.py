@@ -99,10 +99,25 @@ def _value_dim_slice(node: ast.expr) -> bool:
     return name is not None and value_dim(name.rsplit(".", 1)[-1])
 
 
-def _shape(values: list[ast.expr]) -> tuple[set[str], set[str]]:
+def _shape(values: list[ast.expr], extra) -> tuple[set[str], set[str], bool]:
     """The names the rule reads in the shape ``values``: (every one it may, those it surely
-    does)."""
-    return ({n for v in values for n in _names(v, False)}, {n for v in values for n in _names(v, True)})
+    does, whether it reads the key's head dim off the key: ``key.shape[-1]``)."""
+    return (
+        {n for v in values for n in _names(v, False)},
+        {n for v in values for n in _names(v, True)},
+        any(_key_dim_read(node, extra) for v in values for node in walk(v)),
+    )
+
+
+def _key_dim_read(node: ast.AST, extra) -> bool:
+    """``rule._key_dim_read``, any index: ``key.shape[...]`` or ``k.size(...)``."""
+    if type(node) is ast.Subscript and type(node.value) is ast.Attribute and node.value.attr == "shape":
+        base = _dotted(node.value.value)
+    elif type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "size":
+        base = _dotted(node.func.value)
+    else:
+        return False
+    return base is not None and kv_side(base.rsplit(".", 1)[-1], extra) == "k"
 
 
 def _shape_args(call: ast.Call) -> list[ast.expr]:
@@ -115,7 +130,7 @@ def _unstarred(node: ast.expr) -> ast.expr:
     return node.value if type(node) is ast.Starred else node
 
 
-def _sites(facts: Facts, extra) -> Iterator[tuple[str, tuple[set[str], set[str]]]]:
+def _sites(facts: Facts, extra) -> Iterator[tuple[str, tuple[set[str], set[str], bool]]]:
     """(side, shape names) of every place the rule reads a shape (``rule._sites``), and more."""
     for call in facts.calls:
         func = call.func
@@ -127,11 +142,11 @@ def _sites(facts: Facts, extra) -> Iterator[tuple[str, tuple[set[str], set[str]]
             if side is None and _value_dim_slice(func.value):
                 side = "v-dim"
             if side is not None:
-                yield side, _shape(_shape_args(call))
+                yield side, _shape(_shape_args(call), extra)
         elif tail == "rearrange" and call.args:
             side = _receiver_side(_unstarred(call.args[0]), extra)
             if side is not None:
-                yield side, _shape([k.value for k in call.keywords if k.arg is not None])
+                yield side, _shape([k.value for k in call.keywords if k.arg is not None], extra)
         elif tail == "make_block_ptr" and (call.args or call.keywords):
             # libcst's first argument may be a keyword one.
             base = _unstarred(call.args[0]) if call.args else call.keywords[0].value
@@ -140,7 +155,7 @@ def _sites(facts: Facts, extra) -> Iterator[tuple[str, tuple[set[str], set[str]]
                 side = gradient_side(root)
             if side is not None:
                 rest = [*call.args[1:], *(k.value for k in call.keywords)] if call.args else [k.value for k in call.keywords[1:]]
-                yield side, _shape(rest)
+                yield side, _shape(rest, extra)
     for targets, value in facts.assignments:
         for target in targets:
             name = _tail(target)
@@ -151,7 +166,7 @@ def _sites(facts: Facts, extra) -> Iterator[tuple[str, tuple[set[str], set[str]]
                 continue
             for node in walk(value):
                 if type(node) is ast.Call and ((_tail(node.func) or "") in _ALLOCATORS or (_tail(node.func) or "").startswith("new_")):
-                    yield side, _shape(_shape_args(node))
+                    yield side, _shape(_shape_args(node), extra)
 
 
 def kv210(facts: Facts, settings: Settings) -> bool:
@@ -167,7 +182,7 @@ def kv210(facts: Facts, settings: Settings) -> bool:
     value_dims = any(value_dim(n) for n in known)
     if not counts and not value_dims and not kernel_dims:
         return False
-    for side, (shape, surely) in _sites(facts, extra):
+    for side, (shape, surely, key_read) in _sites(facts, extra):
         # A query head count and no KV head count in a K or V shape, where a KV count exists.
         if counts and side in ("k", "v") and any(query_heads(n) for n in shape) and not any(
                 name_role(n) is Role.KV_HEADS for n in surely):
@@ -178,8 +193,8 @@ def kv210(facts: Facts, settings: Settings) -> bool:
         if any(n in kernel_dims and KERNEL_TWINS[n] not in surely for n in shape):
             return True
         # The value's head dim in the shape settles the rest.
-        if value_dims and not any(value_dim(n) for n in surely) and any(
-                key_dim(n) or value_dim_twins(n) or n in ("shape", "size") for n in shape):
+        if value_dims and not any(value_dim(n) for n in surely) and (
+                key_read or any(key_dim(n) or value_dim_twins(n) for n in shape)):
             return True
     return False
 
