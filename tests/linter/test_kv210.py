@@ -252,6 +252,9 @@ class Attention(nn.Module):
     # The KV head count beside the query's in one shape, the value's head dim in V's shape.
     ("k = k.view(b, s, self.num_heads // self.num_key_value_heads, self.num_key_value_heads, -1)", False),
     ("v = self.v_proj(hidden_states).view(b, s, -1, self.v_head_dim)", False),
+    # A size is asked of the object it is read on: this config holds no KV head count.
+    ("k = k.view(b, s, cfg.num_attention_heads, -1)", False),
+    ("k = k.view(b, s, cfg.num_attention_heads, -1) if cfg.num_key_value_heads else k", True),
     # No K/V side: the rule reads no shape of it.
     ("o = self.kv_b_proj(hidden_states)[0].view(b, s, self.num_heads, self.head_dim)", False),
 ])

@@ -30,18 +30,18 @@ _CHAIN = frozenset({"transpose", "contiguous", "permute", "float", "to", "clone"
                     "flatten", "movedim", "half", "bfloat16", "view", "reshape"})
 
 
-def _names(node: ast.AST, sure: bool) -> Iterator[str]:
-    """``rule._names``: the identifier tails a size reads, and the string a ``getattr`` reads.
-    Where ``ast`` cannot tell what libcst sees (``getattr(o, "a" "b")`` is no plain string to
-    the rule, nor a bytes literal), ``sure`` gives only names the rule reads too, and otherwise
-    every name it may read."""
+def _names(node: ast.AST, sure: bool) -> Iterator[tuple[str, ast.AST]]:
+    """``rule._names``: the identifier tails a size reads, and the string a ``getattr`` reads,
+    each with the node that reads it. Where ``ast`` cannot tell what libcst sees
+    (``getattr(o, "a" "b")`` is no plain string to the rule, nor a bytes literal), ``sure``
+    gives only names the rule reads too, and otherwise every name it may read."""
     kind = type(node)
     if kind is ast.Name:
         if node.id != "self":
-            yield node.id
+            yield node.id, node
         return
     if kind is ast.Attribute:
-        yield node.attr
+        yield node.attr, node
         return
     if kind is ast.Call and type(node.func) is ast.Name and node.func.id == "getattr" and len(node.args) >= 2:
         if type(node.args[1]) is ast.Constant and type(node.args[1].value) in (str, bytes):
@@ -50,9 +50,33 @@ def _names(node: ast.AST, sure: bool) -> Iterator[str]:
                     yield from _names(arg, sure)
                 return
             if type(node.args[1].value) is str:
-                yield node.args[1].value
+                yield node.args[1].value, node
     for child in ast.iter_child_nodes(node):
         yield from _names(child, sure)
+
+
+def _base_of(node: ast.AST) -> str:
+    """``rule._base_of``: the object a size name is read on (``""``: a local, ``self``'s)."""
+    if type(node) is not ast.Attribute:
+        return ""
+    base = _dotted(node.value)
+    if base is None:
+        return "?"
+    if base == "self":
+        return ""
+    return base[5:] if base.startswith("self.") else base
+
+
+def _held(facts: Facts, known: set[str]) -> dict[str, set[str]]:
+    """``rule``'s ``held``, over the whole unit: the names each object holds (every name of
+    the unit for ``""``, the attributes read on ``layer`` for ``layer``)."""
+    held: dict[str, set[str]] = {"": known}
+    for node in walk(facts.tree):
+        if type(node) is ast.Attribute:
+            base = _base_of(node)
+            if base:
+                held.setdefault(base, set()).add(node.attr)
+    return held
 
 
 def _receiver_side(node: ast.expr, extra) -> str | None:
@@ -99,12 +123,17 @@ def _value_dim_slice(node: ast.expr) -> bool:
     return name is not None and value_dim(name.rsplit(".", 1)[-1])
 
 
-def _shape(values: list[ast.expr], extra) -> tuple[set[str], set[str], bool]:
-    """The names the rule reads in the shape ``values``: (every one it may, those it surely
-    does, whether it reads the key's head dim off the key: ``key.shape[-1]``)."""
+def _shape(values: list[ast.expr], extra) -> tuple[dict[str, set[str]], set[str], bool]:
+    """The names the rule reads in the shape ``values``: (every one it may, with the objects
+    it is read on; those it surely reads; whether it reads the key's head dim off the key:
+    ``key.shape[-1]``)."""
+    bases: dict[str, set[str]] = {}
+    for v in values:
+        for n, at in _names(v, False):
+            bases.setdefault(n, set()).add(_base_of(at))
     return (
-        {n for v in values for n in _names(v, False)},
-        {n for v in values for n in _names(v, True)},
+        bases,
+        {n for v in values for n, _ in _names(v, True)},
         any(_key_dim_read(node, extra) for v in values for node in walk(v)),
     )
 
@@ -130,7 +159,7 @@ def _unstarred(node: ast.expr) -> ast.expr:
     return node.value if type(node) is ast.Starred else node
 
 
-def _sites(facts: Facts, extra) -> Iterator[tuple[str, tuple[set[str], set[str], bool]]]:
+def _sites(facts: Facts, extra) -> Iterator[tuple[str, tuple[dict[str, set[str]], set[str], bool]]]:
     """(side, shape names) of every place the rule reads a shape (``rule._sites``), and more."""
     for call in facts.calls:
         func = call.func
@@ -182,20 +211,31 @@ def kv210(facts: Facts, settings: Settings) -> bool:
     value_dims = any(value_dim(n) for n in known)
     if not counts and not value_dims and not kernel_dims:
         return False
+    held: dict[str, set[str]] | None = None
     for side, (shape, surely, key_read) in _sites(facts, extra):
-        # A query head count and no KV head count in a K or V shape, where a KV count exists.
-        if counts and side in ("k", "v") and any(query_heads(n) for n in shape) and not any(
+        if side in ("k", "v") and counts and any(query_heads(n) for n in shape) and not any(
                 name_role(n) is Role.KV_HEADS for n in surely):
-            return True
+            # A query head count and no KV head count in a K or V shape, where the object it is
+            # read on holds a KV count.
+            held = _held(facts, known) if held is None else held
+            if any(name_role(m) is Role.KV_HEADS for n in shape if query_heads(n)
+                   for base in shape[n] for m in held.get(base, ())):
+                return True
         if side not in ("v", "v-dim"):
             continue
         # A kernel's key dim or tile without the value's in the shape.
         if any(n in kernel_dims and KERNEL_TWINS[n] not in surely for n in shape):
             return True
         # The value's head dim in the shape settles the rest.
-        if value_dims and not any(value_dim(n) for n in surely) and (
-                key_read or any(key_dim(n) or value_dim_twins(n) for n in shape)):
+        if not value_dims or any(value_dim(n) for n in surely):
+            continue
+        if key_read or any(key_dim(n) for n in shape):
             return True
+        # A shared head dim, where the object it is read on holds a value head dim.
+        if any(value_dim_twins(n) for n in shape):
+            held = _held(facts, known) if held is None else held
+            if any(t in held.get(base, ()) for n in shape for t in value_dim_twins(n) for base in shape[n]):
+                return True
     return False
 
 
