@@ -199,7 +199,10 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
     for segment in segments:
         relevant = [c for c in live if _OWN_UNIT[c](segment)]
         if relevant:
-            unit = _File(segment.text, settings, reduced=True)
+            raw_lines = raw_lines or text.split("\n")
+            # Its raw text beside its code: a condition may read what a string names
+            # (``getattr(config, "num_key_value_heads")``).
+            unit = _File(segment.text, settings, reduced=True, source="\n".join(raw_lines[segment.start:segment.end]))
             held = [c for c in relevant if c(unit)]
             if not held:
                 continue

@@ -187,7 +187,9 @@ def _reported_alike_on_both_paths(tmp_path: Path, text: str, code: str) -> None:
     path = tmp_path / "module.py"
     path.write_text(text)
     slow = findings([str(path)], prefilter=False, jobs=1)
-    assert [found for _, found, *_ in slow] == [code], "the slow path must report it"
+    # Another rule may report the same line (KV210 reads every K/V size KV206 reads): the
+    # spelling must reach ``code``, and both paths must agree on all of them.
+    assert [found for _, found, *_ in slow if found == code] == [code], "the slow path must report it"
     assert findings([str(path)], prefilter=True, jobs=1) == slow
 
 

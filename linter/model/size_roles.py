@@ -1,0 +1,200 @@
+"""Where a size comes from, and which size a K/V shape must carry.
+
+A size expression gets a role from the names it is written with (``names.name_role``: a query
+head count, a KV head count, a head dim) refined by side: ``v_head_dim`` is the value's head
+dim, ``qk_head_dim``/``head_k_dim`` the key's, a bare ``head_dim`` the one both share unless the
+scope gives the value its own, and ``key.shape[-1]`` the key's head dim read from the key
+tensor. A scope is one function with its own class: facts from another function or class are
+no evidence about this one.
+
+The checks a K/V shape (a view, a reshape, an allocation of a K/V buffer) must pass:
+
+- a K or V shape carries the KV head count, not the query's, where the scope has a KV head
+  count of its own (one not equal to the query's by construction);
+- a V shape carries the value's head dim, not the key's, where the scope has a value head dim of
+  its own (one not assigned from the key's).
+
+Text only below the libcst layer: the names and their assignments are given as strings, so the
+rule (libcst) and its screen ask one code.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+
+from linter.model.twins import is_value_head_dim, key_head_dim_twin
+from linter.model.names import Role, head_count_side, kv_side, name_role
+
+# Multi-head latent attention: K/V head counts follow the path (one latent head when decoding,
+# the query's when prefilling), and V is a prefix or tail of K's latent.
+_LATENT = re.compile(r"kv_lora_rank|qk_nope_head_dim|qk_rope_head_dim|latent|(?:^|_)mla(?:_|$)|MLA")
+
+# Key-side head dims that ``key_head_dim_twin`` does not pair (no "head" in them): width-like
+# names of ``nn.MultiheadAttention`` and papers' ``d_k``.
+_KEY_DIM_TWINS = {
+    "kdim": "vdim", "k_dim": "v_dim", "qk_dim": "v_dim", "d_k": "d_v", "dk": "dv",
+    "k_channels": "v_channels", "qk_channels": "v_channels", "head_size": "v_head_size",
+    "head_dim": "v_head_dim",
+}
+_VALUE_DIMS = frozenset(_KEY_DIM_TWINS.values())
+# The shared head dims, and the value dims they stand in for when the scope has one.
+_SHARED_DIMS = frozenset({"head_dim", "head_size", "attention_head_size", "attn_head_size"})
+
+# Name parts of a part of a head dim (MLA's rope and nope parts, the latent rank).
+_PARTS = frozenset({"rope", "nope", "lora", "rank", "rotary", "pe"})
+# Name parts of a K/V tensor expanded to the query's head count.
+_EXPANDED = frozenset({"full", "expanded", "expand", "repeated", "rep", "repeat", "broadcast", "tiled", "gqa"})
+
+# Calls after which a K/V tensor may carry the query's head count (GQA expanded for a kernel).
+_EXPANDS = re.compile(r"repeat|expand|broadcast|tile", re.IGNORECASE)
+# Calls after which V may carry the key's head dim on purpose.
+_PADS = re.compile(r"(?:^|_)pad(?:_|$)|pad$", re.IGNORECASE)
+
+
+def is_latent_scope(names: Iterable[str]) -> bool:
+    """Names of an MLA layer or a latent cache (``kv_lora_rank``, ``forward_mla``)."""
+    return any(_LATENT.search(n) for n in names)
+
+
+def query_heads(name: str) -> bool:
+    return name_role(name) is Role.Q_HEADS
+
+
+def shared_kv_heads(name: str) -> bool:
+    """``num_key_value_heads``, ``n_kv_heads``, ``num_query_groups``: the count K and V share
+    (linear attention's ``num_k_heads``/``num_v_heads`` are one side's own)."""
+    return name_role(name) is Role.KV_HEADS and head_count_side(name) is None
+
+
+def value_dim(name: str) -> bool:
+    """``v_head_dim``, ``head_dim_v``, ``vdim``, ``d_v``: the value's own head dim."""
+    return name in _VALUE_DIMS or is_value_head_dim(name)
+
+
+def head_dim_part(name: str) -> bool:
+    """``qk_rope_head_dim``, ``qk_nope_head_dim``, ``kv_lora_rank``: a part of a (latent) head
+    dim, not the head dim of K or V as a whole."""
+    return bool(_PARTS & set(name.lower().split("_")))
+
+
+def key_dim(name: str) -> bool:
+    """``qk_head_dim``, ``head_k_dim``, ``d_k``, ``kdim``: a head dim named as the key's own (a
+    shared ``head_dim`` is not, nor a rope/nope part of it)."""
+    if head_dim_part(name):
+        return False
+    return key_head_dim_twin(name) is not None or (name in _KEY_DIM_TWINS and name not in _SHARED_DIMS)
+
+
+def expanded_name(name: str) -> bool:
+    """``k_full``, ``key_expanded``, ``v_rep``: a K/V tensor named as expanded to the query's
+    head count."""
+    return bool(_EXPANDED & set(name.lower().split("_")))
+
+
+def side_heads(name: str, side: str) -> bool:
+    """A head count of one side's own (``tp_k_head_num`` for K, ``num_v_heads`` for V)."""
+    return name_role(name) is Role.KV_HEADS and head_count_side(name) == side
+
+
+# Triton kernels' head dims and tiles (``K: tl.constexpr``, ``BV: tl.constexpr``): each key-side
+# name with the value's, checked on its own (a block may take ``V`` for its shape and ``BK``
+# for its tile).
+KERNEL_TWINS = {"K": "V", "BK": "BV", "DK": "DV", "BLOCK_K": "BLOCK_V", "BLOCK_DK": "BLOCK_DV", "HEAD_DIM_K": "HEAD_DIM_V"}
+
+
+def gradient_side(name: str) -> str | None:
+    """``b_dv``, ``p_dk``, ``dv``: the side of a kernel's gradient tensor or pointer."""
+    parts = set(name.lower().split("_"))
+    if "dk" in parts and "dv" not in parts:
+        return "k"
+    if "dv" in parts and "dk" not in parts:
+        return "v"
+    return None
+
+
+def value_dim_twins(name: str) -> tuple[str, ...]:
+    """The value head dims a key-side or shared head dim stands in for: ``qk_head_dim`` ->
+    (``v_head_dim``,); ``head_dim`` -> every spelling of a value head dim."""
+    if head_dim_part(name):
+        return ()
+    twin = key_head_dim_twin(name)
+    found = [twin] if twin else []
+    if name in _KEY_DIM_TWINS:
+        found.append(_KEY_DIM_TWINS[name])
+    if name in _SHARED_DIMS or (name.startswith("_") and name[1:] in _SHARED_DIMS):
+        found += ["v_head_dim", "head_dim_v", "head_v_dim", "value_head_dim", "v_head_size", "head_size_v"]
+    return tuple(dict.fromkeys(found))
+
+
+@dataclass(frozen=True)
+class Assigned:
+    """One assignment of a size name: the identifier tails its value reads (a ``getattr``'s
+    string too), and its text without ``self.`` (``config.head_dim``, ``v.shape[2]``)."""
+
+    reads: frozenset[str]
+    text: str
+
+
+Assignments = Mapping[str, Sequence[Assigned]]
+
+
+def equal_by_construction(name: str, other: Sequence[str] | str, assigned: Assignments) -> bool:
+    """Is ``name`` provably the same size as ``other`` (one name, or any of several): every
+    assignment of it is one of them (``self.v_head_dim = self.head_dim``; a conditional
+    ``n if x is None else y`` is no proof), or every assignment of it and of one of them has
+    one same text (``self.v_head_dim = config.head_dim`` beside ``self.head_dim =
+    config.head_dim``)?"""
+    others = (other,) if isinstance(other, str) else tuple(other)
+    mine = assigned.get(name, ())
+    if not mine:
+        return False
+    if all(a.text in others for a in mine):
+        return True
+    texts = {a.text for a in mine}
+    if len(texts) != 1 or "(" in next(iter(texts)):
+        # A call may return a different size each time, or a tuple of them
+        # (``self.num_heads, self.num_kv_heads = partition(...)``): no one source.
+        return False
+    return any((theirs := assigned.get(o, ())) and {a.text for a in theirs} == texts for o in others)
+
+
+def equal_to_query(name: str, assigned: Assignments, _seen: frozenset[str] = frozenset()) -> bool:
+    """A KV head count assigned only from query head counts (multi-head attention by
+    construction: ``self.num_kv_heads = self.num_heads``), or from the same source as a query
+    head count."""
+    mine = assigned.get(name, ())
+    if not mine:
+        return False
+    seen = _seen | {name}
+    if all(a.reads and all(query_heads(w) or (w not in seen and shared_kv_heads(w) and equal_to_query(w, assigned, seen))
+                           for w in a.reads if query_heads(w) or name_role(w) is Role.KV_HEADS or w == name)
+           and any(query_heads(w) or name_role(w) is Role.KV_HEADS for w in a.reads)
+           for a in mine):
+        return True
+    return equal_by_construction(name, [n for n in assigned if query_heads(n)], assigned)
+
+
+def shape_names(names: Iterable[str]) -> tuple[list[str], list[str], list[str]]:
+    """(query head counts, KV head counts, value head dims) among the names of a shape."""
+    names = list(names)
+    return (
+        [n for n in names if query_heads(n)],
+        [n for n in names if name_role(n) is Role.KV_HEADS],
+        [n for n in names if value_dim(n)],
+    )
+
+
+def side_of_names(names: Iterable[str], extra_pairs: Iterable[tuple[str, str]] = ()) -> str | None:
+    """"k" or "v" when the identifiers of an expression name one side only."""
+    sides = {kv_side(n, extra_pairs) for n in names} - {None}
+    return sides.pop() if len(sides) == 1 else None
+
+
+def expands(tail: str | None) -> bool:
+    return tail is not None and bool(_EXPANDS.search(tail))
+
+
+def pads(tail: str | None) -> bool:
+    return tail is not None and bool(_PADS.search(tail))

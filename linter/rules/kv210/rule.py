@@ -1,0 +1,737 @@
+"""KV210: a K/V view, reshape or buffer sized with a size of the wrong role (size provenance)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+
+from linter.model.classes import OwnerTracking
+from linter.model.flows import projected
+from linter.model.functions import FunctionModel, function_model
+from linter.model.size_roles import (
+    Assigned,
+    equal_by_construction,
+    equal_to_query,
+    expands,
+    KERNEL_TWINS,
+    expanded_name,
+    gradient_side,
+    is_latent_scope,
+    key_dim,
+    pads,
+    query_heads,
+    shape_names,
+    shared_kv_heads,
+    side_heads,
+    value_dim,
+    value_dim_twins,
+)
+from linter.model.walk import children
+from linter.model.names import Role, is_kv_tensor_name, is_scale_name, key_counterpart, kv_side, name_role, value_counterpart
+from linter.model.pairs import callee_tail, dotted_name, normalized, source_of
+from linter.rules.base import Example, Rule
+from linter.plan.triggers import AnyCase, Trigger
+
+# Methods that give a tensor a shape from their arguments.
+_VIEWS = frozenset({"view", "reshape", "unflatten", "new_empty", "new_zeros", "new_ones", "new_full"})
+# Functions that allocate a tensor from a shape in their arguments (``torch.empty(...)``).
+_ALLOCATORS = frozenset({"empty", "zeros", "ones", "full", "randn", "rand", "empty_strided"})
+_ALLOCATOR_MODULES = frozenset({"torch", "np", "numpy", "jnp", "tl"})
+# Wrappers whose first argument is the tensor they hold (``nn.Parameter(torch.randn(...))``).
+_WRAPPERS = frozenset({"Parameter", "Buffer"})
+# Arguments of a view or an allocation that are no part of its shape.
+_NOT_SHAPE = frozenset({"dtype", "device", "out", "pin_memory", "layout", "requires_grad", "memory_format", "fill_value"})
+# Steps that keep a tensor's side when read through: ``k.transpose(1, 2).contiguous()``.
+_CHAIN = frozenset({"transpose", "contiguous", "permute", "float", "to", "clone", "detach", "squeeze", "unsqueeze",
+                    "flatten", "movedim", "half", "bfloat16", "view", "reshape"})
+
+
+@dataclass(frozen=True)
+class _Site:
+    order: int
+    # "k" or "v", or "v-dim" for a tensor whose last axis is the value's head dim.
+    side: str
+    what: str  # words for the tensor: "`key_states`", "the buffer `self.k_cache`"
+    shape: tuple[cst.BaseExpression, ...]
+    call: cst.Call
+    # The K/V name that gives the side (``value_cache``, ``k_proj``); None for a value-dim cut.
+    name: str | None = None
+    # The tensor given the shape (a view's receiver, ``rearrange``'s first argument); None for
+    # an allocation.
+    receiver: cst.BaseExpression | None = None
+
+
+def _contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
+    if outer is inner:
+        return True
+    return any(_contains(child, inner) for child in children(outer))
+
+
+def _names(node: cst.CSTNode) -> Iterator[tuple[str, cst.CSTNode]]:
+    """Identifier tails a size expression reads: ``self.num_heads`` gives ``num_heads``, and
+    ``getattr(config, "num_key_value_heads", n)`` names what it reads."""
+    if isinstance(node, cst.Name):
+        if node.value != "self":
+            yield node.value, node
+        return
+    if isinstance(node, cst.Attribute):
+        yield node.attr.value, node
+        return
+    if (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "getattr"
+            and len(node.args) >= 2 and isinstance(node.args[1].value, cst.SimpleString)):
+        name = node.args[1].value.evaluated_value
+        if isinstance(name, str):
+            yield name, node
+        for arg in node.args[2:]:
+            yield from _names(arg.value)
+        return
+    for child in children(node):
+        yield from _names(child)
+
+
+def _base_of(node: cst.CSTNode) -> str:
+    """The object a size name is read on: ``""`` for a local name and for ``self.x`` (locals
+    copy the object's attributes), ``layer`` for ``layer.head_dim``, ``config`` for
+    ``self.config.num_heads``; ``"?"`` where it is no plain name."""
+    if not isinstance(node, cst.Attribute):
+        return ""
+    base = dotted_name(node.value)
+    if base is None:
+        return "?"
+    if base == "self":
+        return ""
+    return base[5:] if base.startswith("self.") else base
+
+
+def _reads(node: cst.CSTNode) -> Iterator[tuple[str, str]]:
+    """(object, name) of every attribute read below ``node``, and ("", name) of every name."""
+    if isinstance(node, cst.Attribute):
+        yield _base_of(node), node.attr.value
+        yield from _reads(node.value)
+        return
+    if isinstance(node, cst.Name):
+        yield "", node.value
+        return
+    for child in children(node):
+        yield from _reads(child)
+
+
+def _guarded_equal(node: cst.CSTNode) -> set[str]:
+    """Names a guard proves equal to another name: ``assert a == b``, ``if a != b: raise``."""
+    found: set[str] = set()
+    for child in children(node):
+        if isinstance(child, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        test = None
+        if isinstance(child, cst.Assert):
+            test, wanted = child.test, cst.Equal
+        elif isinstance(child, cst.If) and any(isinstance(s, cst.Raise) for s in _statements(child.body)):
+            test, wanted = child.test, cst.NotEqual
+        if test is not None:
+            for comparison in _comparisons(test):
+                left = comparison.left
+                for target in comparison.comparisons:
+                    pair = [_tail_of(left), _tail_of(target.comparator)]
+                    if isinstance(target.operator, wanted) and None not in pair:
+                        found |= set(pair)
+                    left = target.comparator
+        if not isinstance(child, cst.BaseExpression):
+            found |= _guarded_equal(child)
+    return found
+
+
+def _tail_of(node: cst.BaseExpression) -> str | None:
+    name = dotted_name(node)
+    return None if name is None else name.rsplit(".", 1)[-1]
+
+
+def _statements(block: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    for child in children(block):
+        if isinstance(child, cst.SimpleStatementLine):
+            yield from child.body
+        else:
+            yield child
+
+
+def _comparisons(node: cst.CSTNode) -> Iterator[cst.Comparison]:
+    if isinstance(node, cst.Comparison):
+        yield node
+        return
+    if isinstance(node, (cst.BooleanOperation, cst.UnaryOperation)):
+        for child in children(node):
+            yield from _comparisons(child)
+
+
+def _calls(node: cst.CSTNode) -> Iterator[cst.Call]:
+    if isinstance(node, cst.Call):
+        yield node
+    for child in children(node):
+        if not isinstance(child, (cst.Lambda, cst.FunctionDef)):
+            yield from _calls(child)
+
+
+def _receiver_side(receiver: cst.BaseExpression, extra_pairs) -> tuple[str | None, str, str | None]:
+    """The side of the tensor a method is called on: a K/V name read through shape-keeping
+    steps (``key_states.transpose(1, 2)``), or the output of a K/V projection
+    (``self.k_proj(x)``). An expression that computes from several tensors (``attn @ v``) has
+    none."""
+    node = receiver
+    while True:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _CHAIN:
+            node = node.func.value
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        else:
+            break
+    name = dotted_name(node)
+    if name is not None:
+        tail = name.rsplit(".", 1)[-1]
+        if is_kv_tensor_name(tail, extra_pairs):
+            return kv_side(tail, extra_pairs), f"`{name}`", tail
+        return None, "", None
+    if isinstance(node, cst.Call):
+        callee = dotted_name(node.func)
+        tail = callee_tail(node)
+        if callee is None or tail is None:
+            return None, "", None
+        side = kv_side(tail, extra_pairs)
+        if side is not None and not is_kv_tensor_name(tail, extra_pairs):
+            return None, "", None  # ``k_scale(x)``, ``v_len(x)``: bookkeeping, not a tensor of keys or values
+        if side is None and callee.startswith("self."):
+            # A layer of this module applied to one K/V tensor (``self.w_vs(v)``, ``self.k_norm(k)``).
+            tensors = [a.value for a in node.args if a.keyword is None]
+            if len(tensors) == 1:
+                side, _, tail = _receiver_side(tensors[0], extra_pairs)
+        if side is not None:
+            return side, f"the output of `{callee}`", tail
+    return None, "", None
+
+
+def _plural(name: str) -> bool:
+    return bool({"keys", "values"} & set(name.lower().split("_")))
+
+
+def _weight_token(name: str) -> bool:
+    return bool({"wk", "wv"} & set(name.lower().split("_")))
+
+
+def _u_twin(name: str) -> str | None:
+    parts = name.split("_")
+    if parts.count("v") != 1:
+        return None
+    parts[parts.index("v")] = "u"
+    return "_".join(parts)
+
+
+def _twin(name: str, extra_pairs) -> str | None:
+    return value_counterpart(name, extra_pairs) or key_counterpart(name, extra_pairs)
+
+
+def _strip_chain(node: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _CHAIN:
+        node = node.func.value
+    return node
+
+
+def _value_dim_slice(receiver: cst.BaseExpression) -> str | None:
+    """``out[..., : self.v_head_dim]``: a tensor cut to the value's head dim on its last axis
+    (attention output before its heads are flattened); the name of that dim."""
+    node = receiver
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _CHAIN:
+        node = node.func.value
+    if not isinstance(node, cst.Subscript) or not node.slice:
+        return None
+    last = node.slice[-1].slice
+    if not isinstance(last, cst.Slice) or last.lower is not None or last.step is not None or last.upper is None:
+        return None
+    first = node.slice[0].slice
+    if len(node.slice) > 1 and not (isinstance(first, cst.Index) and isinstance(first.value, cst.Ellipsis)):
+        return None
+    name = dotted_name(last.upper)
+    tail = name.rsplit(".", 1)[-1] if name else None
+    return tail if tail is not None and value_dim(tail) else None
+
+
+def _shape_args(call: cst.Call, skip_first: bool = False) -> tuple[cst.BaseExpression, ...]:
+    args = [a for a in call.args if a.keyword is None or a.keyword.value not in _NOT_SHAPE]
+    if skip_first and args and args[0].keyword is None:
+        args = args[1:]
+    return tuple(a.value for a in args)
+
+
+def _allocations(value: cst.BaseExpression) -> Iterator[cst.Call]:
+    """The allocation calls an assigned value is made of: the value itself, a method chain on
+    one, the elements of a list, tuple or comprehension of them, either branch of a ternary."""
+    node = value
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _CHAIN:
+        node = node.func.value
+    if isinstance(node, cst.Call) and callee_tail(node) in _WRAPPERS and node.args:
+        yield from _allocations(node.args[0].value)
+    elif isinstance(node, cst.Call):
+        tail = callee_tail(node)
+        func = node.func
+        root = (dotted_name(func) or "").split(".")[0]
+        if (tail in _ALLOCATORS and root in _ALLOCATOR_MODULES) or (
+                isinstance(func, cst.Attribute) and tail in _VIEWS and tail.startswith("new_")):
+            yield node
+    elif isinstance(node, (cst.List, cst.Tuple)):
+        for element in node.elements:
+            yield from _allocations(element.value)
+    elif isinstance(node, (cst.ListComp, cst.GeneratorExp)):
+        yield from _allocations(node.elt)
+    elif isinstance(node, cst.IfExp):
+        yield from _allocations(node.body)
+        yield from _allocations(node.orelse)
+
+
+def _key_dim_read(node: cst.CSTNode, extra_pairs) -> bool:
+    """``key.shape[-1]``, ``k.size(-1)``, ``key_states.shape[3]`` of a 4-D layout: the key's
+    head dim read from the key tensor."""
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape":
+        base = dotted_name(node.value.value)
+        if base is None or len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+            return False
+        index = node.slice[0].slice.value
+        last = isinstance(index, cst.UnaryOperation) and isinstance(index.operator, cst.Minus) and \
+            isinstance(index.expression, cst.Integer) and index.expression.value == "1"
+        return last and kv_side(base.rsplit(".", 1)[-1], extra_pairs) == "k"
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size":
+        base = dotted_name(node.func.value)
+        if base is None or len(node.args) != 1:
+            return False
+        index = node.args[0].value
+        last = isinstance(index, cst.UnaryOperation) and isinstance(index.operator, cst.Minus) and \
+            isinstance(index.expression, cst.Integer) and index.expression.value == "1"
+        return last and kv_side(base.rsplit(".", 1)[-1], extra_pairs) == "k"
+    return False
+
+
+def _key_dim_reads(node: cst.CSTNode, extra_pairs) -> Iterator[cst.CSTNode]:
+    if _key_dim_read(node, extra_pairs):
+        yield node
+        return
+    for child in children(node):
+        yield from _key_dim_reads(child, extra_pairs)
+
+
+class KVSizeRole(OwnerTracking, Rule):
+    code = "KV210"
+    # A size name of a head count or a head dim (or a Triton kernel's ``constexpr`` dims), in a
+    # view, a reshape, an allocation or a block pointer.
+    trigger = Trigger(
+        AnyCase("head", "dim", "size", "group", "constexpr"),
+        ("view", "reshape", "unflatten", "empty", "zeros", "ones", "full", "rand", "make_block_ptr"),
+    )
+    name = "kv-size-role"
+    summary = "K/V view, reshape or buffer sized with the query's head count or the key's head dim"
+    what = (
+        "Gives each size in a K or V view, reshape, `rearrange`, buffer allocation or Triton block "
+        "pointer a role from where it comes: a query head count (`num_heads`, "
+        "`num_attention_heads`, `tp_q_head_num`), a KV head count (`num_key_value_heads`, "
+        "`n_kv_heads`, `num_query_groups`, a side's own `tp_k_head_num`), the key's head dim "
+        "(`qk_head_dim`, `head_k_dim`, `d_k`, `key.shape[-1]`, a kernel's `K`/`BK`), the value's "
+        "(`v_head_dim`, `head_dim_v`, `V`/`BV`) or a shared `head_dim`; assignments carry roles "
+        "along (`self.num_kv_heads = max(1, total // tp)`), and a size is only compared with the "
+        "names of its own object (`layer.head_dim` with `layer.v_head_dim`, never another "
+        "object's). It reports a K or V shape that carries the query head count and no KV head "
+        "count where that object has a KV head count that is not the query's by construction, "
+        "and a V shape (or an attention output cut to the value's head dim) that carries the "
+        "key's or the shared head dim where the value has one of its own. It stays silent after "
+        "K/V are repeated or expanded, for a projection declared with the query's heads, for K/V "
+        "named as expanded (`k_full`), under a guard that proves the counts equal, in MLA code "
+        "(latent K/V heads follow the path), on rope/nope parts of a latent head dim and on V "
+        "padded to the key's dim on purpose. KV205 (a projection's view), KV206 (a key-named head "
+        "dim in a value view or buffer) and the query-head spellings of KV202 are special cases."
+    )
+    why = (
+        "With grouped-query attention K and V hold `num_kv_heads` heads; a cache, view or "
+        "buffer sized with the query's head count is either too large (memory wasted, a "
+        "`-1` axis that folds heads into tokens) or fails only on checkpoints where the counts "
+        "differ. Key and value head dims differ in MLA (192 vs 128), MiMo and several linear "
+        "attentions: a value shaped with the key's head dim reinterprets memory exactly on the "
+        "models whose config gives the value its own."
+    )
+    bad = """\
+class Attention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.n_heads = config.n_heads
+        self.n_kv_heads = config.n_kv_heads
+        self.head_dim = config.dim // config.n_heads
+        self.cache_k = torch.zeros(config.max_batch, config.max_seq, self.n_heads, self.head_dim)
+        self.cache_v = torch.zeros(config.max_batch, config.max_seq, self.n_kv_heads, self.head_dim)
+"""
+    good = bad.replace("config.max_seq, self.n_heads, self.head_dim)", "config.max_seq, self.n_kv_heads, self.head_dim)")
+    fix_text = (
+        "Size K/V views and buffers with the KV head count (`num_key_value_heads`; or `-1` for "
+        "the head axis) and value views and buffers with the value's head dim (`v_head_dim`)."
+    )
+
+    VALID = (
+        Example(good),
+        # Multi-head attention by construction: the KV head count is the query's.
+        Example("""\
+class Attention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.num_key_value_heads = self.num_heads
+        self.head_dim = config.head_dim
+
+    def forward(self, key_states, b, s):
+        return key_states.view(b, s, self.num_heads, self.head_dim)
+"""),
+        # K repeated to the query's head count before the view.
+        Example("""\
+class Attention(nn.Module):
+    def forward(self, key_states, b, s):
+        key_states = repeat_kv(key_states, self.num_heads // self.num_key_value_heads)
+        return key_states.reshape(b * self.num_heads, s, self.head_dim)
+"""),
+        # V padded to the key's head dim on purpose, for a kernel that needs one size.
+        Example("""\
+class Attention(nn.Module):
+    def __init__(self, heads, qk_head_dim, v_head_dim):
+        super().__init__()
+        self.heads, self.qk_head_dim, self.v_head_dim = heads, qk_head_dim, v_head_dim
+
+    def forward(self, value, t):
+        value = F.pad(value, [0, self.qk_head_dim - self.v_head_dim])
+        return value.view(t, self.heads, self.qk_head_dim)
+"""),
+        # A value head dim that is the key's by construction.
+        Example("""\
+class Pool:
+    def __init__(self, size, heads, head_dim):
+        self.head_dim = head_dim
+        self.v_head_dim = head_dim
+        self.v_buffer = torch.empty(size, heads, self.head_dim)
+"""),
+        # The attention output (weights times V) has the query's heads.
+        Example("""\
+class Attention(nn.Module):
+    def forward(self, attn, value, b, s):
+        out = torch.matmul(attn, value).view(b, s, self.num_heads * self.head_dim)
+        return self.o_proj(out)
+"""),
+        # Linear attention whose key projection is declared with the query's heads.
+        Example("""\
+class LinearAttention(nn.Module):
+    def __init__(self, hidden, feature_dim, num_heads, num_key_value_heads):
+        super().__init__()
+        self.num_heads, self.num_key_value_heads, self.feature_dim = num_heads, num_key_value_heads, feature_dim
+        self.k_proj = nn.Linear(hidden, feature_dim * self.num_heads)
+        self.v_proj = nn.Linear(hidden, hidden)
+
+    def forward(self, x):
+        return rearrange(self.k_proj(x), "... (h d) -> ... h d", h=self.num_heads)
+"""),
+        # A Triton kernel whose V block takes the value's dim and tile.
+        Example("""\
+@triton.jit
+def attn_fwd_kernel(k, v, T, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
+                    BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr):
+    i_t, i_v = tl.program_id(0), tl.program_id(1)
+    p_k = tl.make_block_ptr(k, (T, K), (H * K, 1), (i_t * BT, 0), (BT, BK), (1, 0))
+    p_v = tl.make_block_ptr(v, (T, V), (H * V, 1), (i_t * BT, i_v * BV), (BT, BV), (1, 0))
+    b_dv = tl.zeros([BT, BV], dtype=tl.float32)
+    return tl.load(p_k), tl.load(p_v), b_dv
+"""),
+        # Transformer-XL's positional biases u and v belong to the query's heads.
+        Example("""\
+class RelPositionAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.head_dim = config.head_dim
+        self.k_proj = nn.Linear(config.hidden_size, config.num_key_value_heads * self.head_dim)
+        self.bias_u = nn.Parameter(torch.zeros(config.num_attention_heads, self.head_dim))
+        self.bias_v = nn.Parameter(torch.zeros(config.num_attention_heads, self.head_dim))
+"""),
+        # A probe that builds K expanded to the query's heads beside the grouped K.
+        Example("""\
+def probe(n_heads, n_kv_heads, head_dim):
+    k = torch.empty(1, n_kv_heads, 128, head_dim)
+    k_full = torch.empty(1, n_heads, 128, head_dim)
+    v = torch.empty(1, n_kv_heads, 128, head_dim)
+    return k, k_full, v
+"""),
+        # A guard proves the counts equal on this path.
+        Example("""\
+def dense(query, key, value):
+    batch, q_len, num_heads, head_dim = query.shape
+    kv_batch, kv_len, kv_heads, kv_dim = key.shape
+    if kv_heads != num_heads:
+        raise ValueError("dense Q/K/V only")
+    return key.view(batch * kv_len, num_heads, head_dim), value.view(batch * kv_len, num_heads, head_dim)
+"""),
+        # MLA's latent caches: the "value" cache holds the rope part of the key.
+        Example("""\
+class MLAPreprocess:
+    def __init__(self, kv_lora_rank, qk_rope_head_dim, v_head_dim):
+        self.kv_lora_rank, self.qk_rope_head_dim, self.v_head_dim = kv_lora_rank, qk_rope_head_dim, v_head_dim
+
+    def caches(self, k_cache, v_cache, blocks, heads):
+        k_cache = k_cache.view(blocks, heads * self.kv_lora_rank // 16, -1, 16)
+        v_cache = v_cache.view(blocks, heads * self.qk_rope_head_dim // 16, -1, 16)
+        return k_cache, v_cache
+"""),
+        # ``values`` without ``keys`` beside it: numbers, not a value tensor.
+        Example("""\
+def norm(x, qk_head_num_sum, kv_head_num, head_dim):
+    normalized_values = x * x
+    return normalized_values.reshape(-1, qk_head_num_sum, head_dim)
+"""),
+        # MLA: K/V head counts follow the path.
+        Example("""\
+class DeepseekAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.num_kv_heads = 1
+        self.kv_lora_rank = config.kv_lora_rank
+
+    def forward_prefill(self, k, t):
+        return k.view(t, self.num_heads, -1)
+"""),
+    )
+    INVALID = (
+        Example(bad, line=7),
+        # A backend's cascade path views the value cache with the key's head dim, though the
+        # same function views it with the value's elsewhere.
+        Example("""\
+class Backend:
+    def forward_extend(self, layer, key_cache, value_cache, cascade):
+        value_cache = value_cache.view(-1, self.page_size, layer.tp_v_head_num, layer.v_head_dim)
+        if cascade:
+            return kernel(
+                k_cache=key_cache.view(-1, 1, layer.tp_k_head_num, layer.head_dim),
+                v_cache=value_cache.view(-1, 1, layer.tp_v_head_num, layer.head_dim),
+            )
+        return value_cache
+""", line=7),
+        # A Triton kernel loads V through a block pointer tiled with the key's block size.
+        Example("""\
+@triton.jit
+def attn_bwd_kernel(q, k, v, do, dq, T, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
+                    BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr):
+    i_t = tl.program_id(0)
+    p_k = tl.make_block_ptr(k, (T, K), (H * K, 1), (i_t * BT, 0), (BT, BK), (1, 0))
+    p_v = tl.make_block_ptr(v, (V, T), (1, H * V), (0, i_t * BT), (BK, BT), (0, 1))
+    return tl.load(p_k), tl.load(p_v)
+""", line=6),
+        # Learned memory keys allocated with the query's head count.
+        Example("""\
+class Attention(nn.Module):
+    def __init__(self, dim, heads=8, kv_heads=None, dim_head=64, num_mem_kv=0):
+        super().__init__()
+        kv_heads = heads if kv_heads is None else kv_heads
+        self.kv_heads = kv_heads
+        self.mem_k = nn.Parameter(torch.randn(heads, num_mem_kv, dim_head))
+        self.mem_v = nn.Parameter(torch.randn(kv_heads, num_mem_kv, dim_head))
+""", line=6),
+        Example("""\
+class Attention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.num_key_value_heads = config.num_key_value_heads
+        self.head_dim = config.hidden_size // self.num_heads
+
+    def forward(self, hidden_states, b, s):
+        key_states = self.k_proj(hidden_states).view(b, s, self.num_heads, self.head_dim)
+        value_states = self.v_proj(hidden_states).view(b, s, self.num_key_value_heads, self.head_dim)
+        return key_states, value_states
+""", line=9),
+        Example("""\
+class MiMoAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.head_dim = config.head_dim
+        self.v_head_dim = config.v_head_dim
+
+    def forward(self, key, value, t):
+        key = key.view(t, -1, self.head_dim)
+        value = value.view(t, -1, key.shape[-1])
+        return key, value
+""", line=9),
+    )
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        # A function nested in a method reads the method's ``self``: its class is the owner.
+        owner = next((o for o in reversed(self._owners) if o is not None), None)
+        self.enter_function()
+        model = function_model(node)
+        sites = list(self._sites(model))
+        if not sites:
+            return
+        assigned: dict[str, list[Assigned]] = {}
+        values = [(a.name.rsplit(".", 1)[-1], a.value) for a in model.assignments if a.position is None]
+        if owner is not None:
+            values += [(attr, v) for attr, vs in owner.attrs.items() for v in vs]
+        for name, value in values:
+            text = normalized(value).replace("self.", "")
+            assigned.setdefault(name, []).append(Assigned(frozenset(n for n, _ in _names(value)), text))
+        scope = set(assigned) | set(model.params) | set(model.first_read)
+        if owner is not None:
+            scope |= set(owner.attrs)
+        latent = is_latent_scope(scope | {node.name.value} | ({owner.name} if owner else set()))
+        # The names each object holds (``""``: this object and the function's locals, which
+        # copy its attributes; ``layer``: the names read on ``layer``): a size is checked only
+        # against the names of its own object, never another's.
+        held: dict[str, set[str]] = {"": set(assigned) | set(model.params) | {a.name.rsplit(".", 1)[-1] for a in model.assignments}}
+        if owner is not None:
+            held[""] |= set(owner.attrs)
+        for base, tail in _reads(node.body):
+            held.setdefault(base, set()).add(tail)
+        guarded = _guarded_equal(node.body)
+        # Per object: its shared KV head counts, and each side's own (``tp_k_head_num``).
+        kv_counts = {
+            (base, side): sorted(
+                (n for n in names
+                 if (shared_kv_heads(n) or side_heads(n, side)) and n not in guarded and not equal_to_query(n, assigned)),
+                key=lambda n: (not shared_kv_heads(n), n),
+            )
+            for base, names in held.items() for side in ("k", "v")
+        }
+        expanded = [o for o, c in model.calls_in_order() if expands(callee_tail(c))]
+        pad_calls = [(o, c) for o, c in model.calls_in_order() if pads(callee_tail(c)) and c.args
+                     and _receiver_side(c.args[0].value, self.extra_pairs)[0] == "v"]
+        for site in sites:
+            if site.name is not None and _plural(site.name) and _twin(site.name, self.extra_pairs) not in scope:
+                # ``keys``/``values`` are common words (a dict's keys, ``topk_values``,
+                # ``normalized_values``): without the twin in scope they name no side of K/V.
+                continue
+            if site.receiver is None and site.name is not None and _weight_token(site.name):
+                # ``self.tau_wv = nn.Parameter(...)``: a weight for V, shaped as its checkpoint
+                # is (K/V projections are checked through their ``*Linear`` layers).
+                continue
+            if site.name is not None and _u_twin(site.name) in scope:
+                # ``bias_v`` beside ``bias_u``: Transformer-XL's positional biases u and v, not a
+                # value tensor.
+                continue
+            found = [(n, at) for shape in site.shape for n, at in _names(shape)]
+            names = [n for n, _ in found]
+            queries, kvs, values_dims = shape_names(names)
+            if (queries and not kvs and not latent and site.side in ("k", "v") and not any(o < site.order for o in expanded)
+                    and not (site.name and expanded_name(site.name)) and not self._declared_with_query_heads(site, model, owner)):
+                at = next(at for n, at in found if n == queries[0])
+                base = _base_of(at)
+                counts = kv_counts.get((base, site.side), ())
+                if counts:
+                    kv = f"{base}.{counts[0]}" if base else counts[0]
+                    self.report(
+                        at,
+                        f"{site.what} is a {'key' if site.side == 'k' else 'value'} tensor shaped with "
+                        f"`{source_of(at)}`, the query head count, while `{kv}` counts the KV heads here",
+                        suggestion=f"use the KV head count (`{kv}`) or -1 for the head axis",
+                    )
+                    continue
+            # V padded to the key's head dim on purpose, before this shape is given (not the
+            # pad of this very view's result: ``F.pad(v.view(...), ...)``).
+            padded = site.side == "v" and any(o < site.order and not _contains(c, site.call) for o, c in pad_calls)
+            if site.side not in ("v", "v-dim") or padded:
+                continue
+            self._check_value_dim(site, found, values_dims, held, assigned, model.params)
+
+    def _declared_with_query_heads(self, site: _Site, model: FunctionModel, owner) -> bool:
+        """The viewed tensor is the output of this class's projection declared with the query
+        head count (``k_proj = Linear(hidden, feature_dim * num_heads)`` in linear attention):
+        it has as many heads as the query by design."""
+        if owner is None or site.receiver is None:
+            return False
+        found = projected(_strip_chain(site.receiver), site.order, model, owner, self.extra_pairs)
+        if found is None:
+            return False
+        size = [n for n, _ in _names(owner.projections[found.attr].size)]
+        resolved = [n for name in size for a in self._attr_values(owner, name) for n, _ in _names(a)]
+        names = size + resolved
+        return any(query_heads(n) for n in names) and not any(name_role(n) is Role.KV_HEADS for n in names)
+
+    @staticmethod
+    def _attr_values(owner, name: str):
+        return owner.attrs.get(name, ()) if name_role(name) is Role.UNKNOWN else ()
+
+    def _check_value_dim(self, site: _Site, found, values_dims, held: dict[str, set[str]], assigned, params) -> None:
+        shape = {n for n, _ in found}
+        for name, at in found:
+            twin = KERNEL_TWINS.get(name)
+            if twin is not None and twin not in shape and {name, twin} <= set(params):
+                self.report(
+                    at,
+                    f"{site.what} is a value tensor shaped with `{name}`, the key's head dim or tile, "
+                    f"while the kernel takes `{twin}` for the value's",
+                    suggestion=f"use `{twin}` for the value side",
+                )
+                return
+        if values_dims:
+            return
+        anywhere = {n for names in held.values() for n in names if value_dim(n)}
+        for name, at in found:
+            own = held.get(_base_of(at), set())
+            twin = next((t for t in value_dim_twins(name) if t in own), None)
+            if twin is None and key_dim(name):
+                # A head dim named as the key's own, where the value has a size of its own on
+                # this object or elsewhere in the scope (``layer.v_dim``, ``self.v_head_dim``).
+                twin = next((n for n in sorted(own) if value_dim(n)), None) or next(iter(sorted(anywhere)), None)
+            if twin is None or equal_by_construction(twin, name, assigned) or equal_by_construction(name, twin, assigned):
+                continue
+            self.report(
+                at,
+                f"{site.what} is a value tensor shaped with `{source_of(at)}`, the key's head dim, "
+                f"while `{twin}` is the value's head dim here",
+                suggestion=f"use `{twin}` for the value side",
+            )
+            return
+        scope = {n for names in held.values() for n in names}
+        own = [n for n in scope if value_dim(n) and not equal_by_construction(n, [m for m in scope if value_dim_twins(m) and not value_dim(m)], assigned)]
+        if not own:
+            return
+        for shape in site.shape:
+            for read in _key_dim_reads(shape, self.extra_pairs):
+                self.report(
+                    read,
+                    f"{site.what} is a value tensor shaped with `{source_of(read)}`, the key's head "
+                    f"dim, while `{sorted(own)[0]}` is the value's head dim here",
+                    suggestion="read the value's head dim (`value.shape[-1]` or the value head dim)",
+                )
+                return
+
+    def _sites(self, model: FunctionModel) -> Iterator[_Site]:
+        pairs = self.extra_pairs
+        for order, call in model.calls_in_order():
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _VIEWS:
+                if dotted_name(func.value) in _ALLOCATOR_MODULES:
+                    continue
+                side, what, name = _receiver_side(func.value, pairs)
+                if side is None and (dim := _value_dim_slice(func.value)) is not None:
+                    side, what = "v-dim", f"`{source_of(func.value)}` (cut to `{dim}`)"
+                if side is not None:
+                    yield _Site(order, side, what, _shape_args(call), call, name, func.value)
+            elif callee_tail(call) == "rearrange" and call.args and call.args[0].keyword is None:
+                # einops: the sizes are the keyword arguments (``h=self.num_kv_heads``).
+                side, what, name = _receiver_side(call.args[0].value, pairs)
+                if side is not None:
+                    yield _Site(order, side, what, tuple(a.value for a in call.args if a.keyword is not None), call, name,
+                                call.args[0].value)
+            elif callee_tail(call) == "make_block_ptr" and call.args:
+                # Triton: a block pointer's shape, strides and tile are sizes of its base.
+                base = call.args[0].value
+                side, what, name = _receiver_side(base, pairs)
+                if side is None and (root := dotted_name(base)) is not None:
+                    side, what, name = gradient_side(root), f"the block pointer of `{root}`", None
+                if side is not None:
+                    yield _Site(order, side, what, tuple(a.value for a in call.args[1:]), call, name)
+        for assignment in model.assignments:
+            tail = assignment.name.rsplit(".", 1)[-1]
+            side = kv_side(tail, pairs) if is_kv_tensor_name(tail, pairs) or is_scale_name(tail) else gradient_side(tail)
+            if side is None:
+                continue
+            for call in _allocations(assignment.value):
+                if isinstance(call.func, cst.Attribute) and callee_tail(call).startswith("new_") and \
+                        _receiver_side(call.func.value, pairs)[0] is not None:
+                    continue  # ``k.new_zeros(...)`` is read with its receiver above
+                yield _Site(assignment.order, side, f"the buffer `{assignment.name}`", _shape_args(call), call,
+                            tail if kv_side(tail, pairs) else None)

@@ -1,0 +1,242 @@
+"""KV210's ``ast`` screen: can a unit hold a K/V view, reshape, buffer or block pointer whose
+sizes KV210 would question? It reads each call as the rule does (``linter.rules.kv210.rule``:
+its sites, the side of what is shaped, the names of the shape) and leaves out only what the
+rule's own reading keeps silent: a shape of no K/V side, a query head count beside a KV head
+count in one shape, the value-dim question of a key-side shape or of one that names the
+value's head dim. The rest of the rule's conditions (guards, MHA by construction, expansion,
+latent scopes, padding) it does not read: it may say yes for code without findings, never no
+for code with one.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from linter.model.names import Role, is_kv_tensor_name, is_scale_name, kv_side, name_role
+from linter.model.size_roles import (
+    KERNEL_TWINS, gradient_side, key_dim, query_heads, value_dim, value_dim_twins,
+)
+from linter.plan.screen_facts import Facts, _dotted, _tail, walk
+from linter.settings import Settings
+
+# The rule's readings (``rule._VIEWS``, ``_ALLOCATORS``, ``_ALLOCATOR_MODULES``,
+# ``_NOT_SHAPE``, ``_CHAIN``), which a screen reads without importing libcst.
+_VIEWS = frozenset({"view", "reshape", "unflatten", "new_empty", "new_zeros", "new_ones", "new_full"})
+_ALLOCATORS = frozenset({"empty", "zeros", "ones", "full", "randn", "rand", "empty_strided"})
+_ALLOCATOR_MODULES = frozenset({"torch", "np", "numpy", "jnp", "tl"})
+_NOT_SHAPE = frozenset({"dtype", "device", "out", "pin_memory", "layout", "requires_grad", "memory_format", "fill_value"})
+_CHAIN = frozenset({"transpose", "contiguous", "permute", "float", "to", "clone", "detach", "squeeze", "unsqueeze",
+                    "flatten", "movedim", "half", "bfloat16", "view", "reshape"})
+
+
+def _names(node: ast.AST, sure: bool) -> Iterator[tuple[str, ast.AST]]:
+    """``rule._names``: the identifier tails a size reads, and the string a ``getattr`` reads,
+    each with the node that reads it. Where ``ast`` cannot tell what libcst sees
+    (``getattr(o, "a" "b")`` is no plain string to the rule, nor a bytes literal), ``sure``
+    gives only names the rule reads too, and otherwise every name it may read."""
+    kind = type(node)
+    if kind is ast.Name:
+        if node.id != "self":
+            yield node.id, node
+        return
+    if kind is ast.Attribute:
+        yield node.attr, node
+        return
+    if kind is ast.Call and type(node.func) is ast.Name and node.func.id == "getattr" and len(node.args) >= 2:
+        if type(node.args[1]) is ast.Constant and type(node.args[1].value) in (str, bytes):
+            if sure:
+                for arg in (*node.args[2:], *(k.value for k in node.keywords)):
+                    yield from _names(arg, sure)
+                return
+            if type(node.args[1].value) is str:
+                yield node.args[1].value, node
+    for child in ast.iter_child_nodes(node):
+        yield from _names(child, sure)
+
+
+def _base_of(node: ast.AST) -> str:
+    """``rule._base_of``: the object a size name is read on (``""``: a local, ``self``'s)."""
+    if type(node) is not ast.Attribute:
+        return ""
+    base = _dotted(node.value)
+    if base is None:
+        return "?"
+    if base == "self":
+        return ""
+    return base[5:] if base.startswith("self.") else base
+
+
+def _held(facts: Facts, known: set[str]) -> dict[str, set[str]]:
+    """``rule``'s ``held``, over the whole unit: the names each object holds (every name of
+    the unit for ``""``, the attributes read on ``layer`` for ``layer``)."""
+    held: dict[str, set[str]] = {"": known}
+    for node in walk(facts.tree):
+        if type(node) is ast.Attribute:
+            base = _base_of(node)
+            if base:
+                held.setdefault(base, set()).add(node.attr)
+    return held
+
+
+def _receiver_side(node: ast.expr, extra) -> str | None:
+    """``rule._receiver_side``: a K/V name read through shape-keeping steps, or the output of
+    a layer of this module applied to one K/V tensor."""
+    while True:
+        if type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr in _CHAIN:
+            node = node.func.value
+        elif type(node) is ast.Subscript:
+            node = node.value
+        else:
+            break
+    name = _dotted(node)
+    if name is not None:
+        tail = name.rsplit(".", 1)[-1]
+        return kv_side(tail, extra) if is_kv_tensor_name(tail, extra) else None
+    if type(node) is not ast.Call:
+        return None
+    callee, tail = _dotted(node.func), _tail(node.func)
+    if callee is None or tail is None:
+        return None
+    side = kv_side(tail, extra)
+    if side is not None and not is_kv_tensor_name(tail, extra):
+        return None
+    if side is None and callee.startswith("self.") and len(node.args) == 1:
+        only = node.args[0]
+        side = _receiver_side(only.value if type(only) is ast.Starred else only, extra)
+    return side
+
+
+def _value_dim_slice(node: ast.expr) -> bool:
+    """``rule._value_dim_slice``: ``out[..., : self.v_head_dim]``, cut to the value's head dim."""
+    while type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr in _CHAIN:
+        node = node.func.value
+    if type(node) is not ast.Subscript:
+        return False
+    parts = node.slice.elts if type(node.slice) is ast.Tuple else [node.slice]
+    last = parts[-1] if parts else None
+    if type(last) is not ast.Slice or last.lower is not None or last.step is not None or last.upper is None:
+        return False
+    if len(parts) > 1 and not (type(parts[0]) is ast.Constant and parts[0].value is Ellipsis):
+        return False
+    name = _dotted(last.upper)
+    return name is not None and value_dim(name.rsplit(".", 1)[-1])
+
+
+def _shape(values: list[ast.expr], extra) -> tuple[dict[str, set[str]], set[str], bool]:
+    """The names the rule reads in the shape ``values``: (every one it may, with the objects
+    it is read on; those it surely reads; whether it reads the key's head dim off the key:
+    ``key.shape[-1]``)."""
+    bases: dict[str, set[str]] = {}
+    for v in values:
+        for n, at in _names(v, False):
+            bases.setdefault(n, set()).add(_base_of(at))
+    return (
+        bases,
+        {n for v in values for n, _ in _names(v, True)},
+        any(_key_dim_read(node, extra) for v in values for node in walk(v)),
+    )
+
+
+def _key_dim_read(node: ast.AST, extra) -> bool:
+    """``rule._key_dim_read``, any index: ``key.shape[...]`` or ``k.size(...)``."""
+    if type(node) is ast.Subscript and type(node.value) is ast.Attribute and node.value.attr == "shape":
+        base = _dotted(node.value.value)
+    elif type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "size":
+        base = _dotted(node.func.value)
+    else:
+        return False
+    return base is not None and kv_side(base.rsplit(".", 1)[-1], extra) == "k"
+
+
+def _shape_args(call: ast.Call) -> list[ast.expr]:
+    """``rule._shape_args``: the arguments but those no part of a shape."""
+    return [*call.args, *(k.value for k in call.keywords if k.arg not in _NOT_SHAPE)]
+
+
+def _unstarred(node: ast.expr) -> ast.expr:
+    # libcst's argument ``*x`` has ``x`` for its value.
+    return node.value if type(node) is ast.Starred else node
+
+
+def _sites(facts: Facts, extra) -> Iterator[tuple[str, tuple[dict[str, set[str]], set[str], bool]]]:
+    """(side, shape names) of every place the rule reads a shape (``rule._sites``), and more."""
+    for call in facts.calls:
+        func = call.func
+        tail = _tail(func)
+        if type(func) is ast.Attribute and tail in _VIEWS:
+            if _dotted(func.value) in _ALLOCATOR_MODULES:
+                continue
+            side = _receiver_side(func.value, extra)
+            if side is None and _value_dim_slice(func.value):
+                side = "v-dim"
+            if side is not None:
+                yield side, _shape(_shape_args(call), extra)
+        elif tail == "rearrange" and call.args:
+            side = _receiver_side(_unstarred(call.args[0]), extra)
+            if side is not None:
+                yield side, _shape([k.value for k in call.keywords if k.arg is not None], extra)
+        elif tail == "make_block_ptr" and (call.args or call.keywords):
+            # libcst's first argument may be a keyword one.
+            base = _unstarred(call.args[0]) if call.args else call.keywords[0].value
+            side = _receiver_side(base, extra)
+            if side is None and (root := _dotted(base)) is not None:
+                side = gradient_side(root)
+            if side is not None:
+                rest = [*call.args[1:], *(k.value for k in call.keywords)] if call.args else [k.value for k in call.keywords[1:]]
+                yield side, _shape(rest, extra)
+    for targets, value in facts.assignments:
+        for target in targets:
+            name = _tail(target)
+            if name is None:
+                continue
+            side = kv_side(name, extra) if is_kv_tensor_name(name, extra) or is_scale_name(name) else gradient_side(name)
+            if side is None:
+                continue
+            for node in walk(value):
+                if type(node) is ast.Call and ((_tail(node.func) or "") in _ALLOCATORS or (_tail(node.func) or "").startswith("new_")):
+                    yield side, _shape(_shape_args(node), extra)
+
+
+def kv210(facts: Facts, settings: Settings) -> bool:
+    extra = settings.extra_pairs
+    # ``getattr(config, "num_key_value_heads")`` reads the name its string spells.
+    read_by_getattr = {
+        a.value for c in facts.calls if type(c.func) is ast.Name and c.func.id == "getattr"
+        for a in (*c.args, *(k.value for k in c.keywords)) if type(a) is ast.Constant and type(a.value) is str
+    }
+    known = facts.names | facts.attrs | facts.params | read_by_getattr
+    counts = any(name_role(n) is Role.KV_HEADS for n in known)
+    kernel_dims = {k for k, v in KERNEL_TWINS.items() if k in facts.params and v in facts.params}
+    value_dims = any(value_dim(n) for n in known)
+    if not counts and not value_dims and not kernel_dims:
+        return False
+    held: dict[str, set[str]] | None = None
+    for side, (shape, surely, key_read) in _sites(facts, extra):
+        if side in ("k", "v") and counts and any(query_heads(n) for n in shape) and not any(
+                name_role(n) is Role.KV_HEADS for n in surely):
+            # A query head count and no KV head count in a K or V shape, where the object it is
+            # read on holds a KV count.
+            held = _held(facts, known) if held is None else held
+            if any(name_role(m) is Role.KV_HEADS for n in shape if query_heads(n)
+                   for base in shape[n] for m in held.get(base, ())):
+                return True
+        if side not in ("v", "v-dim"):
+            continue
+        # A kernel's key dim or tile without the value's in the shape.
+        if any(n in kernel_dims and KERNEL_TWINS[n] not in surely for n in shape):
+            return True
+        # The value's head dim in the shape settles the rest.
+        if not value_dims or any(value_dim(n) for n in surely):
+            continue
+        if key_read or any(key_dim(n) for n in shape):
+            return True
+        # A shared head dim, where the object it is read on holds a value head dim.
+        if any(value_dim_twins(n) for n in shape):
+            held = _held(facts, known) if held is None else held
+            if any(t in held.get(base, ()) for n in shape for t in value_dim_twins(n) for base in shape[n]):
+                return True
+    return False
+
+
+SCREEN = kv210
