@@ -31,6 +31,7 @@ from typing import NamedTuple, TypeVar
 
 from linter.ast_sizes import Aliases, heads_mismatch, int_value
 from linter.heads import equal_to_query
+from linter.model.symmetry import breaks
 from linter.model.twins import key_head_dim_twin
 from linter.names import (
     ATTENTION_CALLABLES,
@@ -2297,11 +2298,16 @@ def _kv106(facts: Facts, settings: Settings) -> bool:
     return False
 
 
+def _kv107(facts: Facts, settings: Settings) -> bool:
+    """The rule's own model (``model.symmetry``), on the same ``ast`` tree: exact."""
+    return bool(breaks(facts.tree, settings.extra_pairs))
+
+
 SCREENS: dict[str, Screen] = {
     "KV102": _kv102,
     "KV202": _kv202,
     "KV203": _kv203,
-    "KV101": _kv101, "KV103": _kv103, "KV106": _kv106, "KV104": _kv104, "KV201": _kv201, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV301": _kv301,
+    "KV101": _kv101, "KV103": _kv103, "KV106": _kv106, "KV107": _kv107, "KV104": _kv104, "KV201": _kv201, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV301": _kv301,
 }
 
 

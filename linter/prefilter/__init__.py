@@ -59,6 +59,7 @@ from linter.prefilter.kv103 import _kv103
 from linter.prefilter.kv104 import _kv104
 from linter.prefilter.kv105 import _kv105
 from linter.prefilter.kv106 import _kv106
+from linter.prefilter.kv107 import _kv107
 from linter.prefilter.kv201 import _kv201
 from linter.prefilter.kv202 import _kv202
 from linter.prefilter.kv203 import _kv203
@@ -116,7 +117,7 @@ def _always(_: _File) -> bool:
 _CONDITIONS: dict[str, Callable[[_File], bool]] = {
     "KV101": _kv101, "KV102": _kv102, "KV103": _kv103,
     "KV201": _kv201, "KV202": _kv202, "KV203": _kv203,
-    "KV104": _kv104, "KV105": _kv105, "KV106": _kv106, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV207": _kv207, "KV208": _kv208,
+    "KV104": _kv104, "KV105": _kv105, "KV106": _kv106, "KV107": _kv107, "KV204": _kv204, "KV205": _kv205, "KV206": _kv206, "KV207": _kv207, "KV208": _kv208,
     "KV209": _kv209, "KV301": _kv301,
 }
 
@@ -136,7 +137,7 @@ def _is_class(segment: Segment) -> bool:
 _OWN_UNIT: dict[Callable[[_File], bool], Callable[[Segment], bool]] = {
     _kv101: _is_definition, _kv102: _is_definition, _kv103: _is_definition,
     _kv201: _is_definition, _kv202: _is_definition, _kv203: _is_class,
-    _kv104: _is_definition, _kv106: _is_definition, _kv204: _is_class, _kv205: _is_class, _kv206: _is_definition,
+    _kv104: _is_definition, _kv106: _is_definition, _kv107: _is_definition, _kv204: _is_class, _kv205: _is_class, _kv206: _is_definition,
     _kv301: _is_class,
 }
 

@@ -1,0 +1,632 @@
+"""K/V twin symmetry: each V-side statement paired with its K twin, and the places where the
+pair breaks.
+
+Two simple statements of one function are twins when the K statement, its K-side names
+renamed to their V sides (``names.value_counterpart``), has the V statement's shape: the same
+targets, the same call chain, the same arguments. Attention code writes K and V in such pairs
+(``k = self.k_proj(x)`` / ``v = self.v_proj(x)``), so a V statement that differs from its
+renamed twin in exactly one place is where a copy-paste edit went wrong:
+
+- ``twin-name``: the V statement keeps the K-side name the renaming changes (``v =
+  self.k_proj(x)``, ``value_cache = kv.get_key_cache()``, ``k_cache[s] = value``). Evidence:
+  the V-side counterpart exists in the function or its class; in most shipped bugs it is used
+  a few lines away.
+- ``one-side-op``: the V statement moves other axes than its twin (``transpose``/``permute``/
+  ``movedim`` dims, ``cat`` dim or operand order) or drops the twin's layout op or cast
+  (``.transpose``, ``.repeat_interleave``, ``repeat_kv(...)``, ``.to(...)``).
+- ``one-side-slice``: the V statement cuts other tokens or heads than its twin (a slice bound,
+  a ``narrow`` length) or none at all.
+
+Legitimate asymmetries differ in more than one place or in a way read as design: a K
+transposed for ``Q @ K^T`` while V keeps its last axis last, a cut of the last (head-dim) axis
+after an ellipsis (Dk != Dv), a bound that names a V size of its own (``v_head_dim``), RoPE
+and norms applied to K only (another callable, not a dropped layout op), a fused buffer cut
+into K and V parts (its name is neither side's).
+
+And, by reaching definitions, ``v-rebuilt-from-k``: a V name that already held a value is
+assigned again from its K twin alone (``v = k.clone()`` after ``v = self.v_proj(x)``), where
+no test of V guards the assignment.
+
+Everything here reads the standard library's ``ast`` and only what lies inside one top-level
+definition (the function, its enclosing class), so the rule (``KV107``) and its ``ast``
+screen run the same code on the same unit and cannot disagree.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from linter.names import METADATA_ATTRIBUTES, kv_side, value_counterpart
+
+# How far apart (in lines) twins may stand: the K and V lines of one step sit together.
+_WINDOW = 12
+
+# Calls whose integer arguments name axes: a twin that moves other axes breaks the symmetry.
+_AXIS_CALLS = frozenset({
+    "transpose", "swapaxes", "swapdims", "permute", "movedim", "moveaxis", "cat", "concat",
+    "concatenate", "stack", "flatten", "unflatten", "repeat_interleave",
+})
+_TRANSPOSES = frozenset({"transpose", "swapaxes", "swapdims"})
+_CONCATS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack"})
+# Methods the V side must repeat when its twin applies them: layout, GQA repeats and casts.
+# RoPE, norms and quantisers are other callables (K-only on purpose), never in this set.
+_MIRRORED_METHODS = frozenset({
+    "transpose", "swapaxes", "swapdims", "permute", "movedim", "moveaxis", "repeat_interleave",
+    "repeat", "expand", "to", "float", "half", "bfloat16", "type", "type_as",
+})
+# Statements that only display or check.
+_QUIET = frozenset({"print", "debug", "info", "warning", "warn", "error", "log", "assert_close"})
+
+
+@dataclass(frozen=True)
+class Break:
+    """One broken twin: where the V statement differs (1-based lines, ``ast`` byte columns)."""
+
+    kind: str  # "twin-name", "one-side-op", "one-side-slice", "v-rebuilt-from-k"
+    node: ast.AST
+    twin_line: int
+    message: str
+    suggestion: str
+
+
+def breaks(tree: ast.AST, extra_pairs: Iterable[tuple[str, str]] = ()) -> list[Break]:
+    """Every broken K/V twin in the functions of ``tree``."""
+    pairs = tuple(extra_pairs)
+    found: list[Break] = []
+    for function, owner in _functions(tree, None):
+        found.extend(_function_breaks(function, owner, pairs))
+    return found
+
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _functions(node: ast.AST, owner: ast.ClassDef | None) -> Iterator[tuple[ast.AST, ast.ClassDef | None]]:
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, _FUNCTIONS):
+            yield child, owner
+            yield from _functions(child, None)
+        elif isinstance(child, ast.ClassDef):
+            yield from _functions(child, child)
+        else:
+            yield from _functions(child, owner)
+
+
+# ---------------------------------------------------------------- one function
+
+
+class _Names:
+    """What a function (and its class) names: the evidence that a V counterpart exists."""
+
+    def __init__(self, function: ast.AST, owner: ast.ClassDef | None) -> None:
+        self.dotted: set[str] = set()
+        self.words: set[str] = set()
+        for root in (function, owner):
+            if root is None:
+                continue
+            for node in ast.walk(root):
+                if isinstance(node, ast.Name):
+                    self.words.add(node.id)
+                    self.dotted.add(node.id)
+                elif isinstance(node, ast.Attribute):
+                    self.words.add(node.attr)
+                    name = _dotted(node)
+                    if name is not None:
+                        self.dotted.add(name)
+                elif isinstance(node, ast.arg):
+                    self.words.add(node.arg)
+                    self.dotted.add(node.arg)
+                elif isinstance(node, _FUNCTIONS) and node is not function:
+                    self.words.add(node.name)  # a method ``get_v_shape`` of the class
+                    self.dotted.add(f"self.{node.name}")
+        self.self_attrs = {d[5:] for d in self.dotted if d.startswith("self.") and d.count(".") == 1}
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The simple statements of a body, nested blocks included, nested definitions not."""
+    for statement in body:
+        if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)):
+            if getattr(statement, "value", None) is not None:
+                yield statement
+        elif isinstance(statement, ast.Expr):
+            if isinstance(statement.value, ast.Call) and _tail(statement.value.func) not in _QUIET:
+                yield statement
+        elif isinstance(statement, (*_FUNCTIONS, ast.ClassDef)):
+            continue
+        else:
+            for field in ("body", "orelse", "finalbody"):
+                yield from _statements(getattr(statement, field, None) or [])
+            for handler in getattr(statement, "handlers", None) or []:
+                yield from _statements(handler.body)
+            for case in getattr(statement, "cases", None) or []:
+                yield from _statements(case.body)
+
+
+class _Sides:
+    """The K-side and V-side identifiers of one statement."""
+
+    __slots__ = ("k", "v")
+
+    def __init__(self, statement: ast.stmt, pairs) -> None:
+        self.k = False
+        self.v = False
+        for node in ast.walk(statement):
+            word = _word(node)
+            if word is None:
+                continue
+            side = kv_side(word, pairs)
+            if side == "k":
+                self.k = True
+            elif side == "v":
+                self.v = True
+
+
+def _word(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _function_breaks(function: ast.AST, owner: ast.ClassDef | None, pairs) -> list[Break]:
+    statements = sorted(_statements(function.body), key=lambda s: (s.lineno, s.col_offset))
+    sides = [_Sides(s, pairs) for s in statements]
+    if not any(s.k for s in sides) or not any(s.v for s in sides):
+        return []
+    names: _Names | None = None
+    found: list[Break] = []
+    for i, (statement, side) in enumerate(zip(statements, sides)):
+        if not side.v:
+            continue
+        best: tuple[int, ast.stmt, _Diff] | None = None
+        for j, (twin, twin_side) in enumerate(zip(statements, sides)):
+            if j == i or not twin_side.k:
+                continue
+            distance = abs(twin.lineno - statement.lineno)
+            if distance > _WINDOW or (best is not None and distance >= best[0]):
+                continue
+            diff = _one_difference(twin, statement, pairs)
+            if diff is not None:
+                best = (distance, twin, diff)
+        if best is None:
+            continue
+        if names is None:
+            names = _Names(function, owner)
+        found.extend(_classify(best[2], best[1], statement, names, pairs))
+    found.extend(_rebuilt_from_key(function, pairs))
+    return found
+
+
+# ---------------------------------------------------------------- comparing twins
+
+
+@dataclass
+class _Diff:
+    k: object  # the K twin's node (or value) there
+    v: object  # the V statement's node (or value) there
+    path: tuple[ast.AST, ...]  # the V statement's nodes above it, outermost first
+    order: bool = False  # a list whose elements are the twin's, reordered
+    axes: bool = False  # a call moving axes (``transpose``) with other integer axes than the twin's
+
+
+class _Differs(Exception):
+    """More than one difference: no twins."""
+
+
+def _one_difference(k_statement: ast.stmt, v_statement: ast.stmt, pairs) -> _Diff | None:
+    """The single place where ``v_statement`` differs from ``k_statement`` renamed K -> V;
+    None when they are equal (nothing broke) or differ in more than one place (no twins)."""
+    if type(k_statement) is not type(v_statement):
+        return None
+    found: list[_Diff] = []
+    try:
+        _compare(k_statement, v_statement, pairs, found, [])
+    except _Differs:
+        return None
+    return found[0] if len(found) == 1 else None
+
+
+def _renamed(word: str, pairs) -> str:
+    return value_counterpart(word, pairs) or word
+
+
+def _record(found: list[_Diff], diff: _Diff) -> None:
+    found.append(diff)
+    if len(found) > 1:
+        raise _Differs
+
+
+def _compare(k: object, v: object, pairs, found: list[_Diff], path: list[ast.AST]) -> None:
+    if isinstance(k, ast.AST):
+        if _int(k) is not None and _int(v) is not None:
+            if _int(k) != _int(v):
+                _record(found, _Diff(k, v, tuple(path)))
+            return
+        if type(k) is not type(v):
+            _record(found, _Diff(k, v, tuple(path)))
+            return
+        if isinstance(k, ast.Name):
+            if _renamed(k.id, pairs) != v.id:
+                _record(found, _Diff(k, v, tuple(path)))
+            return
+        if isinstance(k, ast.Constant):
+            if type(k.value) is not type(v.value) or k.value != v.value:
+                _record(found, _Diff(k, v, tuple(path)))
+            return
+        if isinstance(k, ast.Call) and _axes_differ(k, v):
+            _record(found, _Diff(k, v, tuple(path), axes=True))
+            path.append(v)
+            try:
+                _compare(k.func, v.func, pairs, found, path)
+            finally:
+                path.pop()
+            return
+        if isinstance(k, ast.Attribute) and _renamed(k.attr, pairs) != v.attr:
+            _record(found, _Diff(k, v, tuple(path)))
+            # The receivers must still agree: ``x.k_proj`` vs ``y.k_proj`` is two differences.
+        if isinstance(k, (ast.List, ast.Tuple)) and len(k.elts) == len(v.elts) and len(k.elts) > 1:
+            if _reordered(k, v, pairs):
+                _record(found, _Diff(k, v, tuple(path), order=True))
+                return
+        path.append(v)
+        try:
+            for field in k._fields:
+                if field in ("ctx", "type_comment", "kind"):
+                    continue
+                a, b = getattr(k, field, None), getattr(v, field, None)
+                if field == "arg" and isinstance(a, str) and isinstance(b, str):
+                    if _renamed(a, pairs) != b:
+                        _record(found, _Diff(k, v, tuple(path)))
+                    continue
+                if field in ("attr", "id"):
+                    continue
+                _compare(a, b, pairs, found, path)
+        finally:
+            path.pop()
+        return
+    if isinstance(k, list):
+        if not isinstance(v, list) or len(k) != len(v):
+            # An element more or less: the parent node is where they differ.
+            _record(found, _Diff(path[-1] if path else k, path[-1] if path else v, tuple(path[:-1])))
+            return
+        for a, b in zip(k, v):
+            _compare(a, b, pairs, found, path)
+        return
+    if k != v and not (isinstance(k, str) and isinstance(v, str) and _renamed(k, pairs) == v):
+        _record(found, _Diff(k, v, tuple(path)))
+
+
+_MOVES = _TRANSPOSES | {"permute", "movedim", "moveaxis"}
+
+
+def _axis_list(call: ast.Call) -> list[int] | None:
+    args = call.args
+    if len(args) == 1 and isinstance(args[0], (ast.List, ast.Tuple)):
+        args = args[0].elts
+    axes = [_int(a) for a in args]
+    return None if not axes or None in axes or call.keywords else axes
+
+
+def _axes_differ(k: ast.Call, v: ast.Call) -> bool:
+    if _tail(k.func) not in _MOVES or _tail(v.func) != _tail(k.func):
+        return False
+    k_axes, v_axes = _axis_list(k), _axis_list(v)
+    return k_axes is not None and v_axes is not None and k_axes != v_axes
+
+
+def _reordered(k: ast.AST, v: ast.AST, pairs) -> bool:
+    """Are ``v``'s elements ``k``'s (renamed) in another order?"""
+    mine = [ast.dump(e) for e in v.elts]
+    theirs = [ast.dump(_rename_tree(e, pairs)) for e in k.elts]
+    return mine != theirs and sorted(mine) == sorted(theirs)
+
+
+def _rename_tree(node: ast.AST, pairs) -> ast.AST:
+    class _Renamer(ast.NodeTransformer):
+        def visit_Name(self, n: ast.Name) -> ast.AST:
+            return ast.copy_location(ast.Name(id=_renamed(n.id, pairs), ctx=n.ctx), n)
+
+        def visit_Attribute(self, n: ast.Attribute) -> ast.AST:
+            return ast.copy_location(ast.Attribute(value=self.visit(n.value), attr=_renamed(n.attr, pairs), ctx=n.ctx), n)
+
+    import copy
+
+    return _Renamer().visit(copy.deepcopy(node))
+
+
+# ---------------------------------------------------------------- what a difference means
+
+
+def _classify(diff: _Diff, twin: ast.stmt, statement: ast.stmt, names: _Names, pairs) -> list[Break]:
+    k, v, path = diff.k, diff.v, diff.path
+    parent = path[-1] if path else None
+    if diff.order:
+        call = parent if isinstance(parent, ast.Call) else None
+        if call is not None and _tail(call.func) in _CONCATS and call.args and call.args[0] is v:
+            return [Break("one-side-op", v, twin.lineno,
+                          f"the value side concatenates its parts in another order than its key twin (line {twin.lineno})",
+                          "concatenate the value parts in the key's order")]
+        return []
+    if diff.axes:
+        op, k_axes, v_axes = _tail(v.func), _axis_list(k), _axis_list(v)
+        if not isinstance(v.func, ast.Attribute) or _transposed_for_scores(op, k_axes, v_axes):
+            return []  # K transposed for ``Q @ K^T`` while V keeps its last axis last
+        return [Break("one-side-op", v, twin.lineno,
+                      f"the value side's `{op}({', '.join(map(str, v_axes))})` moves other axes than its key "
+                      f"twin's `{op}({', '.join(map(str, k_axes))})` (line {twin.lineno})",
+                      "move the value's axes as its key twin does")]
+    if isinstance(k, (ast.Name, ast.Attribute)) and isinstance(v, (ast.Name, ast.Attribute)):
+        return _kept_key_name(k, v, parent, twin, statement, names, pairs)
+    axis = _axis_difference(k, v, path)
+    if axis is not None:
+        return [Break("one-side-op", v, twin.lineno, axis, "move the value's axes as its key twin does")]
+    dropped = _dropped(k, v, pairs)
+    if dropped is not None:
+        kind, text = dropped
+        return [Break(kind, v, twin.lineno, f"{text} (key twin at line {twin.lineno})",
+                      "apply the key twin's operation to the value as well")]
+    cut = _slice_difference(k, v, path, pairs)
+    if cut is not None:
+        return [Break("one-side-slice", v, twin.lineno, f"{cut} (key twin at line {twin.lineno})",
+                      "cut the value's tokens and heads as its key twin does")]
+    return []
+
+
+def _kept_key_name(k, v, parent, twin, statement, names: _Names, pairs) -> list[Break]:
+    """``v = self.k_proj(x)`` beside ``k = self.k_proj(x)``: the V statement kept the K name."""
+    k_word, v_word = _word(k), _word(v)
+    if k_word != v_word or kv_side(k_word, pairs) != "k":
+        return []
+    if isinstance(parent, ast.Attribute) and parent.value is v and parent.attr in METADATA_ATTRIBUTES:
+        return []  # ``k.dtype`` for ``v.dtype``: K and V agree on metadata
+    twin_word = _renamed(k_word, pairs)
+    dotted = _dotted(v)
+    twin_dotted = None if dotted is None else (dotted[: -len(v_word)] + twin_word)
+    # The counterpart as written (``self.v_proj``, ``layer.v_scale``), or its name on any
+    # object of the function or class (``cache.get_value_cache`` read from another cache).
+    if not (twin_dotted in names.dotted or twin_word in names.words):
+        return []
+    shown = twin_dotted or twin_word
+    where = "stored into" if isinstance(getattr(v, "ctx", None), ast.Store) or _in_target(v, statement) else "uses"
+    return [Break(
+        "twin-name", v, twin.lineno,
+        f"the value side {where} `{dotted or v_word}`, the name its key twin (line {twin.lineno}) "
+        f"uses, though the value counterpart `{shown}` exists",
+        f"use `{shown}` on the value side",
+    )]
+
+
+def _in_target(node: ast.AST, statement: ast.stmt) -> bool:
+    targets = statement.targets if isinstance(statement, ast.Assign) else [getattr(statement, "target", None)]
+    return any(t is not None and any(n is node for n in ast.walk(t)) for t in targets)
+
+
+def _axis_difference(k, v, path: tuple[ast.AST, ...]) -> str | None:
+    """The integer dim of a concatenation or flatten that differs from the twin's."""
+    if _int(k) is None or _int(v) is None:
+        return None
+    call = next((p for p in reversed(path) if isinstance(p, ast.Call)), None)
+    op = None if call is None else _tail(call.func)
+    if op not in _AXIS_CALLS or op in _MOVES:
+        return None
+    if not any(_holds(arg, v) for arg in (*call.args[1:], *(kw.value for kw in call.keywords))):
+        return None
+    return f"the value side's `{op}` works along dim {_int(v)} where its key twin's uses dim {_int(k)}"
+
+
+def _transposed_for_scores(op: str, k_axes: list[int], v_axes: list[int]) -> bool:
+    """K's op moves the last axis (``transpose(-2, -1)``, ``permute(0, 2, 3, 1)``) and V's does
+    not: the layout ``Q @ K^T`` wants, not a broken twin."""
+    if op in _TRANSPOSES:
+        if -1 in k_axes and -1 not in v_axes:
+            return True
+        if all(a >= 0 for a in (*k_axes, *v_axes)) and max(k_axes) > max(v_axes):
+            return True
+        return False
+    if op == "permute" and len(k_axes) == len(v_axes) and k_axes:
+        last = len(k_axes) - 1
+        return k_axes[-1] not in (last, -1) and v_axes[-1] in (last, -1)
+    return False
+
+
+def _dropped(k, v, pairs) -> tuple[str, str] | None:
+    """The twin applies a layout op, cast or repeat (or a cut) that the V statement lacks."""
+    if not isinstance(v, ast.expr):
+        return None
+    want = ast.dump(v)
+    if isinstance(k, ast.Call):
+        op = _tail(k.func)
+        if isinstance(k.func, ast.Attribute) and op in _MIRRORED_METHODS:
+            if ast.dump(_rename_tree(k.func.value, pairs)) == want:
+                return "one-side-op", f"the value side lacks the key twin's `.{op}(...)`"
+        if op is not None and "repeat" in op.lower() and op != "repeat" and k.args:
+            if ast.dump(_rename_tree(k.args[0], pairs)) == want:
+                return "one-side-op", f"the value side lacks the key twin's `{op}(...)`"
+    if isinstance(k, ast.Subscript) and _cuts_tokens_or_heads(k.slice):
+        if kv_side(_root_word(k.value) or "", pairs) == "k" and ast.dump(_rename_tree(k.value, pairs)) == want:
+            return "one-side-slice", "the value side is not cut where its key twin is"
+    return None
+
+
+def _slice_difference(k, v, path: tuple[ast.AST, ...], pairs) -> str | None:
+    """A bound of a V-side slice (or ``narrow`` length) that differs from the twin's."""
+    for depth in range(len(path) - 1, -1, -1):
+        node = path[depth]
+        inner = path[depth + 1] if depth + 1 < len(path) else v
+        if isinstance(node, ast.Subscript) and inner is node.slice:
+            root = _root_word(node.value)
+            if root is None or kv_side(root, pairs) != "v":
+                return None
+            elements = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            element = next((e for e in elements if _holds(e, v)), None)
+            if not isinstance(element, ast.Slice):
+                return None
+            if _last_axis(elements, element) or _names_value_side(v, pairs):
+                return None
+            return "the value side's slice bound differs from its key twin's"
+        if isinstance(node, ast.Call) and _tail(node.func) == "narrow" and isinstance(node.func, ast.Attribute):
+            root = _root_word(node.func.value)
+            if root is None or kv_side(root, pairs) != "v" or len(node.args) != 3 or not _holds(node.args[2], v):
+                return None
+            if _int(node.args[0]) == -1 or _names_value_side(v, pairs):
+                return None
+            return "the value side's `narrow` length differs from its key twin's"
+        if isinstance(node, (ast.Call, ast.stmt)):
+            return None
+    return None
+
+
+def _last_axis(elements: list[ast.expr], element: ast.expr) -> bool:
+    """A cut of the last axis after an ellipsis (``v[..., :d]``): the head dim, which may
+    differ between K and V (Dk != Dv)."""
+    has_ellipsis = any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in elements)
+    return has_ellipsis and elements[-1] is element
+
+
+def _cuts_tokens_or_heads(index: ast.expr) -> bool:
+    elements = index.elts if isinstance(index, ast.Tuple) else [index]
+    for element in elements:
+        if isinstance(element, ast.Slice) and (element.lower is not None or element.upper is not None):
+            return not _last_axis(elements, element)
+    return False
+
+
+def _names_value_side(node: object, pairs) -> bool:
+    """The V statement's differing part names a V size of its own (``v_head_dim``)."""
+    if not isinstance(node, ast.AST):
+        return False
+    return any(kv_side(w, pairs) == "v" for w in map(_word, ast.walk(node)) if w is not None)
+
+
+# ---------------------------------------------------------------- reaching definitions
+
+
+def _rebuilt_from_key(function: ast.AST, pairs) -> list[Break]:
+    """``v = k.clone()`` after ``v = self.v_proj(x)``, in one block: the computed V is dropped."""
+    found: list[Break] = []
+    for body in _blocks(function):
+        defined: dict[str, int] = {}
+        for statement in body:
+            if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+                name = statement.targets[0].id
+                key = _key_source(statement.value, name, pairs)
+                if key is not None and name in defined:
+                    found.append(Break(
+                        "v-rebuilt-from-k", statement.value, defined[name],
+                        f"`{name}`, computed on line {defined[name]}, is replaced by a value built from the key "
+                        f"`{key}` alone",
+                        f"keep the computed `{name}`, or build it from `{name}`",
+                    ))
+                if not (isinstance(statement.value, ast.Constant) and statement.value.value is None):
+                    defined[name] = statement.lineno
+                else:
+                    defined.pop(name, None)
+            elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                continue
+            else:
+                # A block or a loop may rebind the name in ways this straight-line reading misses.
+                for node in ast.walk(statement):
+                    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                        defined.pop(node.id, None)
+    return found
+
+
+def _blocks(function: ast.AST) -> Iterator[list[ast.stmt]]:
+    yield function.body
+    for node in ast.walk(function):
+        if node is function or isinstance(node, (*_FUNCTIONS, ast.ClassDef, ast.Lambda)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                yield block
+
+
+def _key_source(value: ast.expr, name: str, pairs) -> str | None:
+    """The K twin of V-side ``name`` when ``value`` is built from it alone: a call chain or cut
+    rooted at the twin that never reads ``name``."""
+    if kv_side(name, pairs) != "v":
+        return None
+    key = next((k for k in _key_names(name, pairs)), None)
+    if key is None or not isinstance(value, (ast.Call, ast.Subscript)):
+        return None
+    if _root_word(value) != key or _chain_root(value) is None:
+        return None
+    if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value)):
+        return None
+    return key
+
+
+def _key_names(name: str, pairs) -> Iterator[str]:
+    from linter.names import key_counterpart
+
+    key = key_counterpart(name, pairs)
+    if key is not None:
+        yield key
+
+
+def _chain_root(node: ast.expr) -> ast.Name | None:
+    """``k`` of ``k.view(...).transpose(1, 2)`` or ``k[:, :n]``: the name a method chain starts at."""
+    while True:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Name):
+            return node
+        else:
+            return None
+
+
+# ---------------------------------------------------------------- small helpers
+
+
+def _root_word(node: ast.AST) -> str | None:
+    """The identifier a tensor expression starts from: ``v`` of ``v.view(...)[0]``,
+    ``v_cache`` of ``self.v_cache[i]``."""
+    while True:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Attribute):
+            return node.attr
+        elif isinstance(node, ast.Name):
+            return node.id
+        else:
+            return None
+
+
+def _holds(node: ast.AST, inner: object) -> bool:
+    return any(n is inner for n in ast.walk(node))
+
+
+def _int(node: object) -> int | None:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
+            and type(node.operand.value) is int:
+        return -node.operand.value
+    return None
+
+
+def _tail(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return None
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
