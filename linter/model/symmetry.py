@@ -221,12 +221,14 @@ def _one_difference(k_statement: ast.stmt, v_statement: ast.stmt, pairs) -> _Dif
     None when they are equal (nothing broke) or differ in more than one place (no twins)."""
     if type(k_statement) is not type(v_statement):
         return None
-    found: list[_Diff] = []
+    found = _Found()
     try:
         _compare(k_statement, v_statement, pairs, found, [])
     except _Differs:
         return None
-    return found[0] if len(found) == 1 else None
+    # Twins rename at least one K name to its V counterpart: two copies of one statement that
+    # names both sides (``o = attend(q, k, v)`` in two branches) are no pair.
+    return found[0] if len(found) == 1 and found.renamed else None
 
 
 def _renamed(word: str, pairs) -> str:
@@ -249,11 +251,12 @@ def _compare(k: object, v: object, pairs, found: list[_Diff], path: list[ast.AST
             _record(found, _Diff(k, v, tuple(path)))
             return
         if isinstance(k, ast.Name):
-            if _renamed(k.id, pairs) != v.id:
-                _record(found, _Diff(k, v, tuple(path)))
+            _compare_words(k.id, v.id, k, v, pairs, found, path)
             return
         if isinstance(k, ast.Constant):
-            if type(k.value) is not type(v.value) or k.value != v.value:
+            if type(k.value) is not type(v.value) or (
+                k.value != v.value and not (type(k.value) is str and _renamed(k.value, pairs) == v.value)
+            ):
                 _record(found, _Diff(k, v, tuple(path)))
             return
         if isinstance(k, ast.Call) and _axes_differ(k, v):
@@ -264,8 +267,8 @@ def _compare(k: object, v: object, pairs, found: list[_Diff], path: list[ast.AST
             finally:
                 path.pop()
             return
-        if isinstance(k, ast.Attribute) and _renamed(k.attr, pairs) != v.attr:
-            _record(found, _Diff(k, v, tuple(path)))
+        if isinstance(k, ast.Attribute):
+            _compare_words(k.attr, v.attr, k, v, pairs, found, path)
             # The receivers must still agree: ``x.k_proj`` vs ``y.k_proj`` is two differences.
         if isinstance(k, (ast.List, ast.Tuple)) and len(k.elts) == len(v.elts) and len(k.elts) > 1:
             if _reordered(k, v, pairs):
@@ -278,8 +281,7 @@ def _compare(k: object, v: object, pairs, found: list[_Diff], path: list[ast.AST
                     continue
                 a, b = getattr(k, field, None), getattr(v, field, None)
                 if field == "arg" and isinstance(a, str) and isinstance(b, str):
-                    if _renamed(a, pairs) != b:
-                        _record(found, _Diff(k, v, tuple(path)))
+                    _compare_words(a, b, k, v, pairs, found, path)
                     continue
                 if field in ("attr", "id"):
                     continue
@@ -315,6 +317,18 @@ def _axes_differ(k: ast.Call, v: ast.Call) -> bool:
         return False
     k_axes, v_axes = _axis_list(k), _axis_list(v)
     return k_axes is not None and v_axes is not None and k_axes != v_axes
+
+
+def _compare_words(a: str, b: str, k: ast.AST, v: ast.AST, pairs, found: list, path: list) -> None:
+    renamed = _renamed(a, pairs)
+    if renamed != b:
+        _record(found, _Diff(k, v, tuple(path)))
+    elif renamed != a:
+        found.renamed = True  # a K name met by its V counterpart: the statements are twins
+
+
+class _Found(list):
+    renamed = False
 
 
 def _reordered(k: ast.AST, v: ast.AST, pairs) -> bool:
