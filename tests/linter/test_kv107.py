@@ -1,0 +1,245 @@
+"""KV107: broken K/V twins, read by ``linter.model.symmetry`` on both paths."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from benchmarks.equivalence import findings
+from linter.ast_screens import SCREENS, Facts
+from linter.model.symmetry import breaks
+from linter.settings import Settings
+from linter.engine import lint_source
+
+# Each shape: the code, the break's kind, and the line it is reported on.
+REPORTED = {
+    "key projection kept for the value, the value projection used in the other branch": ("""\
+class SelfAttention(nn.Module):
+    def forward(self, hidden, reuse):
+        if reuse:
+            value_states = self.v_proj(hidden)
+        key_states = self.k_proj(hidden).view(shape)
+        value_states = self.k_proj(hidden).view(shape)
+        return key_states, value_states
+""", "twin-name", 6),
+    "the key cache's getter for the value cache": ("""\
+def gather(kv_cache, layer_idx, decode):
+    if decode:
+        return kv_cache.get_value_cache(layer_idx)
+    key_cache = kv_cache.get_key_cache(layer_idx)
+    value_cache = kv_cache.get_key_cache(layer_idx)
+    return key_cache, value_cache
+""", "twin-name", 5),
+    "the key's block-shape helper for the value": ("""\
+class Pool:
+    def get_v_block_shape(self):
+        return (self.blocks, self.v_dim)
+
+    def allocate(self):
+        k_block_shape = self.get_k_block_shape()
+        v_block_shape = self.get_k_block_shape()
+        return k_block_shape, v_block_shape
+""", "twin-name", 7),
+    "the value stored into the key cache": ("""\
+def save(key_cache, value_cache, slot_mapping, key, value):
+    key_cache[slot_mapping] = key
+    key_cache[slot_mapping] = value
+""", "twin-name", 3),
+    "the key scale read for the value": ("""\
+def attach(self, layer):
+    self.k_scale = layer.k_scale
+    self.v_scale = layer.k_scale
+""", "twin-name", 3),
+    "transpose dims not mirrored": ("""\
+def heads_first(key_states, value_states):
+    key_states = key_states.transpose(1, 2)
+    value_states = value_states.transpose(-2, -1)
+    return key_states, value_states
+""", "one-side-op", 3),
+    "permute dims not mirrored": ("""\
+def heads_first(key, value):
+    key = key.permute(0, 2, 1, 3)
+    value = value.permute(0, 2, 3, 1)
+    return key, value
+""", "one-side-op", 3),
+    "concatenation along another dim": ("""\
+def extend(past_key, past_value, key, value):
+    key = torch.cat([past_key, key], dim=-2)
+    value = torch.cat([past_value, value], dim=-1)
+    return key, value
+""", "one-side-op", 3),
+    "concatenation in the other order": ("""\
+def extend(past_key, past_value, key, value):
+    key = torch.cat((past_key, key), dim=2)
+    value = torch.cat((value, past_value), dim=2)
+    return key, value
+""", "one-side-op", 3),
+    "the GQA repeat dropped": ("""\
+def expand(self, key_states, value_states):
+    key_states = key_states.repeat_interleave(self.groups, dim=1)
+    value_states = value_states
+    return key_states, value_states
+""", "one-side-op", 3),
+    "the cast dropped": ("""\
+def cast(k_chunk, v_chunk, dtype):
+    k_out = k_chunk.to(dtype)
+    v_out = v_chunk
+    return k_out, v_out
+""", "one-side-op", 3),
+    "a slice bound off by one": ("""\
+def window(k, v, start, end):
+    k = k[:, start:end]
+    v = v[:, start:end - 1]
+    return k, v
+""", "one-side-slice", 3),
+    "an offset dropped from the value's bound": ("""\
+def chunk(key, value, offset, size):
+    key_chunk = key[offset:offset + size]
+    value_chunk = value[offset:size]
+    return key_chunk, value_chunk
+""", "one-side-slice", 3),
+    "the value's cut dropped": ("""\
+def prefix(k_cache, v_cache, n):
+    k_prefix = k_cache[:, :n]
+    v_prefix = v_cache
+    return k_prefix, v_prefix
+""", "one-side-slice", 3),
+    "a narrow length that differs": ("""\
+def take(k, v, start, length):
+    k_part = k.narrow(1, start, length)
+    v_part = v.narrow(1, start, length + 1)
+    return k_part, v_part
+""", "one-side-slice", 3),
+    "the computed value rebuilt from the key": ("""\
+def project(self, hidden):
+    key = self.k_proj(hidden)
+    value = self.v_proj(hidden)
+    value = key.view(-1, self.heads, self.dim)
+    return key, value
+""", "v-rebuilt-from-k", 4),
+}
+
+SILENT = {
+    "K transposed for the scores": """\
+def scores(q, k, v):
+    k = k.transpose(-2, -1)
+    v = v.transpose(1, 2)
+    return (q @ k).softmax(-1) @ v
+""",
+    "K permuted for the scores": """\
+def scores(q, k, v):
+    k = k.permute(0, 2, 3, 1)
+    v = v.permute(0, 2, 1, 3)
+    return (q @ k).softmax(-1) @ v
+""",
+    "rotary embedding on the key only": """\
+def prepare(k, v, cos, sin):
+    k = rotate(k, cos, sin).transpose(1, 2)
+    v = v.transpose(1, 2)
+    return k, v
+""",
+    "norm on the key only": """\
+def prepare(self, k, v):
+    k = self.k_norm(k).to(v.dtype)
+    v = v.to(v.dtype)
+    return k, v
+""",
+    "the value's own head-dim bound": """\
+def trim(k, v, head_dim, v_head_dim):
+    k = k[..., :head_dim]
+    v = v[..., :v_head_dim]
+    return k, v
+""",
+    "a head-dim cut after an ellipsis": """\
+def trim(k, v, d):
+    k = k[..., :d]
+    v = v[..., :d // 2]
+    return k, v
+""",
+    "a fused buffer cut into its parts": """\
+def split(kv, half):
+    k = kv[:, :half]
+    v = kv[:, half:]
+    return k, v
+""",
+    "two copies of one statement naming both sides": """\
+def run(q, k, v, cached):
+    if cached:
+        out = attend(q, k, v)
+    else:
+        out = attend(q, k, v)
+    return out
+""",
+    "a value defaulted from the key under a test of the value": """\
+def attend(q, k, v=None):
+    if v is None:
+        v = k.clone()
+    return sdpa(q, k, v)
+""",
+    "a kept key name without a value counterpart": """\
+class LatentAttention:
+    def forward(self, x):
+        k = self.k_up(x)
+        v = self.k_up(x)[..., : self.rank]
+        return k, v
+""",
+    "the metadata of the key read for the value": """\
+def scales(k, v):
+    k_scale = torch.ones(1, dtype=k.dtype)
+    v_scale = torch.ones(1, dtype=k.dtype)
+    return k_scale, v_scale
+""",
+    "a shared scale": """\
+def attach(self, layer):
+    self.k_scale = layer.kv_scale
+    self.v_scale = layer.kv_scale
+""",
+    "twins too far apart": "def f(k, v):\n    k = k[:, :n]\n" + "    x = 1\n" * 14 + "    v = v[:, :n - 1]\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(REPORTED))
+def test_the_model_finds_each_break(name: str) -> None:
+    code, kind, line = REPORTED[name]
+    found = [(b.kind, b.node.lineno) for b in breaks(ast.parse(code))]
+    assert found == [(kind, line)]
+
+
+@pytest.mark.parametrize("name", sorted(SILENT))
+def test_the_model_reads_deliberate_asymmetries_as_design(name: str) -> None:
+    assert breaks(ast.parse(SILENT[name])) == []
+
+
+@pytest.mark.parametrize("name", sorted(REPORTED))
+def test_the_rule_reports_on_the_break_line(name: str) -> None:
+    code, _, line = REPORTED[name]
+    assert [(f.code, f.span.row) for f in lint_source(code, codes=["KV107"])] == [("KV107", line)]
+
+
+@pytest.mark.parametrize("name", sorted(REPORTED))
+def test_the_screen_passes_what_the_rule_reports(name: str) -> None:
+    assert SCREENS["KV107"](Facts(ast.parse(REPORTED[name][0])), Settings())
+
+
+@pytest.mark.parametrize("name", sorted(SILENT))
+def test_the_screen_stops_the_look_alikes(name: str) -> None:
+    assert not SCREENS["KV107"](Facts(ast.parse(SILENT[name])), Settings())
+    assert lint_source(SILENT[name], codes=["KV107"]) == []
+
+
+def test_columns_count_characters_not_bytes() -> None:
+    code = 'def save(key_cache, value_cache, s, key, value):\n    key_cache[s] = key  # ключ\n    x = "ключ"; key_cache[s] = value\n'
+    (finding,) = lint_source(code, codes=["KV107"])
+    assert (finding.span.row, finding.span.column) == (3, code.split("\n")[2].index("key_cache") + 1)
+
+
+@pytest.mark.parametrize("name", sorted(REPORTED))
+def test_fast_and_slow_paths_agree(name: str, tmp_path: Path) -> None:
+    path = tmp_path / "module.py"
+    # One class deeper, beside a definition no rule reads: the fast path cuts the file.
+    path.write_text("import torch\n\n\ndef unrelated(x):\n    return x + 1\n\n\n" + REPORTED[name][0])
+    slow = findings([str(path)], prefilter=False, jobs=1)
+    assert "KV107" in [code for _, code, *_ in slow]
+    assert findings([str(path)], prefilter=True, jobs=1) == slow
