@@ -103,6 +103,7 @@ class _Names:
     def __init__(self, function: ast.AST, owner: ast.ClassDef | None) -> None:
         self.dotted: set[str] = set()
         self.words: set[str] = set()
+        self.loop_names: set[str] = set()
         for root in (function, owner):
             if root is None:
                 continue
@@ -118,6 +119,9 @@ class _Names:
                 elif isinstance(node, ast.arg):
                     self.words.add(node.arg)
                     self.dotted.add(node.arg)
+                elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and root is function:
+                    # ``for key, value in d.items()``: a mapping's keys and values, not K and V.
+                    self.loop_names.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
                 elif isinstance(node, _FUNCTIONS) and node is not function:
                     self.words.add(node.name)  # a method ``get_v_shape`` of the class
                     self.dotted.add(f"self.{node.name}")
@@ -396,6 +400,8 @@ def _kept_key_name(k, v, parent, twin, statement, names: _Names, pairs) -> list[
         return []
     if isinstance(parent, ast.Attribute) and parent.value is v and parent.attr in METADATA_ATTRIBUTES:
         return []  # ``k.dtype`` for ``v.dtype``: K and V agree on metadata
+    if isinstance(v, ast.Name) and v.id in names.loop_names:
+        return []
     twin_word = _renamed(k_word, pairs)
     dotted = _dotted(v)
     twin_dotted = None if dotted is None else (dotted[: -len(v_word)] + twin_word)

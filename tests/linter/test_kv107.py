@@ -196,6 +196,13 @@ def attach(self, layer):
     self.k_scale = layer.kv_scale
     self.v_scale = layer.kv_scale
 """,
+    "a mapping's keys and values": """\
+def convert(state_dict):
+    for key, value in state_dict.items():
+        k = state_dict[key.replace("q_proj", "k_proj")]
+        v = state_dict[key.replace("q_proj", "v_proj")]
+        yield torch.cat([k, v])
+""",
     "twins too far apart": "def f(k, v):\n    k = k[:, :n]\n" + "    x = 1\n" * 14 + "    v = v[:, :n - 1]\n",
 }
 
