@@ -35,7 +35,7 @@ screen run the same code on the same unit and cannot disagree.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from linter.names import METADATA_ATTRIBUTES, kv_side, value_counterpart
@@ -178,7 +178,7 @@ def _word(node: ast.AST) -> str | None:
 def _function_breaks(function: ast.AST, owner: ast.ClassDef | None, pairs) -> list[Break]:
     statements = sorted(_statements(function.body), key=lambda s: (s.lineno, s.col_offset))
     sides = [_Sides(s, pairs) for s in statements]
-    if not any(s.k for s in sides) or not any(s.v for s in sides):
+    if not any(s.k for s in sides):
         return []
     names: _Names | None = None
     found: list[Break] = []
@@ -200,8 +200,63 @@ def _function_breaks(function: ast.AST, owner: ast.ClassDef | None, pairs) -> li
         if names is None:
             names = _Names(function, owner)
         found.extend(_classify(best[2], best[1], statement, names, pairs))
+    found.extend(_repeated_key_statements(function, lambda: names or _Names(function, owner), pairs))
     found.extend(_rebuilt_from_key(function, pairs))
     return found
+
+
+def _repeated_key_statements(function: ast.AST, known: Callable[[], _Names], pairs) -> list[Break]:
+    """``prefetch(tma_k)`` twice in one block where ``tma_v`` exists: the V statement became a
+    second copy of its K twin, every V name turned back into its K name."""
+    found: list[Break] = []
+    for body in _blocks(function):
+        seen: dict[str, ast.stmt] = {}
+        for statement in body:
+            if not _effect(statement):
+                continue
+            key = ast.dump(statement)
+            first = seen.get(key)
+            seen[key] = statement
+            if first is None or statement.lineno - first.lineno > _WINDOW:
+                continue
+            kept = _key_name_with_value_twin(statement, known(), pairs)
+            if kept is not None:
+                node, twin = kept
+                found.append(Break(
+                    "twin-name", node, first.lineno,
+                    f"this statement repeats line {first.lineno} word for word, key side and all, "
+                    f"though the value counterpart `{twin}` exists: the value side's copy kept the key's names",
+                    f"use `{twin}` in the value side's statement",
+                ))
+    return found
+
+
+def _effect(statement: ast.stmt) -> bool:
+    """A call for its effect, or a store into a subscript or attribute: statements that are
+    done once per side, never twice alike."""
+    if isinstance(statement, ast.Expr):
+        return isinstance(statement.value, ast.Call) and _tail(statement.value.func) not in _QUIET
+    if isinstance(statement, ast.Assign):
+        return all(isinstance(t, (ast.Subscript, ast.Attribute)) for t in statement.targets)
+    return False
+
+
+def _key_name_with_value_twin(statement: ast.stmt, names: _Names, pairs) -> tuple[ast.AST, str] | None:
+    kept = None
+    for node in ast.walk(statement):
+        word = _word(node)
+        if word is None:
+            continue
+        side = kv_side(word, pairs)
+        if side == "v":
+            return None
+        if side == "k" and kept is None:
+            twin = _renamed(word, pairs)
+            dotted = _dotted(node)
+            twin_dotted = None if dotted is None else dotted[: -len(word)] + twin
+            if twin_dotted in names.dotted or twin in names.words:
+                kept = (node, twin_dotted or twin)
+    return kept
 
 
 # ---------------------------------------------------------------- comparing twins
@@ -213,6 +268,7 @@ class _Diff:
     v: object  # the V statement's node (or value) there
     path: tuple[ast.AST, ...]  # the V statement's nodes above it, outermost first
     order: bool = False  # a list whose elements are the twin's, reordered
+    dropped: bool = False  # the twin's op (or cut) applied to what the V side has bare
     axes: bool = False  # a call moving axes (``transpose``) with other integer axes than the twin's
 
 
@@ -251,6 +307,19 @@ def _compare(k: object, v: object, pairs, found: list[_Diff], path: list[ast.AST
             if _int(k) != _int(v):
                 _record(found, _Diff(k, v, tuple(path)))
             return
+        inner = _dropped_operand(k, v)
+        if inner is not None:
+            # ``v = v.view(s)`` beside ``k = k.view(s).transpose(1, 2)``: the V side equals the
+            # twin's operand, one op short. One difference, not a cascade of them.
+            sub = _Found()
+            try:
+                _compare(inner, v, pairs, sub, path)
+            except _Differs:
+                sub = None
+            if sub is not None and not sub:
+                found.renamed = found.renamed or sub.renamed
+                _record(found, _Diff(k, v, tuple(path), dropped=True))
+                return
         if type(k) is not type(v):
             _record(found, _Diff(k, v, tuple(path)))
             return
@@ -381,7 +450,7 @@ def _classify(diff: _Diff, twin: ast.stmt, statement: ast.stmt, names: _Names, p
     axis = _axis_difference(k, v, path)
     if axis is not None:
         return [Break("one-side-op", v, twin.lineno, axis, "move the value's axes as its key twin does")]
-    dropped = _dropped(k, v, pairs)
+    dropped = _dropped(k, pairs) if diff.dropped else None
     if dropped is not None:
         kind, text = dropped
         return [Break(kind, v, twin.lineno, f"{text} (key twin at line {twin.lineno})",
@@ -452,22 +521,29 @@ def _transposed_for_scores(op: str, k_axes: list[int], v_axes: list[int]) -> boo
     return False
 
 
-def _dropped(k, v, pairs) -> tuple[str, str] | None:
-    """The twin applies a layout op, cast or repeat (or a cut) that the V statement lacks."""
-    if not isinstance(v, ast.expr):
-        return None
-    want = ast.dump(v)
+def _dropped_operand(k: ast.AST, v: ast.AST) -> ast.AST | None:
+    """What the V side would equal if it lacked the twin's layout op, repeat, cast or cut."""
     if isinstance(k, ast.Call):
         op = _tail(k.func)
+        if isinstance(v, ast.Call) and _tail(v.func) == op:
+            return None
         if isinstance(k.func, ast.Attribute) and op in _MIRRORED_METHODS:
-            if ast.dump(_rename_tree(k.func.value, pairs)) == want:
-                return "one-side-op", f"the value side lacks the key twin's `.{op}(...)`"
+            return k.func.value
         if op is not None and "repeat" in op.lower() and op != "repeat" and k.args:
-            if ast.dump(_rename_tree(k.args[0], pairs)) == want:
-                return "one-side-op", f"the value side lacks the key twin's `{op}(...)`"
-    if isinstance(k, ast.Subscript) and _cuts_tokens_or_heads(k.slice):
-        if kv_side(_root_word(k.value) or "", pairs) == "k" and ast.dump(_rename_tree(k.value, pairs)) == want:
-            return "one-side-slice", "the value side is not cut where its key twin is"
+            return k.args[0]
+    elif isinstance(k, ast.Subscript) and not isinstance(v, ast.Subscript):
+        return k.value
+    return None
+
+
+def _dropped(k, pairs) -> tuple[str, str] | None:
+    """What the V statement lacks: a layout op, cast or repeat, or a token or head cut."""
+    if isinstance(k, ast.Call):
+        op = _tail(k.func)
+        return "one-side-op", (f"the value side lacks the key twin's `.{op}(...)`" if isinstance(k.func, ast.Attribute)
+                               else f"the value side lacks the key twin's `{op}(...)`")
+    if isinstance(k, ast.Subscript) and _cuts_tokens_or_heads(k.slice) and kv_side(_root_word(k.value) or "", pairs) == "k":
+        return "one-side-slice", "the value side is not cut where its key twin is"
     return None
 
 

@@ -52,6 +52,18 @@ def attach(self, layer):
     self.k_scale = layer.k_scale
     self.v_scale = layer.k_scale
 """, "twin-name", 3),
+    "the value's statement a word-for-word copy of the key's": ("""\
+def prefetch(tma_atom_k, tma_atom_q, tma_atom_v):
+    prefetch_descriptor(tma_atom_k)
+    prefetch_descriptor(tma_atom_q)
+    prefetch_descriptor(tma_atom_k)
+""", "twin-name", 4),
+    "the transpose after a view dropped": ("""\
+def heads(k, v, shape):
+    k = k.view(shape).transpose(1, 2)
+    v = v.view(shape)
+    return k, v
+""", "one-side-op", 3),
     "transpose dims not mirrored": ("""\
 def heads_first(key_states, value_states):
     key_states = key_states.transpose(1, 2)
@@ -202,6 +214,14 @@ def convert(state_dict):
         k = state_dict[key.replace("q_proj", "k_proj")]
         v = state_dict[key.replace("q_proj", "v_proj")]
         yield torch.cat([k, v])
+""",
+    "one statement done twice in two branches": """\
+def reset(k_cache, v_cache, full):
+    if full:
+        k_cache.zero_()
+    else:
+        k_cache.zero_()
+    v_cache.zero_()
 """,
     "twins too far apart": "def f(k, v):\n    k = k[:, :n]\n" + "    x = 1\n" * 14 + "    v = v[:, :n - 1]\n",
 }
