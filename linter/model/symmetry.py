@@ -38,7 +38,7 @@ import ast
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from linter.names import METADATA_ATTRIBUTES, kv_side, value_counterpart
+from linter.names import METADATA_ATTRIBUTES, is_query_name, kv_side, value_counterpart
 
 # How far apart (in lines) twins may stand: the K and V lines of one step sit together.
 _WINDOW = 12
@@ -50,11 +50,12 @@ _AXIS_CALLS = frozenset({
 })
 _TRANSPOSES = frozenset({"transpose", "swapaxes", "swapdims"})
 _CONCATS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack"})
-# Methods the V side must repeat when its twin applies them: layout, GQA repeats and casts.
-# RoPE, norms and quantisers are other callables (K-only on purpose), never in this set.
+# Methods the V side must repeat when its twin applies them: layout and GQA repeats. RoPE,
+# norms and quantisers are other callables (K-only on purpose), never in this set; nor are
+# casts: K is cast to float32 alone for its norm or rotary embedding.
 _MIRRORED_METHODS = frozenset({
     "transpose", "swapaxes", "swapdims", "permute", "movedim", "moveaxis", "repeat_interleave",
-    "repeat", "expand", "to", "float", "half", "bfloat16", "type", "type_as",
+    "repeat", "expand",
 })
 # Statements that only display or check.
 _QUIET = frozenset({"print", "debug", "info", "warning", "warn", "error", "log", "assert_close"})
@@ -186,16 +187,22 @@ def _function_breaks(function: ast.AST, owner: ast.ClassDef | None, pairs) -> li
         if not side.v:
             continue
         best: tuple[int, ast.stmt, _Diff] | None = None
+        mirrored = False
         for j, (twin, twin_side) in enumerate(zip(statements, sides)):
             if j == i or not twin_side.k:
                 continue
             distance = abs(twin.lineno - statement.lineno)
-            if distance > _WINDOW or (best is not None and distance >= best[0]):
+            if distance > _WINDOW:
                 continue
             diff = _one_difference(twin, statement, pairs)
-            if diff is not None:
+            if diff is _MIRROR:
+                # A K statement this one mirrors exactly (``self.values = v`` beside ``self.keys
+                # = k`` in one branch, a cut pair in the other): nothing broke.
+                mirrored = True
+                break
+            if diff is not None and (best is None or distance < best[0]):
                 best = (distance, twin, diff)
-        if best is None:
+        if best is None or mirrored:
             continue
         if names is None:
             names = _Names(function, owner)
@@ -272,13 +279,18 @@ class _Diff:
     axes: bool = False  # a call moving axes (``transpose``) with other integer axes than the twin's
 
 
+# The answer for a V statement that mirrors its K twin exactly.
+_MIRROR = _Diff(None, None, ())
+
+
 class _Differs(Exception):
     """More than one difference: no twins."""
 
 
 def _one_difference(k_statement: ast.stmt, v_statement: ast.stmt, pairs) -> _Diff | None:
     """The single place where ``v_statement`` differs from ``k_statement`` renamed K -> V;
-    None when they are equal (nothing broke) or differ in more than one place (no twins)."""
+    ``_MIRROR`` when they are equal (nothing broke); None when they differ in more than one
+    place, or rename nothing (no twins)."""
     if type(k_statement) is not type(v_statement):
         return None
     found = _Found()
@@ -288,7 +300,11 @@ def _one_difference(k_statement: ast.stmt, v_statement: ast.stmt, pairs) -> _Dif
         return None
     # Twins rename at least one K name to its V counterpart: two copies of one statement that
     # names both sides (``o = attend(q, k, v)`` in two branches) are no pair.
-    return found[0] if len(found) == 1 and found.renamed else None
+    if not found.renamed:
+        return None
+    if not found:
+        return _MIRROR
+    return found[0] if len(found) == 1 else None
 
 
 def _renamed(word: str, pairs) -> str:
@@ -471,6 +487,10 @@ def _kept_key_name(k, v, parent, twin, statement, names: _Names, pairs) -> list[
         return []  # ``k.dtype`` for ``v.dtype``: K and V agree on metadata
     if isinstance(v, ast.Name) and v.id in names.loop_names:
         return []
+    if isinstance(v, ast.Name) and isinstance(parent, ast.Call) and any(
+        is_query_name(_word(a)) for a in parent.args if a is not v
+    ):
+        return []  # ``check(v_scale, query, key)``: the query and key as context, not a copy
     twin_word = _renamed(k_word, pairs)
     dotted = _dotted(v)
     twin_dotted = None if dotted is None else (dotted[: -len(v_word)] + twin_word)
@@ -521,6 +541,15 @@ def _transposed_for_scores(op: str, k_axes: list[int], v_axes: list[int]) -> boo
     return False
 
 
+def _moves_last_axis(op: str, call: ast.Call) -> bool:
+    axes = _axis_list(call)
+    if axes is None:
+        return True  # axes not read: no claim
+    if op == "permute":
+        return axes[-1] not in (len(axes) - 1, -1)
+    return -1 in axes
+
+
 def _dropped_operand(k: ast.AST, v: ast.AST) -> ast.AST | None:
     """What the V side would equal if it lacked the twin's layout op, repeat, cast or cut."""
     if isinstance(k, ast.Call):
@@ -540,6 +569,8 @@ def _dropped(k, pairs) -> tuple[str, str] | None:
     """What the V statement lacks: a layout op, cast or repeat, or a token or head cut."""
     if isinstance(k, ast.Call):
         op = _tail(k.func)
+        if op in _MOVES and _moves_last_axis(op, k):
+            return None  # K laid out for ``Q @ K^T``; V keeps its last axis last
         return "one-side-op", (f"the value side lacks the key twin's `.{op}(...)`" if isinstance(k.func, ast.Attribute)
                                else f"the value side lacks the key twin's `{op}(...)`")
     if isinstance(k, ast.Subscript) and _cuts_tokens_or_heads(k.slice) and kv_side(_root_word(k.value) or "", pairs) == "k":

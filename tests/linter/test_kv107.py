@@ -94,12 +94,6 @@ def expand(self, key_states, value_states):
     value_states = value_states
     return key_states, value_states
 """, "one-side-op", 3),
-    "the cast dropped": ("""\
-def cast(k_chunk, v_chunk, dtype):
-    k_out = k_chunk.to(dtype)
-    v_out = v_chunk
-    return k_out, v_out
-""", "one-side-op", 3),
     "a slice bound off by one": ("""\
 def window(k, v, start, end):
     k = k[:, start:end]
@@ -222,6 +216,32 @@ def reset(k_cache, v_cache, full):
     else:
         k_cache.zero_()
     v_cache.zero_()
+""",
+    "the key cast to float32 for its norm": """\
+def load(k_ptr, v_ptr, offs):
+    k_raw = tl.load(k_ptr + offs).to(tl.float32)
+    v_raw = tl.load(v_ptr + offs)
+    return k_raw, v_raw
+""",
+    "the key's transpose for the scores, the value's left out": """\
+def reshape(key_layer, value_layer, n, d):
+    key_layer = key_layer.reshape(n, -1, d).transpose(-1, -2)
+    value_layer = value_layer.reshape(n, -1, d)
+    return key_layer, value_layer
+""",
+    "a value that mirrors the key of its own branch": """\
+def update(self, full_key_states, full_value_states, window, record):
+    if not record:
+        self.keys = full_key_states[:, :, -window:, :]
+        self.values = full_value_states[:, :, -window:, :]
+    else:
+        self.keys = full_key_states
+        self.values = full_value_states
+""",
+    "the query and key passed as context": """\
+def check(query, key, value, k_descale, v_descale):
+    validate(k_descale, "k", query, key)
+    validate(v_descale, "v", query, key)
 """,
     "twins too far apart": "def f(k, v):\n    k = k[:, :n]\n" + "    x = 1\n" * 14 + "    v = v[:, :n - 1]\n",
 }
