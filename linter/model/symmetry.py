@@ -38,7 +38,7 @@ import ast
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from linter.names import METADATA_ATTRIBUTES, is_query_name, kv_side, value_counterpart
+from linter.names import METADATA_ATTRIBUTES, is_kv_tensor_name, is_query_name, kv_side, value_counterpart
 
 # How far apart (in lines) twins may stand: the K and V lines of one step sit together.
 _WINDOW = 12
@@ -197,7 +197,11 @@ def _function_breaks(function: ast.AST, owner: ast.ClassDef | None, pairs) -> li
             diff = _one_difference(twin, statement, pairs)
             if diff is _MIRROR:
                 # A K statement this one mirrors exactly (``self.values = v`` beside ``self.keys
-                # = k`` in one branch, a cut pair in the other): nothing broke.
+                # = k`` in one branch, a cut pair in the other): nothing broke, unless both
+                # take the very same part of a fused tensor.
+                same = _same_part(twin, statement, pairs)
+                if same is not None:
+                    found.append(same)
                 mirrored = True
                 break
             if diff is not None and (best is None or distance < best[0]):
@@ -210,6 +214,35 @@ def _function_breaks(function: ast.AST, owner: ast.ClassDef | None, pairs) -> li
     found.extend(_repeated_key_statements(function, lambda: names or _Names(function, owner), pairs))
     found.extend(_rebuilt_from_key(function, pairs))
     return found
+
+
+def _same_part(twin: ast.stmt, statement: ast.stmt, pairs) -> Break | None:
+    """``v_w = qkv_w[q:q + kv]`` beside ``k_w = qkv_w[q:q + kv]``: K and V cut the same rows of
+    a tensor that is neither side's (a fused weight or buffer), so V is a copy of K."""
+    if not (isinstance(twin, ast.Assign) and isinstance(statement, ast.Assign)):
+        return None
+    if len(statement.targets) != 1 or len(twin.targets) != 1:
+        return None
+    value = statement.value
+    if not isinstance(value, ast.Subscript) or ast.dump(value) != ast.dump(twin.value):
+        return None
+    target = _word(statement.targets[0])
+    if target is None or not is_kv_tensor_name(target, pairs):
+        return None
+    base = _root_word(value.value)
+    if base is None or kv_side(base, pairs) is not None:
+        return None
+    elements = value.slice.elts if isinstance(value.slice, ast.Tuple) else [value.slice]
+    # Rows or columns between bounds; an index (``slot_mapping[i]``) may serve both sides.
+    cut = [e for e in elements if isinstance(e, ast.Slice) and (e.lower is not None or e.upper is not None)]
+    if not cut or any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in elements):
+        return None  # a head-dim cut after an ellipsis: MLA's K and V share the latent
+    return Break(
+        "twin-name", value, twin.lineno,
+        f"the value takes the same part of `{_dotted(value.value) or base}` as its key twin (line {twin.lineno}): "
+        "V becomes a copy of K",
+        "cut the value's own part (the next rows or the second half)",
+    )
 
 
 def _repeated_key_statements(function: ast.AST, known: Callable[[], _Names], pairs) -> list[Break]:

@@ -64,6 +64,13 @@ def heads(k, v, shape):
     v = v.view(shape)
     return k, v
 """, "one-side-op", 3),
+    "the key's rows of a fused weight taken for the value": ("""\
+def split_weight(qkv_weight, q_size, kv_size):
+    q_weight = qkv_weight[:q_size]
+    k_weight = qkv_weight[q_size:q_size + kv_size]
+    v_weight = qkv_weight[q_size:q_size + kv_size]
+    return q_weight, k_weight, v_weight
+""", "twin-name", 4),
     "transpose dims not mirrored": ("""\
 def heads_first(key_states, value_states):
     key_states = key_states.transpose(1, 2)
@@ -242,6 +249,18 @@ def update(self, full_key_states, full_value_states, window, record):
 def check(query, key, value, k_descale, v_descale):
     validate(k_descale, "k", query, key)
     validate(v_descale, "v", query, key)
+""",
+    "MLA's key and value sharing the latent": """\
+def latent(kv_cache, rank):
+    k = kv_cache[..., :rank]
+    v = kv_cache[..., :rank]
+    return k, v
+""",
+    "one slot index for both caches": """\
+def slots(slot_mapping, block):
+    k_slot = slot_mapping[block]
+    v_slot = slot_mapping[block]
+    return k_slot, v_slot
 """,
     "twins too far apart": "def f(k, v):\n    k = k[:, :n]\n" + "    x = 1\n" * 14 + "    v = v[:, :n - 1]\n",
 }
