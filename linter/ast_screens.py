@@ -31,7 +31,6 @@ from typing import NamedTuple, TypeVar
 
 from linter.ast_sizes import Aliases, heads_mismatch, int_value
 from linter.heads import equal_to_query
-from linter.model.symmetry import breaks
 from linter.model.twins import key_head_dim_twin
 from linter.names import (
     ATTENTION_CALLABLES,
@@ -2300,6 +2299,8 @@ def _kv106(facts: Facts, settings: Settings) -> bool:
 
 def _kv107(facts: Facts, settings: Settings) -> bool:
     """The rule's own model (``model.symmetry``), on the same ``ast`` tree: exact."""
+    from linter.model.symmetry import breaks  # it walks with this module's ``walk``
+
     return bool(breaks(facts.tree, settings.extra_pairs))
 
 

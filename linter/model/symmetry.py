@@ -38,7 +38,15 @@ import ast
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from linter.names import METADATA_ATTRIBUTES, is_kv_tensor_name, is_query_name, kv_side, value_counterpart
+from linter.ast_screens import walk
+from linter.names import (
+    METADATA_ATTRIBUTES,
+    is_kv_tensor_name,
+    is_query_name,
+    key_counterpart,
+    kv_side,
+    value_counterpart,
+)
 
 # How far apart (in lines) twins may stand: the K and V lines of one step sit together.
 _WINDOW = 12
@@ -85,14 +93,28 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def _functions(node: ast.AST, owner: ast.ClassDef | None) -> Iterator[tuple[ast.AST, ast.ClassDef | None]]:
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, _FUNCTIONS):
-            yield child, owner
-            yield from _functions(child, None)
-        elif isinstance(child, ast.ClassDef):
-            yield from _functions(child, child)
-        else:
-            yield from _functions(child, owner)
+    # Definitions stand only in statement bodies: no expression is walked to find them.
+    for body in _bodies(node):
+        for child in body:
+            if isinstance(child, _FUNCTIONS):
+                yield child, owner
+                yield from _functions(child, None)
+            elif isinstance(child, ast.ClassDef):
+                yield from _functions(child, child)
+            else:
+                yield from _functions(child, owner)
+
+
+def _bodies(node: ast.AST) -> Iterator[list[ast.stmt]]:
+    """The statement lists directly under ``node``."""
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(node, field, None)
+        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+            yield block
+    for handler in getattr(node, "handlers", None) or ():
+        yield handler.body
+    for case in getattr(node, "cases", None) or ():
+        yield case.body
 
 
 # ---------------------------------------------------------------- one function
@@ -108,7 +130,7 @@ class _Names:
         for root in (function, owner):
             if root is None:
                 continue
-            for node in ast.walk(root):
+            for node in walk(root):
                 if isinstance(node, ast.Name):
                     self.words.add(node.id)
                     self.dotted.add(node.id)
@@ -122,7 +144,7 @@ class _Names:
                     self.dotted.add(node.arg)
                 elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and root is function:
                     # ``for key, value in d.items()``: a mapping's keys and values, not K and V.
-                    self.loop_names.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+                    self.loop_names.update(n.id for n in walk(node.target) if isinstance(n, ast.Name))
                 elif isinstance(node, _FUNCTIONS) and node is not function:
                     self.words.add(node.name)  # a method ``get_v_shape`` of the class
                     self.dotted.add(f"self.{node.name}")
@@ -154,14 +176,20 @@ class _Sides:
 
     __slots__ = ("k", "v")
 
-    def __init__(self, statement: ast.stmt, pairs) -> None:
+    def __init__(self, statement: ast.stmt, known: dict[str, str | None], pairs) -> None:
         self.k = False
         self.v = False
-        for node in ast.walk(statement):
-            word = _word(node)
-            if word is None:
+        for node in walk(statement):
+            kind = node.__class__
+            if kind is ast.Name:
+                word = node.id
+            elif kind is ast.Attribute:
+                word = node.attr
+            else:
                 continue
-            side = kv_side(word, pairs)
+            side = known.get(word, "")
+            if side == "":
+                side = known[word] = kv_side(word, pairs)
             if side == "k":
                 self.k = True
             elif side == "v":
@@ -178,7 +206,8 @@ def _word(node: ast.AST) -> str | None:
 
 def _function_breaks(function: ast.AST, owner: ast.ClassDef | None, pairs) -> list[Break]:
     statements = sorted(_statements(function.body), key=lambda s: (s.lineno, s.col_offset))
-    sides = [_Sides(s, pairs) for s in statements]
+    known: dict[str, str | None] = {}
+    sides = [_Sides(s, known, pairs) for s in statements]
     if not any(s.k for s in sides):
         return []
     names: _Names | None = None
@@ -211,8 +240,11 @@ def _function_breaks(function: ast.AST, owner: ast.ClassDef | None, pairs) -> li
         if names is None:
             names = _Names(function, owner)
         found.extend(_classify(best[2], best[1], statement, names, pairs))
-    found.extend(_repeated_key_statements(function, lambda: names or _Names(function, owner), pairs))
-    found.extend(_rebuilt_from_key(function, pairs))
+    key_only = {id(s) for s, side in zip(statements, sides) if side.k and not side.v and _effect(s)}
+    if key_only:
+        found.extend(_repeated_key_statements(function, key_only, lambda: names or _Names(function, owner), pairs))
+    if any(_rebuilds(s, pairs) for s, side in zip(statements, sides) if side.k and side.v):
+        found.extend(_rebuilt_from_key(function, pairs))
     return found
 
 
@@ -245,14 +277,14 @@ def _same_part(twin: ast.stmt, statement: ast.stmt, pairs) -> Break | None:
     )
 
 
-def _repeated_key_statements(function: ast.AST, known: Callable[[], _Names], pairs) -> list[Break]:
+def _repeated_key_statements(function: ast.AST, key_only: set[int], known: Callable[[], _Names], pairs) -> list[Break]:
     """``prefetch(tma_k)`` twice in one block where ``tma_v`` exists: the V statement became a
     second copy of its K twin, every V name turned back into its K name."""
     found: list[Break] = []
     for body in _blocks(function):
         seen: dict[str, ast.stmt] = {}
         for statement in body:
-            if not _effect(statement):
+            if id(statement) not in key_only:
                 continue
             key = ast.dump(statement)
             first = seen.get(key)
@@ -283,7 +315,7 @@ def _effect(statement: ast.stmt) -> bool:
 
 def _key_name_with_value_twin(statement: ast.stmt, names: _Names, pairs) -> tuple[ast.AST, str] | None:
     kept = None
-    for node in ast.walk(statement):
+    for node in walk(statement):
         word = _word(node)
         if word is None:
             continue
@@ -543,7 +575,7 @@ def _kept_key_name(k, v, parent, twin, statement, names: _Names, pairs) -> list[
 
 def _in_target(node: ast.AST, statement: ast.stmt) -> bool:
     targets = statement.targets if isinstance(statement, ast.Assign) else [getattr(statement, "target", None)]
-    return any(t is not None and any(n is node for n in ast.walk(t)) for t in targets)
+    return any(t is not None and any(n is node for n in walk(t)) for t in targets)
 
 
 def _axis_difference(k, v, path: tuple[ast.AST, ...]) -> str | None:
@@ -658,7 +690,7 @@ def _names_value_side(node: object, pairs) -> bool:
     """The V statement's differing part names a V size of its own (``v_head_dim``)."""
     if not isinstance(node, ast.AST):
         return False
-    return any(kv_side(w, pairs) == "v" for w in map(_word, ast.walk(node)) if w is not None)
+    return any(kv_side(w, pairs) == "v" for w in map(_word, walk(node)) if w is not None)
 
 
 # ---------------------------------------------------------------- reaching definitions
@@ -688,21 +720,30 @@ def _rebuilt_from_key(function: ast.AST, pairs) -> list[Break]:
                 continue
             else:
                 # A block or a loop may rebind the name in ways this straight-line reading misses.
-                for node in ast.walk(statement):
-                    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                for node in walk(statement):
+                    if node.__class__ is ast.Name and isinstance(node.ctx, ast.Store):
                         defined.pop(node.id, None)
     return found
 
 
+def _rebuilds(statement: ast.stmt, pairs) -> bool:
+    """Is ``statement`` a V name assigned from its K twin alone (``v = k.clone()``)?"""
+    return (
+        isinstance(statement, ast.Assign) and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and _key_source(statement.value, statement.targets[0].id, pairs) is not None
+    )
+
+
 def _blocks(function: ast.AST) -> Iterator[list[ast.stmt]]:
-    yield function.body
-    for node in ast.walk(function):
-        if node is function or isinstance(node, (*_FUNCTIONS, ast.ClassDef, ast.Lambda)):
-            continue
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(node, field, None)
-            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                yield block
+    """Every statement list of the function, nested definitions' left out."""
+    todo = [function.body]
+    while todo:
+        body = todo.pop()
+        yield body
+        for statement in body:
+            if not isinstance(statement, (*_FUNCTIONS, ast.ClassDef)):
+                todo.extend(_bodies(statement))
 
 
 def _key_source(value: ast.expr, name: str, pairs) -> str | None:
@@ -710,22 +751,15 @@ def _key_source(value: ast.expr, name: str, pairs) -> str | None:
     rooted at the twin that never reads ``name``."""
     if kv_side(name, pairs) != "v":
         return None
-    key = next((k for k in _key_names(name, pairs)), None)
+    key = key_counterpart(name, pairs)
     if key is None or not isinstance(value, (ast.Call, ast.Subscript)):
         return None
     if _root_word(value) != key or _chain_root(value) is None:
         return None
-    if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value)):
+    if any(n.__class__ is ast.Name and n.id == name for n in walk(value)):
         return None
     return key
 
-
-def _key_names(name: str, pairs) -> Iterator[str]:
-    from linter.names import key_counterpart
-
-    key = key_counterpart(name, pairs)
-    if key is not None:
-        yield key
 
 
 def _chain_root(node: ast.expr) -> ast.Name | None:
@@ -761,7 +795,7 @@ def _root_word(node: ast.AST) -> str | None:
 
 
 def _holds(node: ast.AST, inner: object) -> bool:
-    return any(n is inner for n in ast.walk(node))
+    return any(n is inner for n in walk(node))
 
 
 def _int(node: object) -> int | None:
