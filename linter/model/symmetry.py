@@ -35,6 +35,7 @@ screen run the same code on the same unit and cannot disagree.
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -236,6 +237,10 @@ def _function_breaks(function: ast.AST, owner: ast.ClassDef | None, pairs) -> li
             if diff is not None and (best is None or distance < best[0]):
                 best = (distance, twin, diff)
         if best is None or mirrored:
+            continue
+        if best[2].dropped and _shared_with_query(
+            best[1], [s for s in statements if abs(s.lineno - best[1].lineno) <= _WINDOW], pairs
+        ):
             continue
         if names is None:
             names = _Names(function, owner)
@@ -492,17 +497,38 @@ def _reordered(k: ast.AST, v: ast.AST, pairs) -> bool:
     return mine != theirs and sorted(mine) == sorted(theirs)
 
 
-def _rename_tree(node: ast.AST, pairs) -> ast.AST:
+def _rename_tree(node: ast.AST, pairs, rename: Callable[[str, object], str] | None = None) -> ast.AST:
+    """A copy of ``node`` with its names renamed (K -> V unless ``rename`` says otherwise)."""
+    rename = rename or _renamed
+
     class _Renamer(ast.NodeTransformer):
         def visit_Name(self, n: ast.Name) -> ast.AST:
-            return ast.copy_location(ast.Name(id=_renamed(n.id, pairs), ctx=n.ctx), n)
+            return ast.copy_location(ast.Name(id=rename(n.id, pairs), ctx=n.ctx), n)
 
         def visit_Attribute(self, n: ast.Attribute) -> ast.AST:
-            return ast.copy_location(ast.Attribute(value=self.visit(n.value), attr=_renamed(n.attr, pairs), ctx=n.ctx), n)
-
-    import copy
+            return ast.copy_location(ast.Attribute(value=self.visit(n.value), attr=rename(n.attr, pairs), ctx=n.ctx), n)
 
     return _Renamer().visit(copy.deepcopy(node))
+
+
+_K_TO_Q = {"k": "q", "K": "Q", "key": "query", "Key": "Query", "keys": "queries", "xk": "xq", "wk": "wq"}
+
+
+def _to_query(word: str, pairs) -> str:
+    parts = word.split("_")
+    hits = [i for i, part in enumerate(parts) if part in _K_TO_Q]
+    if len(hits) != 1:
+        return word
+    parts[hits[0]] = _K_TO_Q[parts[hits[0]]]
+    return "_".join(parts)
+
+
+def _shared_with_query(twin: ast.stmt, nearby: list[ast.stmt], pairs) -> bool:
+    """Does the query get the K twin's statement too (``q = q.view(s).transpose(1, 2)`` beside
+    ``k = k.view(s).transpose(1, 2)``)? Then the op the V statement lacks is a Q/K step (RoPE's
+    layout, Q and K expanded to V's heads in linear attention), not a K/V one."""
+    want = ast.dump(_rename_tree(twin, pairs, _to_query))
+    return want != ast.dump(twin) and any(ast.dump(s) == want for s in nearby)
 
 
 # ---------------------------------------------------------------- what a difference means
@@ -607,12 +633,14 @@ def _transposed_for_scores(op: str, k_axes: list[int], v_axes: list[int]) -> boo
 
 
 def _moves_last_axis(op: str, call: ast.Call) -> bool:
+    """K laid out for ``Q @ K^T``: its last axis moved (``transpose(-2, -1)``, ``transpose(2,
+    3)`` of a 4-d tensor, ``permute(0, 2, 3, 1)``)."""
     axes = _axis_list(call)
     if axes is None:
         return True  # axes not read: no claim
     if op == "permute":
         return axes[-1] not in (len(axes) - 1, -1)
-    return -1 in axes
+    return -1 in axes or max(axes) >= 3
 
 
 def _dropped_operand(k: ast.AST, v: ast.AST) -> ast.AST | None:

@@ -262,6 +262,27 @@ def slots(slot_mapping, block):
     v_slot = slot_mapping[block]
     return k_slot, v_slot
 """,
+    "the key transposed for the scores at the end of a chain": """\
+def heads(key, value, n):
+    key = key.transpose(1, 2).unflatten(1, (n, -1)).transpose(2, 3)
+    value = value.transpose(1, 2).unflatten(1, (n, -1))
+    return key, value
+""",
+    "query and key transposed for the rotary embedding": """\
+def rope(q, k, v, shape, cos, sin):
+    q = q.view(shape).transpose(1, 2)
+    k = k.view(shape).transpose(1, 2)
+    v = v.view(shape)
+    q, k = rotate(q, k, cos, sin)
+    return q.transpose(1, 2), k.transpose(1, 2), v
+""",
+    "query and key expanded to the value's heads": """\
+def expand(q, k, v, n, ratio):
+    q_n = q[n].float().repeat_interleave(ratio, dim=0)
+    k_n = k[n].float().repeat_interleave(ratio, dim=0)
+    v_n = v[n].float()
+    return q_n, k_n, v_n
+""",
     "twins too far apart": "def f(k, v):\n    k = k[:, :n]\n" + "    x = 1\n" * 14 + "    v = v[:, :n - 1]\n",
 }
 
