@@ -345,6 +345,7 @@ class _Diff:
     v: object  # the V statement's node (or value) there
     path: tuple[ast.AST, ...]  # the V statement's nodes above it, outermost first
     order: bool = False  # a list whose elements are the twin's, reordered
+    kept: bool = False  # a K expression of several names kept whole
     dropped: bool = False  # the twin's op (or cut) applied to what the V side has bare
     axes: bool = False  # a call moving axes (``transpose``) with other integer axes than the twin's
 
@@ -433,20 +434,22 @@ def _compare(k: object, v: object, pairs, found: list[_Diff], path: list[ast.AST
             if _reordered(k, v, pairs):
                 _record(found, _Diff(k, v, tuple(path), order=True))
                 return
-        path.append(v)
-        try:
-            for field in k._fields:
-                if field in ("ctx", "type_comment", "kind"):
-                    continue
-                a, b = getattr(k, field, None), getattr(v, field, None)
-                if field == "arg" and isinstance(a, str) and isinstance(b, str):
-                    _compare_words(a, b, k, v, pairs, found, path)
-                    continue
-                if field in ("attr", "id"):
-                    continue
-                _compare(a, b, pairs, found, path)
-        finally:
-            path.pop()
+        if isinstance(k, _COMPOUND):
+            # ``cache_v[a:cache_k.size(2) + key.size(2)]`` beside ``cache_k[a:cache_k.size(2) +
+            # key.size(2)]``: a whole K expression kept is one difference, however many names.
+            sub = _Found()
+            try:
+                _compare_fields(k, v, pairs, sub, path)
+            except _Differs:
+                if ast.dump(k) != ast.dump(v):
+                    raise
+                _record(found, _Diff(k, v, tuple(path), kept=True))
+                return
+            found.renamed = found.renamed or sub.renamed
+            for diff in sub:
+                _record(found, diff)
+            return
+        _compare_fields(k, v, pairs, found, path)
         return
     if isinstance(k, list):
         if not isinstance(v, list) or len(k) != len(v):
@@ -458,6 +461,26 @@ def _compare(k: object, v: object, pairs, found: list[_Diff], path: list[ast.AST
         return
     if k != v and not (isinstance(k, str) and isinstance(v, str) and _renamed(k, pairs) == v):
         _record(found, _Diff(k, v, tuple(path)))
+
+
+_COMPOUND = (ast.BinOp, ast.Call, ast.Subscript)
+
+
+def _compare_fields(k: ast.AST, v: ast.AST, pairs, found: list[_Diff], path: list[ast.AST]) -> None:
+    path.append(v)
+    try:
+        for field in k._fields:
+            if field in ("ctx", "type_comment", "kind"):
+                continue
+            a, b = getattr(k, field, None), getattr(v, field, None)
+            if field == "arg" and isinstance(a, str) and isinstance(b, str):
+                _compare_words(a, b, k, v, pairs, found, path)
+                continue
+            if field in ("attr", "id"):
+                continue
+            _compare(a, b, pairs, found, path)
+    finally:
+        path.pop()
 
 
 _MOVES = _TRANSPOSES | {"permute", "movedim", "moveaxis"}
@@ -552,6 +575,8 @@ def _classify(diff: _Diff, twin: ast.stmt, statement: ast.stmt, names: _Names, p
                       f"the value side's `{op}({', '.join(map(str, v_axes))})` moves other axes than its key "
                       f"twin's `{op}({', '.join(map(str, k_axes))})` (line {twin.lineno})",
                       "move the value's axes as its key twin does")]
+    if diff.kept:
+        return _kept_key_expression(v, twin, names, pairs)
     if isinstance(k, (ast.Name, ast.Attribute)) and isinstance(v, (ast.Name, ast.Attribute)):
         return _kept_key_name(k, v, parent, twin, statement, names, pairs)
     axis = _axis_difference(k, v, path)
@@ -596,6 +621,24 @@ def _kept_key_name(k, v, parent, twin, statement, names: _Names, pairs) -> list[
         f"the value side {where} `{dotted or v_word}`, the name its key twin (line {twin.lineno}) "
         f"uses, though the value counterpart `{shown}` exists",
         f"use `{shown}` on the value side",
+    )]
+
+
+def _kept_key_expression(v: ast.AST, twin: ast.stmt, names: _Names, pairs) -> list[Break]:
+    """A V statement keeping a whole K expression (``cache_k.size(2) + key_states.size(2)``)
+    whose V counterparts (``cache_v``, ``value_states``) exist."""
+    renamed = [
+        (word, _renamed(word, pairs)) for word in (_word(n) for n in walk(v))
+        if word is not None and kv_side(word, pairs) == "k"
+    ]
+    if not renamed or not all(twin_word in names.words for _, twin_word in renamed):
+        return []
+    shown = ", ".join(sorted({f"`{w}`" for _, w in renamed}))
+    return [Break(
+        "twin-name", v, twin.lineno,
+        f"the value side keeps its key twin's expression (line {twin.lineno}) whole, key-side names and all, "
+        f"though the value counterparts {shown} exist",
+        f"use {shown} on the value side",
     )]
 
 

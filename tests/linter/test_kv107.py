@@ -71,6 +71,14 @@ def split_weight(qkv_weight, q_size, kv_size):
     v_weight = qkv_weight[q_size:q_size + kv_size]
     return q_weight, k_weight, v_weight
 """, "twin-name", 4),
+    "the key's bound kept whole in the value's write": ("""\
+def append(cache_k, cache_v, key_states, value_states, size):
+    new_k = cache_k.as_strided(size, cache_k.stride())
+    new_k[:, :, cache_k.size(2):cache_k.size(2) + key_states.size(2), :] = key_states
+    new_v = cache_v.as_strided(size, cache_v.stride())
+    new_v[:, :, cache_v.size(2):cache_k.size(2) + key_states.size(2), :] = value_states
+    return new_k, new_v
+""", "twin-name", 5),
     "transpose dims not mirrored": ("""\
 def heads_first(key_states, value_states):
     key_states = key_states.transpose(1, 2)
