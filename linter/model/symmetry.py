@@ -66,6 +66,8 @@ _MIRRORED_METHODS = frozenset({
     "transpose", "swapaxes", "swapdims", "permute", "movedim", "moveaxis", "repeat_interleave",
     "repeat", "expand",
 })
+# What K and V always share, so a K name read for it on the V side changes nothing.
+_SHARED_METADATA = frozenset({"dtype", "device", "is_cuda", "layout", "get_device", "is_floating_point", "itemsize", "element_size"})
 # Statements that only display or check.
 _QUIET = frozenset({"print", "debug", "info", "warning", "warn", "error", "log", "assert_close"})
 
@@ -627,9 +629,13 @@ def _kept_key_name(k, v, parent, twin, statement, names: _Names, pairs) -> list[
 def _kept_key_expression(v: ast.AST, twin: ast.stmt, names: _Names, pairs) -> list[Break]:
     """A V statement keeping a whole K expression (``cache_k.size(2) + key_states.size(2)``)
     whose V counterparts (``cache_v``, ``value_states``) exist."""
+    # ``dtype=key.dtype, device=key.device``: K and V share dtype and device.
+    shared = {
+        id(n.value) for n in walk(v) if n.__class__ is ast.Attribute and n.attr in _SHARED_METADATA
+    }
     renamed = [
-        (word, _renamed(word, pairs)) for word in (_word(n) for n in walk(v))
-        if word is not None and kv_side(word, pairs) == "k"
+        (word, _renamed(word, pairs)) for word, n in ((_word(n), n) for n in walk(v))
+        if word is not None and id(n) not in shared and kv_side(word, pairs) == "k"
     ]
     if not renamed or not all(twin_word in names.words for _, twin_word in renamed):
         return []

@@ -291,6 +291,11 @@ def expand(q, k, v, n, ratio):
     v_n = v[n].float()
     return q_n, k_n, v_n
 """,
+    "an empty value made with the key's dtype and device": """\
+def reset(self, key_states):
+    self.keys = torch.tensor([], dtype=key_states.dtype, device=key_states.device)
+    self.values = torch.tensor([], dtype=key_states.dtype, device=key_states.device)
+""",
     "twins too far apart": "def f(k, v):\n    k = k[:, :n]\n" + "    x = 1\n" * 14 + "    v = v[:, :n - 1]\n",
 }
 
