@@ -343,3 +343,10 @@ def test_fast_and_slow_paths_agree(name: str, tmp_path: Path) -> None:
     slow = findings([str(path)], prefilter=False, jobs=1)
     assert "KV107" in [code for _, code, *_ in slow]
     assert findings([str(path)], prefilter=True, jobs=1) == slow
+
+
+def test_a_pair_only_in_a_header_is_not_parsed_for_kv107() -> None:
+    from linter.prefilter import parse_plan
+
+    text = "import torch\n\n\ndef attend(q, k, v, t) -> tuple[int, int]:\n    return flash_attn_func(q, k[:, :t], v)\n"
+    assert not parse_plan(text, ["KV107"], Settings(select=frozenset({"KV107"}))).needed
