@@ -345,8 +345,9 @@ def test_fast_and_slow_paths_agree(name: str, tmp_path: Path) -> None:
     assert findings([str(path)], prefilter=True, jobs=1) == slow
 
 
-def test_a_pair_only_in_a_header_is_not_parsed_for_kv107() -> None:
+def test_a_pair_in_a_header_does_not_make_the_rest_of_a_module_live() -> None:
     from linter.prefilter import parse_plan
 
     text = "import torch\n\n\ndef attend(q, k, v, t) -> tuple[int, int]:\n    return flash_attn_func(q, k[:, :t], v)\n"
-    assert not parse_plan(text, ["KV107"], Settings(select=frozenset({"KV107"}))).needed
+    plan = parse_plan(text, ["KV107"], Settings(select=frozenset({"KV107"})))
+    assert not plan.whole and plan.ranges == ((3, 5),)
