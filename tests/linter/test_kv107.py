@@ -350,4 +350,4 @@ def test_a_pair_in_a_header_does_not_make_the_rest_of_a_module_live() -> None:
 
     text = "import torch\n\n\ndef attend(q, k, v, t) -> tuple[int, int]:\n    return flash_attn_func(q, k[:, :t], v)\n"
     plan = parse_plan(text, ["KV107"], Settings(select=frozenset({"KV107"})))
-    assert not plan.whole and plan.ranges == ((3, 5),)
+    assert not plan.whole and plan.ranges == ((3, 6),)
