@@ -151,7 +151,6 @@ class _Names:
                 elif isinstance(node, _FUNCTIONS) and node is not function:
                     self.words.add(node.name)  # a method ``get_v_shape`` of the class
                     self.dotted.add(f"self.{node.name}")
-        self.self_attrs = {d[5:] for d in self.dotted if d.startswith("self.") and d.count(".") == 1}
 
 
 def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
