@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from linter.ast_screens import walk
 from linter.names import (
     METADATA_ATTRIBUTES,
+    TWIN_ATTENTION_WORDS,
     is_kv_tensor_name,
     is_query_name,
     key_counterpart,
@@ -84,12 +85,18 @@ class Break:
 
 
 def breaks(tree: ast.AST, extra_pairs: Iterable[tuple[str, str]] = ()) -> list[Break]:
-    """Every broken K/V twin in the functions of ``tree``."""
+    """Every broken K/V twin in the attention functions of ``tree``."""
     pairs = tuple(extra_pairs)
     found: list[Break] = []
     for function, owner in _functions(tree, None):
         found.extend(_function_breaks(function, owner, pairs))
     return found
+
+
+def _attention_code(names: _Names, function: ast.AST, owner: ast.ClassDef | None) -> bool:
+    """Do the function's names, its class's, or their own names hold an attention word?"""
+    words = [*names.words, function.name, *([owner.name] if owner is not None else [])]
+    return any(word in name.lower() for name in words for word in TWIN_ATTENTION_WORDS)
 
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -248,9 +255,12 @@ def _function_breaks(function: ast.AST, owner: ast.ClassDef | None, pairs) -> li
         found.extend(_classify(best[2], best[1], statement, names, pairs))
     key_only = {id(s) for s, side in zip(statements, sides) if side.k and not side.v and _effect(s)}
     if key_only:
-        found.extend(_repeated_key_statements(function, key_only, lambda: names or _Names(function, owner), pairs))
+        names = names or _Names(function, owner)
+        found.extend(_repeated_key_statements(function, key_only, names, pairs))
     if any(_rebuilds(s, pairs) for s, side in zip(statements, sides) if side.k and side.v):
         found.extend(_rebuilt_from_key(function, pairs))
+    if found and not _attention_code(names or _Names(function, owner), function, owner):
+        return []
     return found
 
 
@@ -283,7 +293,7 @@ def _same_part(twin: ast.stmt, statement: ast.stmt, pairs) -> Break | None:
     )
 
 
-def _repeated_key_statements(function: ast.AST, key_only: set[int], known: Callable[[], _Names], pairs) -> list[Break]:
+def _repeated_key_statements(function: ast.AST, key_only: set[int], names: _Names, pairs) -> list[Break]:
     """``prefetch(tma_k)`` twice in one block where ``tma_v`` exists: the V statement became a
     second copy of its K twin, every V name turned back into its K name."""
     found: list[Break] = []
@@ -297,7 +307,7 @@ def _repeated_key_statements(function: ast.AST, key_only: set[int], known: Calla
             seen[key] = statement
             if first is None or statement.lineno - first.lineno > _WINDOW:
                 continue
-            kept = _key_name_with_value_twin(statement, known(), pairs)
+            kept = _key_name_with_value_twin(statement, names, pairs)
             if kept is not None:
                 node, twin = kept
                 found.append(Break(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from linter.names import TWIN_ATTENTION_WORDS
 from linter.prefilter.file import _File
 from linter.prefilter.words import identifier_lines
 
@@ -23,6 +24,9 @@ _HEADER_END = re.compile(r"[ \t\\\n]*(?:->[^:\n]*)?:")
 def _kv107(f: _File) -> bool:
     if not f.k_names or "def" not in f.text:
         return False
+    lower = f.lower_names
+    if not any(word in lower for word in TWIN_ATTENTION_WORDS):
+        return False  # ``key`` and ``value`` of a mapping: no attention word in any name
     text = f.text
     if not f.reduced:
         return True  # a string or comment may hide where a header's brackets close

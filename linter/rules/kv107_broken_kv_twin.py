@@ -9,13 +9,17 @@ import libcst as cst
 from linter.finding import Finding, Span
 from linter.model.symmetry import Break, breaks
 from linter.rules.base import Example, Rule
-from linter.triggers import PAIRED, Trigger
+from linter.triggers import PAIRED, AnyCase, Trigger
 
 
 class BrokenKvTwin(Rule):
     code = "KV107"
-    # Every finding pairs a K-side statement with its V twin.
-    trigger = Trigger(PAIRED)
+    # Attention code (``names.TWIN_ATTENTION_WORDS``), and a K-side statement with its V twin.
+    trigger = Trigger(
+        AnyCase("attn", "attention", "softmax", "sdpa", "flash", "head", "query", "rotary", "rope", "cache",
+                "proj", "scale", "mla", "kv"),
+        PAIRED,
+    )
     name = "broken-kv-twin"
     summary = "Value statement that repeats its key twin but breaks the symmetry in one place"
     what = (
@@ -182,7 +186,7 @@ def expand(k, v, groups):
 """, line=3),
         # The value cut one token short.
         Example("""\
-def window(k, v, start, end):
+def window_attention(k, v, start, end):
     k = k[:, start:end]
     v = v[:, start:end - 1]
     return k, v

@@ -33,7 +33,7 @@ def gather(kv_cache, layer_idx, decode):
     return key_cache, value_cache
 """, "twin-name", 5),
     "the key's block-shape helper for the value": ("""\
-class Pool:
+class KVCachePool:
     def get_v_block_shape(self):
         return (self.blocks, self.v_dim)
 
@@ -53,7 +53,7 @@ def attach(self, layer):
     self.v_scale = layer.k_scale
 """, "twin-name", 3),
     "the value's statement a word-for-word copy of the key's": ("""\
-def prefetch(tma_atom_k, tma_atom_q, tma_atom_v):
+def prefetch_attention(tma_atom_k, tma_atom_q, tma_atom_v):
     prefetch_descriptor(tma_atom_k)
     prefetch_descriptor(tma_atom_q)
     prefetch_descriptor(tma_atom_k)
@@ -92,31 +92,31 @@ def heads_first(key, value):
     return key, value
 """, "one-side-op", 3),
     "concatenation along another dim": ("""\
-def extend(past_key, past_value, key, value):
+def extend_cache(past_key, past_value, key, value):
     key = torch.cat([past_key, key], dim=-2)
     value = torch.cat([past_value, value], dim=-1)
     return key, value
 """, "one-side-op", 3),
     "concatenation in the other order": ("""\
-def extend(past_key, past_value, key, value):
+def extend_cache(past_key, past_value, key, value):
     key = torch.cat((past_key, key), dim=2)
     value = torch.cat((value, past_value), dim=2)
     return key, value
 """, "one-side-op", 3),
     "the GQA repeat dropped": ("""\
-def expand(self, key_states, value_states):
+def expand_heads(self, key_states, value_states):
     key_states = key_states.repeat_interleave(self.groups, dim=1)
     value_states = value_states
     return key_states, value_states
 """, "one-side-op", 3),
     "a slice bound off by one": ("""\
-def window(k, v, start, end):
+def window_attention(k, v, start, end):
     k = k[:, start:end]
     v = v[:, start:end - 1]
     return k, v
 """, "one-side-slice", 3),
     "an offset dropped from the value's bound": ("""\
-def chunk(key, value, offset, size):
+def chunk_attention(key, value, offset, size):
     key_chunk = key[offset:offset + size]
     value_chunk = value[offset:size]
     return key_chunk, value_chunk
@@ -128,7 +128,7 @@ def prefix(k_cache, v_cache, n):
     return k_prefix, v_prefix
 """, "one-side-slice", 3),
     "a narrow length that differs": ("""\
-def take(k, v, start, length):
+def take_cache(k, v, start, length):
     k_part = k.narrow(1, start, length)
     v_part = v.narrow(1, start, length + 1)
     return k_part, v_part
@@ -295,6 +295,12 @@ def expand(q, k, v, n, ratio):
 def reset(self, key_states):
     self.keys = torch.tensor([], dtype=key_states.dtype, device=key_states.device)
     self.values = torch.tensor([], dtype=key_states.dtype, device=key_states.device)
+""",
+    "a mapping's keys and values outside attention code": """\
+def merge(key, value, other_key, other_value):
+    key = key.strip()
+    value = value.strip().lower()
+    return key, value
 """,
     "twins too far apart": "def f(k, v):\n    k = k[:, :n]\n" + "    x = 1\n" * 14 + "    v = v[:, :n - 1]\n",
 }
