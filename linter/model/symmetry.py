@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import ast
 import copy
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -88,8 +89,9 @@ def breaks(tree: ast.AST, extra_pairs: Iterable[tuple[str, str]] = ()) -> list[B
     """Every broken K/V twin in the attention functions of ``tree``."""
     pairs = tuple(extra_pairs)
     found: list[Break] = []
+    classes: dict[int, tuple[set[str], set[str]]] = {}
     for function, owner in _functions(tree, None):
-        found.extend(_function_breaks(function, owner, pairs))
+        found.extend(_function_breaks(function, owner, classes, pairs))
     return found
 
 
@@ -131,33 +133,52 @@ def _bodies(node: ast.AST) -> Iterator[list[ast.stmt]]:
 
 
 class _Names:
-    """What a function (and its class) names: the evidence that a V counterpart exists."""
+    """What a function and its class name: the evidence that a V counterpart exists. A class's
+    names are read once for all its methods (``classes``, by the class's identity)."""
 
-    def __init__(self, function: ast.AST, owner: ast.ClassDef | None) -> None:
-        self.dotted: set[str] = set()
-        self.words: set[str] = set()
-        self.loop_names: set[str] = set()
-        for root in (function, owner):
-            if root is None:
-                continue
-            for node in walk(root):
-                if isinstance(node, ast.Name):
-                    self.words.add(node.id)
-                    self.dotted.add(node.id)
-                elif isinstance(node, ast.Attribute):
-                    self.words.add(node.attr)
-                    name = _dotted(node)
-                    if name is not None:
-                        self.dotted.add(name)
-                elif isinstance(node, ast.arg):
-                    self.words.add(node.arg)
-                    self.dotted.add(node.arg)
-                elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and root is function:
-                    # ``for key, value in d.items()``: a mapping's keys and values, not K and V.
-                    self.loop_names.update(n.id for n in walk(node.target) if isinstance(n, ast.Name))
-                elif isinstance(node, _FUNCTIONS) and node is not function:
-                    self.words.add(node.name)  # a method ``get_v_shape`` of the class
-                    self.dotted.add(f"self.{node.name}")
+    def __init__(self, function: ast.AST, owner: ast.ClassDef | None, classes: dict[int, tuple[set[str], set[str]]]) -> None:
+        self.function = function
+        if owner is None:
+            self.dotted, self.words = _collect(function)
+        else:
+            found = classes.get(id(owner))
+            if found is None:
+                found = classes[id(owner)] = _collect(owner)
+            self.dotted, self.words = found
+        self._loop_names: set[str] | None = None
+
+    @property
+    def loop_names(self) -> set[str]:
+        """``for key, value in d.items()``: a mapping's keys and values, not K and V."""
+        if self._loop_names is None:
+            self._loop_names = {
+                n.id for node in walk(self.function) if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension))
+                for n in walk(node.target) if isinstance(n, ast.Name)
+            }
+        return self._loop_names
+
+
+def _collect(root: ast.AST) -> tuple[set[str], set[str]]:
+    """The dotted names and the words (names, attributes, parameters, methods) under ``root``."""
+    dotted: set[str] = set()
+    words: set[str] = set()
+    for node in walk(root):
+        kind = node.__class__
+        if kind is ast.Name:
+            words.add(node.id)
+            dotted.add(node.id)
+        elif kind is ast.Attribute:
+            words.add(node.attr)
+            name = _dotted(node)
+            if name is not None:
+                dotted.add(name)
+        elif kind is ast.arg:
+            words.add(node.arg)
+            dotted.add(node.arg)
+        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            words.add(node.name)  # a method ``get_v_shape`` of the class
+            dotted.add(f"self.{node.name}")
+    return dotted, words
 
 
 def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
@@ -213,7 +234,7 @@ def _word(node: ast.AST) -> str | None:
     return None
 
 
-def _function_breaks(function: ast.AST, owner: ast.ClassDef | None, pairs) -> list[Break]:
+def _function_breaks(function: ast.AST, owner: ast.ClassDef | None, classes: dict, pairs) -> list[Break]:
     statements = sorted(_statements(function.body), key=lambda s: (s.lineno, s.col_offset))
     known: dict[str, str | None] = {}
     sides = [_Sides(s, known, pairs) for s in statements]
@@ -251,15 +272,14 @@ def _function_breaks(function: ast.AST, owner: ast.ClassDef | None, pairs) -> li
         ):
             continue
         if names is None:
-            names = _Names(function, owner)
+            names = _Names(function, owner, classes)
         found.extend(_classify(best[2], best[1], statement, names, pairs))
     key_only = {id(s) for s, side in zip(statements, sides) if side.k and not side.v and _effect(s)}
     if key_only:
-        names = names or _Names(function, owner)
-        found.extend(_repeated_key_statements(function, key_only, names, pairs))
+        found.extend(_repeated_key_statements(function, key_only, lambda: names or _Names(function, owner, classes), pairs))
     if any(_rebuilds(s, pairs) for s, side in zip(statements, sides) if side.k and side.v):
         found.extend(_rebuilt_from_key(function, pairs))
-    if found and not _attention_code(names or _Names(function, owner), function, owner):
+    if found and not _attention_code(names or _Names(function, owner, classes), function, owner):
         return []
     return found
 
@@ -272,13 +292,13 @@ def _same_part(twin: ast.stmt, statement: ast.stmt, pairs) -> Break | None:
     if len(statement.targets) != 1 or len(twin.targets) != 1:
         return None
     value = statement.value
-    if not isinstance(value, ast.Subscript) or ast.dump(value) != ast.dump(twin.value):
+    if not isinstance(value, ast.Subscript) or not isinstance(twin.value, ast.Subscript):
         return None
     target = _word(statement.targets[0])
     if target is None or not is_kv_tensor_name(target, pairs):
         return None
     base = _root_word(value.value)
-    if base is None or kv_side(base, pairs) is not None:
+    if base is None or kv_side(base, pairs) is not None or ast.dump(value) != ast.dump(twin.value):
         return None
     elements = value.slice.elts if isinstance(value.slice, ast.Tuple) else [value.slice]
     # Rows or columns between bounds; an index (``slot_mapping[i]``) may serve both sides.
@@ -293,21 +313,25 @@ def _same_part(twin: ast.stmt, statement: ast.stmt, pairs) -> Break | None:
     )
 
 
-def _repeated_key_statements(function: ast.AST, key_only: set[int], names: _Names, pairs) -> list[Break]:
+def _repeated_key_statements(function: ast.AST, key_only: set[int], known: Callable[[], _Names], pairs) -> list[Break]:
     """``prefetch(tma_k)`` twice in one block where ``tma_v`` exists: the V statement became a
     second copy of its K twin, every V name turned back into its K name."""
     found: list[Break] = []
     for body in _blocks(function):
+        candidates = [s for s in body if id(s) in key_only]
+        # Two copies of a statement in one block span as many lines and columns: only those
+        # are compared whole.
+        widths = Counter(_width(s) for s in candidates)
         seen: dict[str, ast.stmt] = {}
-        for statement in body:
-            if id(statement) not in key_only:
+        for statement in candidates:
+            if widths[_width(statement)] < 2:
                 continue
             key = ast.dump(statement)
             first = seen.get(key)
             seen[key] = statement
             if first is None or statement.lineno - first.lineno > _WINDOW:
                 continue
-            kept = _key_name_with_value_twin(statement, names, pairs)
+            kept = _key_name_with_value_twin(statement, known(), pairs)
             if kept is not None:
                 node, twin = kept
                 found.append(Break(
@@ -317,6 +341,10 @@ def _repeated_key_statements(function: ast.AST, key_only: set[int], names: _Name
                     f"use `{twin}` in the value side's statement",
                 ))
     return found
+
+
+def _width(statement: ast.stmt) -> tuple[int, int]:
+    return statement.end_lineno - statement.lineno, statement.end_col_offset - statement.col_offset
 
 
 def _effect(statement: ast.stmt) -> bool:

@@ -51,15 +51,17 @@ def _kv107(f: _File) -> bool:
     return any(len(re.findall(rf"\b{re.escape(k)}\b", bodies)) >= 2 for k in f.k_names)
 
 
+_BRACKET = re.compile(r"[()\[\]{}]")
+
+
 def _closing(text: str, start: int) -> int | None:
     """The offset after the bracket that closes the one opened just before ``start``."""
     depth = 1
-    for i in range(start, len(text)):
-        char = text[i]
-        if char in "([{":
+    for match in _BRACKET.finditer(text, start):
+        if match.group() in "([{":
             depth += 1
-        elif char in ")]}":
+        else:
             depth -= 1
             if depth == 0:
-                return i + 1
+                return match.end()
     return None
