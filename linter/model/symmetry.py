@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -418,7 +419,18 @@ def _one_difference(k_statement: ast.stmt, v_statement: ast.stmt, pairs) -> _Dif
 
 
 def _renamed(word: str, pairs) -> str:
-    return value_counterpart(word, pairs) or word
+    twin = value_counterpart(word, pairs)
+    if twin is None or _fused(word):
+        return word
+    return twin
+
+
+_FUSED = re.compile(r"(?:^|_)(?:key_value|keys_values|k_v|K_V)(?:_|$)")
+
+
+def _fused(word: str) -> bool:
+    """``num_key_value_groups``, ``k_v_cache``: a name of both sides at once, no side's."""
+    return _FUSED.search(word) is not None
 
 
 def _record(found: list[_Diff], diff: _Diff) -> None:

@@ -79,6 +79,12 @@ def append(cache_k, cache_v, key_states, value_states, size):
     new_v[:, :, cache_v.size(2):cache_k.size(2) + key_states.size(2), :] = value_states
     return new_k, new_v
 """, "twin-name", 5),
+    "the key read for the value beside a fused key_value name": ("""\
+def eager_attention(module, query, key, value):
+    key_states = repeat_kv(key, module.num_key_value_groups)
+    value_states = repeat_kv(key, module.num_key_value_groups)
+    return key_states, value_states
+""", "twin-name", 3),
     "transpose dims not mirrored": ("""\
 def heads_first(key_states, value_states):
     key_states = key_states.transpose(1, 2)
