@@ -368,7 +368,7 @@ def _key_name_with_value_twin(statement: ast.stmt, names: _Names, pairs) -> tupl
         if side == "v":
             return None
         if side == "k" and kept is None:
-            twin = _renamed(word, pairs)
+            twin = twin_name(word, pairs)
             dotted = _dotted(node)
             twin_dotted = None if dotted is None else dotted[: -len(word)] + twin
             if twin_dotted in names.dotted or twin in names.words:
@@ -418,7 +418,8 @@ def _one_difference(k_statement: ast.stmt, v_statement: ast.stmt, pairs) -> _Dif
     return found[0] if len(found) == 1 else None
 
 
-def _renamed(word: str, pairs) -> str:
+def twin_name(word: str, pairs) -> str:
+    """``word`` with its K side renamed to its V side (itself: no K-side word, or a fused one)."""
     twin = value_counterpart(word, pairs)
     if twin is None or _fused(word):
         return word
@@ -466,7 +467,7 @@ def _compare(k: object, v: object, pairs, found: list[_Diff], path: list[ast.AST
             return
         if isinstance(k, ast.Constant):
             if type(k.value) is not type(v.value) or (
-                k.value != v.value and not (type(k.value) is str and _renamed(k.value, pairs) == v.value)
+                k.value != v.value and not (type(k.value) is str and twin_name(k.value, pairs) == v.value)
             ):
                 _record(found, _Diff(k, v, tuple(path)))
             return
@@ -510,7 +511,7 @@ def _compare(k: object, v: object, pairs, found: list[_Diff], path: list[ast.AST
         for a, b in zip(k, v):
             _compare(a, b, pairs, found, path)
         return
-    if k != v and not (isinstance(k, str) and isinstance(v, str) and _renamed(k, pairs) == v):
+    if k != v and not (isinstance(k, str) and isinstance(v, str) and twin_name(k, pairs) == v):
         _record(found, _Diff(k, v, tuple(path)))
 
 
@@ -553,7 +554,7 @@ def _axes_differ(k: ast.Call, v: ast.Call) -> bool:
 
 
 def _compare_words(a: str, b: str, k: ast.AST, v: ast.AST, pairs, found: list, path: list) -> None:
-    renamed = _renamed(a, pairs)
+    renamed = twin_name(a, pairs)
     if renamed != b:
         _record(found, _Diff(k, v, tuple(path)))
     elif renamed != a:
@@ -573,7 +574,7 @@ def _reordered(k: ast.AST, v: ast.AST, pairs) -> bool:
 
 def _rename_tree(node: ast.AST, pairs, rename: Callable[[str, object], str] | None = None) -> ast.AST:
     """A copy of ``node`` with its names renamed (K -> V unless ``rename`` says otherwise)."""
-    rename = rename or _renamed
+    rename = rename or twin_name
 
     class _Renamer(ast.NodeTransformer):
         def visit_Name(self, n: ast.Name) -> ast.AST:
@@ -658,7 +659,7 @@ def _kept_key_name(k, v, parent, twin, statement, names: _Names, pairs) -> list[
         is_query_name(_word(a)) for a in parent.args if a is not v
     ):
         return []  # ``check(v_scale, query, key)``: the query and key as context, not a copy
-    twin_word = _renamed(k_word, pairs)
+    twin_word = twin_name(k_word, pairs)
     dotted = _dotted(v)
     twin_dotted = None if dotted is None else (dotted[: -len(v_word)] + twin_word)
     # The counterpart as written (``self.v_proj``, ``layer.v_scale``), or its name on any
@@ -683,7 +684,7 @@ def _kept_key_expression(v: ast.AST, twin: ast.stmt, names: _Names, pairs) -> li
         id(n.value) for n in walk(v) if n.__class__ is ast.Attribute and n.attr in _SHARED_METADATA
     }
     renamed = [
-        (word, _renamed(word, pairs)) for word, n in ((_word(n), n) for n in walk(v))
+        (word, twin_name(word, pairs)) for word, n in ((_word(n), n) for n in walk(v))
         if word is not None and id(n) not in shared and kv_side(word, pairs) == "k"
     ]
     if not renamed or not all(twin_word in names.words for _, twin_word in renamed):

@@ -361,6 +361,19 @@ def test_fast_and_slow_paths_agree(name: str, tmp_path: Path) -> None:
 def test_a_pair_in_a_header_does_not_make_the_rest_of_a_module_live() -> None:
     from linter.plan.text_plan import parse_plan
 
-    text = "import torch\n\n\ndef attend(q, k, v, t) -> tuple[int, int]:\n    return flash_attn_func(q, k[:, :t], v)\n"
+    text = (
+        "import torch\n\n\ndef attend(q, k, v, t) -> tuple[int, int]:\n"
+        "    k = k[:, :t]\n    v = v[:, :t + 1]\n    return flash_attn_func(q, k, v)\n"
+    )
     plan = parse_plan(text, ["KV107"], Settings(select=frozenset({"KV107"})))
-    assert not plan.whole and plan.ranges == ((3, 6),)
+    assert not plan.whole and plan.ranges == ((3, 8),)
+
+
+def test_statements_with_no_near_twin_leave_a_function_unparsed() -> None:
+    from linter.plan.text_plan import parse_plan
+
+    # The pair stands in the body, but no V statement repeats a K statement in all but one
+    # place: nothing for the model to compare.
+    text = "import torch\n\n\ndef attend(q, k, v, t):\n    k = rope(k, t)\n    return flash_attn_func(q, k[:, :t], v)\n"
+    plan = parse_plan(text, ["KV107"], Settings(select=frozenset({"KV107"})))
+    assert plan.ranges == ()

@@ -4,15 +4,27 @@ name counts only where its V counterpart exists), so both sides of some pair sta
 outside the functions' headers; or, for a V statement turned into a second copy of its K
 twin, a K name twice in the bodies whose V counterpart stands anywhere. A header's parameters
 (``def attend(q, k, v)``, the binding the rest of a module keeps of each definition) are no
-statement. The ``ast`` screen
-(``screen._kv107``) then runs the rule's own model.
+statement.
+
+Then, in the code alone, what ``model.symmetry`` reports needs near-twin statements: a
+statement naming a V-side name and one naming its K twin within 12 lines whose tokens, the K
+side's renamed to the V side's, agree but for one stretch (brackets and trailing commas aside,
+which the ``ast`` tree does not keep), and that stretch is one the model reports: the V side
+keeping the K side's tokens there (a kept name or expression), a stretch inside a subscript or
+inside an axis call's or ``narrow``'s arguments (a bound, dims, order), or an op the twin
+applies and the V side lacks (a layout op, a repeat, a cut); or the same part of a fused
+tensor cut for both. Or a statement naming the K side repeated word for word within 12 lines,
+or a V name assigned anew from its K twin's chain after an assignment of its own. The ``ast``
+screen (``screen._kv107``) then runs the rule's own model.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 
-from linter.model.names import TWIN_ATTENTION_WORDS
+from linter.model.names import TWIN_ATTENTION_WORDS, key_counterpart, kv_side
+from linter.model.symmetry import _AXIS_CALLS, _CONCATS, _MIRRORED_METHODS, _WINDOW, twin_name
 from linter.plan.file import _File
 from linter.plan.words import identifier_lines
 
@@ -44,11 +56,13 @@ def _kv107(f: _File) -> bool:
         return False  # no function: no statement of one
     kept.append(text[at:])
     bodies = "".join(kept)
-    if f.pairs_among(identifier_lines(bodies)):
-        return True
     # A V statement turned into a second copy of its K twin names the K side twice in the
     # bodies, its V counterpart anywhere (a parameter, the class).
-    return any(len(re.findall(rf"\b{re.escape(k)}\b", bodies)) >= 2 for k in f.k_names)
+    if not f.pairs_among(identifier_lines(bodies)) and not any(
+        len(re.findall(rf"\b{re.escape(k)}\b", bodies)) >= 2 for k in f.k_names
+    ):
+        return False
+    return _near_twins(f)
 
 
 _BRACKET = re.compile(r"[()\[\]{}]")
@@ -65,4 +79,178 @@ def _closing(text: str, start: int) -> int | None:
             if depth == 0:
                 return match.end()
     return None
+
+
+# Code-only text's tokens: a newline, a quote (``code_only`` blanks a string, keeping an
+# f-string's expressions between its quotes), a name, a number, an operator or a bracket.
+_TOKEN = re.compile(
+    r"""\n|["']|[^\W\d]\w*|\d[\w.]*|\.\d\w*|\.\.\.|:=|->|\*\*=?|//=?|<<=?|>>=?"""
+    r"""|[-+*/%@&|^<>=!]=|[-+*/%@&|^~<>=:;,.\\()\[\]{}]"""
+)
+_OPENERS = frozenset("([{")
+_CLOSERS = frozenset(")]}")
+# Statements whose header's colon starts a body: what follows it on the line is a statement.
+_HEADERS = frozenset({
+    "if", "elif", "else", "for", "while", "with", "try", "except", "finally", "def", "class", "async",
+    "match", "case",
+})
+# Calls whose arguments a one-place difference may sit in and still be a break: axes, dims,
+# the order of what is concatenated, a ``narrow`` length.
+_ARGUMENT_CALLS = _AXIS_CALLS | _CONCATS | {"narrow"}
+_UNKEPT = str.maketrans("", "", "(),")
+
+
+def _statements(text: str) -> list[tuple[int, list[str]]] | None:
+    """The simple statements of ``text`` (code only), each as (its first line, its tokens):
+    a compound statement's header left out, a string as its quotes around its f-string
+    expressions; None where the
+    brackets do not pair (this reading cannot tell where statements end)."""
+    found: list[tuple[int, list[str]]] = []
+    current: list[str] = []
+    line = start = depth = 0
+    continued = False
+    for token in _TOKEN.findall(text):
+        if token == "\n":
+            line += 1
+            if depth == 0 and not continued and current:
+                found.append((start, current))
+                current = []
+            continued = False
+            continue
+        if token == "\\":
+            continued = True
+            continue
+        if token == "'" or token == '"':
+            if current and current[-1] == '"':
+                continue  # one string, however many quotes: adjacent strings are one constant
+            token = '"'
+        if token in _OPENERS:
+            depth += 1
+        elif token in _CLOSERS:
+            depth -= 1
+            if depth < 0:
+                return None
+        elif depth == 0 and (token == ";" or (token == ":" and current and current[0] in _HEADERS)):
+            if token == ";" and current:
+                found.append((start, current))
+            current = []
+            continue
+        if not current:
+            start = line
+        current.append(token)
+    if depth:
+        return None
+    if current:
+        found.append((start, current))
+    return found
+
+
+def _comparable(tokens: list[str]) -> list[int]:
+    """The positions of ``tokens`` that the ``ast`` tree keeps: no parentheses (grouping is
+    no node) and no trailing comma."""
+    last = len(tokens) - 1
+    return [
+        i for i, t in enumerate(tokens)
+        if t != "(" and t != ")" and not (t == "," and i < last and tokens[i + 1] in _CLOSERS)
+    ]
+
+
+def _near_twins(f: _File) -> bool:
+    statements = _statements(f.text)
+    if statements is None:
+        return True
+    pairs = f.settings.extra_pairs
+    if _repeated(statements, f.identifiers, pairs) or _rebuilt(statements, pairs):
+        return True
+    twins = {k: v for k in f.k_names if (v := twin_name(k, pairs)) != k}
+    values = set(twins.values())
+    k_lines: list[int] = []
+    k_statements: list[tuple[list[str], set[str]]] = []
+    v_statements: list[tuple[int, list[str], set[str]]] = []
+    for line, tokens in statements:
+        present = set(tokens)
+        if not present.isdisjoint(twins):
+            k_lines.append(line)
+            k_statements.append((tokens, present.intersection(twins)))
+        if not present.isdisjoint(values):
+            v_statements.append((line, tokens, present))
+    for v_line, v_tokens, v_present in v_statements:
+        for at in range(bisect_left(k_lines, v_line - _WINDOW), bisect_right(k_lines, v_line + _WINDOW)):
+            k_tokens, k_words = k_statements[at]
+            if k_tokens is not v_tokens and any(twins[w] in v_present for w in k_words):
+                if _one_place_break(k_tokens, v_tokens, twins):
+                    return True
+    return False
+
+
+def _one_place_break(k_tokens: list[str], v_tokens: list[str], twins: dict[str, str]) -> bool:
+    """Do the two statements differ, the K side renamed, in one stretch of a kind
+    ``model.symmetry`` reports?"""
+    k_at, v_at = _comparable(k_tokens), _comparable(v_tokens)
+    original = [k_tokens[i] for i in k_at]
+    k = [twins.get(t, t) for t in original]
+    v = [v_tokens[i] for i in v_at]
+    nk, nv = len(k), len(v)
+    p = 0
+    while p < nk and p < nv and k[p] == v[p]:
+        p += 1
+    s = 0
+    while s < nk - p and s < nv - p and k[nk - 1 - s] == v[nv - 1 - s]:
+        s += 1
+    k_part, v_part = k[p:nk - s], v[p:nv - s]
+    if not k_part and not v_part:
+        # Mirrors: a break only where both cut the same rows of a fused tensor.
+        return "[" in v and ":" in v
+    if nk == nv and v_part == original[p:nk - s]:
+        return True  # the V side kept the K side's name or expression
+    if nk > nv and any(t == "[" or t in _MIRRORED_METHODS or "repeat" in t.lower() for t in k_part):
+        return True  # the V side lacks the twin's op or cut
+    # Inside a subscript, or inside the arguments of an axis call or ``narrow``.
+    end = v_at[p] if p < nv else len(v_tokens)
+    open_: list[bool] = []
+    for i in range(end):
+        t = v_tokens[i]
+        if t in _OPENERS:
+            open_.append(t == "[" or (t == "(" and i > 0 and v_tokens[i - 1] in _ARGUMENT_CALLS))
+        elif t in _CLOSERS and open_:
+            open_.pop()
+    return any(open_)
+
+
+def _repeated(statements: list[tuple[int, list[str]]], identifiers: frozenset[str], pairs) -> bool:
+    """A statement naming the K side written twice within 12 lines, where the V counterpart of
+    one of its K names exists (a fused name counts as its own): the V side's copy that kept
+    every K name."""
+    seen: dict[str, int] = {}
+    for line, tokens in statements:
+        # Grouping and trailing commas aside (the ``ast`` tree keeps neither); dropping every
+        # comma can only make more statements alike.
+        key = "".join(tokens).translate(_UNKEPT)
+        first = seen.get(key)
+        seen[key] = line
+        if first is not None and line - first <= _WINDOW and any(
+            kv_side(t, pairs) == "k" and twin_name(t, pairs) in identifiers for t in set(tokens) if t in identifiers
+        ):
+            return True
+    return False
+
+
+def _rebuilt(statements: list[tuple[int, list[str]]], pairs) -> bool:
+    """``v = k.clone()`` after an assignment of ``v``: a V name assigned from its K twin's
+    chain (``model.symmetry._rebuilt_from_key``)."""
+    assigned: set[str] = set()
+    for _, tokens in statements:
+        if len(tokens) > 3 and tokens[1] == "=":
+            name = tokens[0]
+            if name in assigned and kv_side(name, pairs) == "v":
+                value = [t for t in tokens[2:] if t != "(" and t != ")"]
+                if (
+                    len(value) > 1 and value[1] in (".", "[") and key_counterpart(name, pairs) == value[0]
+                    and name not in value
+                ):
+                    return True
+            assigned.add(name)
+    return False
+
+
 CONDITION = _kv107
