@@ -62,6 +62,8 @@ def _kv107(f: _File) -> bool:
         len(re.findall(rf"\b{re.escape(k)}\b", bodies)) >= 2 for k in f.k_names
     ):
         return False
+    if f.source is not None:
+        return True  # the whole file: its definitions are asked one by one next
     return _near_twins(f)
 
 
@@ -198,29 +200,69 @@ def _one_place_break(k_tokens: list[str], v_tokens: list[str], twins: dict[str, 
     while s < nk - p and s < nv - p and k[nk - 1 - s] == v[nv - 1 - s]:
         s += 1
     k_part, v_part = k[p:nk - s], v[p:nv - s]
+    # Twins rename a K name to its V counterpart where they agree, or in the operand of the
+    # op the V side lacks.
+    if not (
+        any(original[i] is not k[i] for i in range(p))
+        or any(original[i] is not k[i] for i in range(nk - s, nk))
+        or (nk > nv and any(original[p + i] is not t and t in v_part for i, t in enumerate(k_part)))
+    ):
+        return False
     if not k_part and not v_part:
-        # Mirrors: a break only where both cut the same rows of a fused tensor.
-        return "[" in v and ":" in v
+        # Mirrors: a break only where both cut the same rows of a fused tensor, the values
+        # alike before the renaming too.
+        if "=" not in v:
+            return False
+        value = v.index("=") + 1
+        return original[value:] == v[value:] and "[" in v[value:] and ":" in v[value:]
     if nk == nv and v_part == original[p:nk - s]:
         return True  # the V side kept the K side's name or expression
-    if nk > nv and any(t == "[" or t in _MIRRORED_METHODS or "repeat" in t.lower() for t in k_part):
-        return True  # the V side lacks the twin's op or cut
-    # Inside a subscript, or inside the arguments of an axis call or ``narrow``.
-    end = v_at[p] if p < nv else len(v_tokens)
-    open_: list[bool] = []
-    for i in range(end):
-        t = v_tokens[i]
+    if nk > nv and (not v_part or _holds(k_part, v_part)) and any(
+        t == "[" or t in _MIRRORED_METHODS or "repeat" in t.lower() for t in k_part
+    ):
+        return True  # the V side is its twin less an op or cut
+    # Inside a subscript, or inside the arguments of an axis call or ``narrow``: in both.
+    return _enclosed(v_tokens, v_at, p, nv - s) and _enclosed(k_tokens, k_at, p, nk - s)
+
+
+def _holds(part: list[str], inner: list[str]) -> bool:
+    n = len(inner)
+    return any(part[i:i + n] == inner for i in range(len(part) - n + 1))
+
+
+def _enclosed(tokens: list[str], at: list[int], start: int, end: int) -> bool:
+    """Is the stretch between comparable positions ``start`` and ``end`` inside a subscript's
+    brackets, or an axis call's or ``narrow``'s parentheses?"""
+    if start < end:
+        first, last = at[start], at[end - 1] + 1
+    else:
+        first = last = at[start - 1] + 1 if start else 0
+    stack: list[bool] = []
+    for i in range(first):
+        t = tokens[i]
         if t in _OPENERS:
-            open_.append(t == "[" or (t == "(" and i > 0 and v_tokens[i - 1] in _ARGUMENT_CALLS))
-        elif t in _CLOSERS and open_:
-            open_.pop()
-    return any(open_)
+            stack.append(t == "[" or (t == "(" and i > 0 and tokens[i - 1] in _ARGUMENT_CALLS))
+        elif t in _CLOSERS and stack:
+            stack.pop()
+    depth = 0
+    for i in range(first, len(tokens)):
+        if not stack:
+            return False
+        t = tokens[i]
+        if t in _OPENERS:
+            depth += 1
+        elif t in _CLOSERS:
+            if depth:
+                depth -= 1
+            elif stack.pop() and i >= last:
+                return True
+    return False
 
 
 def _repeated(statements: list[tuple[int, list[str]]], identifiers: frozenset[str], pairs) -> bool:
-    """A statement naming the K side written twice within 12 lines, where the V counterpart of
-    one of its K names exists (a fused name counts as its own): the V side's copy that kept
-    every K name."""
+    """A statement for its effect naming the K side and no V name, written twice within 12
+    lines, where the V counterpart of one of its K names exists (a fused name counts as its
+    own): the V side's copy that kept every K name."""
     seen: dict[str, int] = {}
     for line, tokens in statements:
         # Grouping and trailing commas aside (the ``ast`` tree keeps neither); dropping every
@@ -228,11 +270,27 @@ def _repeated(statements: list[tuple[int, list[str]]], identifiers: frozenset[st
         key = "".join(tokens).translate(_UNKEPT)
         first = seen.get(key)
         seen[key] = line
-        if first is not None and line - first <= _WINDOW and any(
-            kv_side(t, pairs) == "k" and twin_name(t, pairs) in identifiers for t in set(tokens) if t in identifiers
-        ):
+        if first is None or line - first > _WINDOW or not _effect(tokens):
+            continue
+        words = [t for t in set(tokens) if t in identifiers]
+        if any(kv_side(t, pairs) == "v" for i, t in enumerate(tokens) if t in identifiers and tokens[i + 1:i + 2] != ["="]):
+            continue  # a V name (a keyword argument's name aside): no copy of the K side
+        if any(kv_side(t, pairs) == "k" and twin_name(t, pairs) in identifiers for t in words):
             return True
     return False
+
+
+def _effect(tokens: list[str]) -> bool:
+    """A call for its effect, or a store into a subscript or attribute (``symmetry._effect``)."""
+    depth = 0
+    for i, t in enumerate(tokens):
+        if t in _OPENERS:
+            depth += 1
+        elif t in _CLOSERS:
+            depth -= 1
+        elif t == "=" and not depth:
+            return i > 1 and (tokens[i - 1] == "]" or tokens[i - 2] == ".")
+    return tokens[-1] == ")"
 
 
 def _rebuilt(statements: list[tuple[int, list[str]]], pairs) -> bool:
