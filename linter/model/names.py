@@ -44,6 +44,14 @@ LATENT_ATTENTION = re.compile(r"MLA|(?:^|_)mla(?:_|$)")
 STORAGE = re.compile(r"pool|cache|buffer", re.IGNORECASE)
 
 
+# Parts of names (any case, inside any identifier) that make code attention code for KV107:
+# ``key`` and ``value`` without any of them are a mapping's entries.
+TWIN_ATTENTION_WORDS = (
+    "attn", "attention", "softmax", "sdpa", "flash", "head", "query", "rotary", "rope", "cache",
+    "proj", "scale", "mla", "kv",
+)
+
+
 def is_attention_word(name: str) -> bool:
     """Scope and class names such as ``LlamaAttention`` or ``forward_attn`` mark attention code."""
     return bool(_ATTENTION_WORD.search(name))

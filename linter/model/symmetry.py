@@ -1,0 +1,953 @@
+"""K/V twin symmetry: each V-side statement paired with its K twin, and the places where the
+pair breaks.
+
+Two simple statements of one function are twins when the K statement, its K-side names
+renamed to their V sides (``names.value_counterpart``), has the V statement's shape: the same
+targets, the same call chain, the same arguments. Attention code writes K and V in such pairs
+(``k = self.k_proj(x)`` / ``v = self.v_proj(x)``), so a V statement that differs from its
+renamed twin in exactly one place is where a copy-paste edit went wrong:
+
+- ``twin-name``: the V statement keeps the K-side name the renaming changes (``v =
+  self.k_proj(x)``, ``value_cache = kv.get_key_cache()``, ``k_cache[s] = value``). Evidence:
+  the V-side counterpart exists in the function or its class; in most shipped bugs it is used
+  a few lines away.
+- ``one-side-op``: the V statement moves other axes than its twin (``transpose``/``permute``/
+  ``movedim`` dims, ``cat`` dim or operand order) or drops the twin's layout op or cast
+  (``.transpose``, ``.repeat_interleave``, ``repeat_kv(...)``, ``.to(...)``).
+- ``one-side-slice``: the V statement cuts other tokens or heads than its twin (a slice bound,
+  a ``narrow`` length) or none at all.
+
+Legitimate asymmetries differ in more than one place or in a way read as design: a K
+transposed for ``Q @ K^T`` while V keeps its last axis last, a cut of the last (head-dim) axis
+after an ellipsis (Dk != Dv), a bound that names a V size of its own (``v_head_dim``), RoPE
+and norms applied to K only (another callable, not a dropped layout op), a fused buffer cut
+into K and V parts (its name is neither side's).
+
+And, by reaching definitions, ``v-rebuilt-from-k``: a V name that already held a value is
+assigned again from its K twin alone (``v = k.clone()`` after ``v = self.v_proj(x)``), where
+no test of V guards the assignment.
+
+Everything here reads the standard library's ``ast`` and only what lies inside one top-level
+definition (the function, its enclosing class), so the rule (``KV107``) and its ``ast``
+screen run the same code on the same unit and cannot disagree.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from linter.plan.screen_facts import walk
+from linter.model.names import (
+    METADATA_ATTRIBUTES,
+    TWIN_ATTENTION_WORDS,
+    is_kv_tensor_name,
+    is_query_name,
+    key_counterpart,
+    kv_side,
+    value_counterpart,
+)
+
+# How far apart (in lines) twins may stand: the K and V lines of one step sit together.
+_WINDOW = 12
+
+# Calls whose integer arguments name axes: a twin that moves other axes breaks the symmetry.
+_AXIS_CALLS = frozenset({
+    "transpose", "swapaxes", "swapdims", "permute", "movedim", "moveaxis", "cat", "concat",
+    "concatenate", "stack", "flatten", "unflatten", "repeat_interleave",
+})
+_TRANSPOSES = frozenset({"transpose", "swapaxes", "swapdims"})
+_CONCATS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack"})
+# Methods the V side must repeat when its twin applies them: layout and GQA repeats. RoPE,
+# norms and quantisers are other callables (K-only on purpose), never in this set; nor are
+# casts: K is cast to float32 alone for its norm or rotary embedding.
+_MIRRORED_METHODS = frozenset({
+    "transpose", "swapaxes", "swapdims", "permute", "movedim", "moveaxis", "repeat_interleave",
+    "repeat", "expand",
+})
+# What K and V always share, so a K name read for it on the V side changes nothing.
+_SHARED_METADATA = frozenset({"dtype", "device", "is_cuda", "layout", "get_device", "is_floating_point", "itemsize", "element_size"})
+# Statements that only display or check.
+_QUIET = frozenset({"print", "debug", "info", "warning", "warn", "error", "log", "assert_close"})
+
+
+@dataclass(frozen=True)
+class Break:
+    """One broken twin: where the V statement differs (1-based lines, ``ast`` byte columns)."""
+
+    kind: str  # "twin-name", "one-side-op", "one-side-slice", "v-rebuilt-from-k"
+    node: ast.AST
+    twin_line: int
+    message: str
+    suggestion: str
+
+
+def breaks(tree: ast.AST, extra_pairs: Iterable[tuple[str, str]] = ()) -> list[Break]:
+    """Every broken K/V twin in the attention functions of ``tree``."""
+    pairs = tuple(extra_pairs)
+    found: list[Break] = []
+    classes: dict[int, tuple[set[str], set[str]]] = {}
+    for function, owner in _functions(tree, None):
+        found.extend(_function_breaks(function, owner, classes, pairs))
+    return found
+
+
+def _attention_code(names: _Names, function: ast.AST, owner: ast.ClassDef | None) -> bool:
+    """Do the function's names, its class's, or their own names hold an attention word?"""
+    words = [*names.words, function.name, *([owner.name] if owner is not None else [])]
+    return any(word in name.lower() for name in words for word in TWIN_ATTENTION_WORDS)
+
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _functions(node: ast.AST, owner: ast.ClassDef | None) -> Iterator[tuple[ast.AST, ast.ClassDef | None]]:
+    # Definitions stand only in statement bodies: no expression is walked to find them.
+    for body in _bodies(node):
+        for child in body:
+            if isinstance(child, _FUNCTIONS):
+                yield child, owner
+                yield from _functions(child, None)
+            elif isinstance(child, ast.ClassDef):
+                yield from _functions(child, child)
+            else:
+                yield from _functions(child, owner)
+
+
+def _bodies(node: ast.AST) -> Iterator[list[ast.stmt]]:
+    """The statement lists directly under ``node``."""
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(node, field, None)
+        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+            yield block
+    for handler in getattr(node, "handlers", None) or ():
+        yield handler.body
+    for case in getattr(node, "cases", None) or ():
+        yield case.body
+
+
+# ---------------------------------------------------------------- one function
+
+
+class _Names:
+    """What a function and its class name: the evidence that a V counterpart exists. A class's
+    names are read once for all its methods (``classes``, by the class's identity)."""
+
+    def __init__(self, function: ast.AST, owner: ast.ClassDef | None, classes: dict[int, tuple[set[str], set[str]]]) -> None:
+        self.function = function
+        if owner is None:
+            self.dotted, self.words = _collect(function)
+        else:
+            found = classes.get(id(owner))
+            if found is None:
+                found = classes[id(owner)] = _collect(owner)
+            self.dotted, self.words = found
+        self._loop_names: set[str] | None = None
+
+    @property
+    def loop_names(self) -> set[str]:
+        """``for key, value in d.items()``: a mapping's keys and values, not K and V."""
+        if self._loop_names is None:
+            self._loop_names = {
+                n.id for node in walk(self.function) if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension))
+                for n in walk(node.target) if isinstance(n, ast.Name)
+            }
+        return self._loop_names
+
+
+def _collect(root: ast.AST) -> tuple[set[str], set[str]]:
+    """The dotted names and the words (names, attributes, parameters, methods) under ``root``."""
+    dotted: set[str] = set()
+    words: set[str] = set()
+    for node in walk(root):
+        kind = node.__class__
+        if kind is ast.Name:
+            words.add(node.id)
+            dotted.add(node.id)
+        elif kind is ast.Attribute:
+            words.add(node.attr)
+            name = _dotted(node)
+            if name is not None:
+                dotted.add(name)
+        elif kind is ast.arg:
+            words.add(node.arg)
+            dotted.add(node.arg)
+        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            words.add(node.name)  # a method ``get_v_shape`` of the class
+            dotted.add(f"self.{node.name}")
+    return dotted, words
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The simple statements of a body, nested blocks included, nested definitions not."""
+    for statement in body:
+        if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)):
+            if getattr(statement, "value", None) is not None:
+                yield statement
+        elif isinstance(statement, ast.Expr):
+            if isinstance(statement.value, ast.Call) and _tail(statement.value.func) not in _QUIET:
+                yield statement
+        elif isinstance(statement, (*_FUNCTIONS, ast.ClassDef)):
+            continue
+        else:
+            for field in ("body", "orelse", "finalbody"):
+                yield from _statements(getattr(statement, field, None) or [])
+            for handler in getattr(statement, "handlers", None) or []:
+                yield from _statements(handler.body)
+            for case in getattr(statement, "cases", None) or []:
+                yield from _statements(case.body)
+
+
+class _Sides:
+    """The K-side and V-side identifiers of one statement."""
+
+    __slots__ = ("k", "v")
+
+    def __init__(self, statement: ast.stmt, known: dict[str, str | None], pairs) -> None:
+        self.k = False
+        self.v = False
+        for node in walk(statement):
+            kind = node.__class__
+            if kind is ast.Name:
+                word = node.id
+            elif kind is ast.Attribute:
+                word = node.attr
+            else:
+                continue
+            side = known.get(word, "")
+            if side == "":
+                side = known[word] = kv_side(word, pairs)
+            if side == "k":
+                self.k = True
+            elif side == "v":
+                self.v = True
+
+
+def _word(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _function_breaks(function: ast.AST, owner: ast.ClassDef | None, classes: dict, pairs) -> list[Break]:
+    statements = sorted(_statements(function.body), key=lambda s: (s.lineno, s.col_offset))
+    known: dict[str, str | None] = {}
+    sides = [_Sides(s, known, pairs) for s in statements]
+    if not any(s.k for s in sides):
+        return []
+    names: _Names | None = None
+    found: list[Break] = []
+    for i, (statement, side) in enumerate(zip(statements, sides)):
+        if not side.v:
+            continue
+        best: tuple[int, ast.stmt, _Diff] | None = None
+        mirrored = False
+        for j, (twin, twin_side) in enumerate(zip(statements, sides)):
+            if j == i or not twin_side.k:
+                continue
+            distance = abs(twin.lineno - statement.lineno)
+            if distance > _WINDOW:
+                continue
+            diff = _one_difference(twin, statement, pairs)
+            if diff is _MIRROR:
+                # A K statement this one mirrors exactly (``self.values = v`` beside ``self.keys
+                # = k`` in one branch, a cut pair in the other): nothing broke, unless both
+                # take the very same part of a fused tensor.
+                same = _same_part(twin, statement, pairs)
+                if same is not None:
+                    found.append(same)
+                mirrored = True
+                break
+            if diff is not None and (best is None or distance < best[0]):
+                best = (distance, twin, diff)
+        if best is None or mirrored:
+            continue
+        if best[2].dropped and _shared_with_query(
+            best[1], [s for s in statements if abs(s.lineno - best[1].lineno) <= _WINDOW], pairs
+        ):
+            continue
+        if names is None:
+            names = _Names(function, owner, classes)
+        found.extend(_classify(best[2], best[1], statement, names, pairs))
+    key_only = {id(s) for s, side in zip(statements, sides) if side.k and not side.v and _effect(s)}
+    if key_only:
+        found.extend(_repeated_key_statements(function, key_only, lambda: names or _Names(function, owner, classes), pairs))
+    if any(_rebuilds(s, pairs) for s, side in zip(statements, sides) if side.k and side.v):
+        found.extend(_rebuilt_from_key(function, pairs))
+    if found and not _attention_code(names or _Names(function, owner, classes), function, owner):
+        return []
+    return found
+
+
+def _same_part(twin: ast.stmt, statement: ast.stmt, pairs) -> Break | None:
+    """``v_w = qkv_w[q:q + kv]`` beside ``k_w = qkv_w[q:q + kv]``: K and V cut the same rows of
+    a tensor that is neither side's (a fused weight or buffer), so V is a copy of K."""
+    if not (isinstance(twin, ast.Assign) and isinstance(statement, ast.Assign)):
+        return None
+    if len(statement.targets) != 1 or len(twin.targets) != 1:
+        return None
+    value = statement.value
+    if not isinstance(value, ast.Subscript) or not isinstance(twin.value, ast.Subscript):
+        return None
+    target = _word(statement.targets[0])
+    if target is None or not is_kv_tensor_name(target, pairs):
+        return None
+    base = _root_word(value.value)
+    if base is None or kv_side(base, pairs) is not None or ast.dump(value) != ast.dump(twin.value):
+        return None
+    elements = value.slice.elts if isinstance(value.slice, ast.Tuple) else [value.slice]
+    # Rows or columns between bounds; an index (``slot_mapping[i]``) may serve both sides.
+    cut = [e for e in elements if isinstance(e, ast.Slice) and (e.lower is not None or e.upper is not None)]
+    if not cut or any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in elements):
+        return None  # a head-dim cut after an ellipsis: MLA's K and V share the latent
+    return Break(
+        "twin-name", value, twin.lineno,
+        f"the value takes the same part of `{_dotted(value.value) or base}` as its key twin (line {twin.lineno}): "
+        "V becomes a copy of K",
+        "cut the value's own part (the next rows or the second half)",
+    )
+
+
+def _repeated_key_statements(function: ast.AST, key_only: set[int], known: Callable[[], _Names], pairs) -> list[Break]:
+    """``prefetch(tma_k)`` twice in one block where ``tma_v`` exists: the V statement became a
+    second copy of its K twin, every V name turned back into its K name."""
+    found: list[Break] = []
+    for body in _blocks(function):
+        candidates = [s for s in body if id(s) in key_only]
+        # Two copies of a statement in one block span as many lines and columns: only those
+        # are compared whole.
+        widths = Counter(_width(s) for s in candidates)
+        seen: dict[str, ast.stmt] = {}
+        for statement in candidates:
+            if widths[_width(statement)] < 2:
+                continue
+            key = ast.dump(statement)
+            first = seen.get(key)
+            seen[key] = statement
+            if first is None or statement.lineno - first.lineno > _WINDOW:
+                continue
+            kept = _key_name_with_value_twin(statement, known(), pairs)
+            if kept is not None:
+                node, twin = kept
+                found.append(Break(
+                    "twin-name", node, first.lineno,
+                    f"this statement repeats line {first.lineno} word for word, key side and all, "
+                    f"though the value counterpart `{twin}` exists: the value side's copy kept the key's names",
+                    f"use `{twin}` in the value side's statement",
+                ))
+    return found
+
+
+def _width(statement: ast.stmt) -> tuple[int, int]:
+    return statement.end_lineno - statement.lineno, statement.end_col_offset - statement.col_offset
+
+
+def _effect(statement: ast.stmt) -> bool:
+    """A call for its effect, or a store into a subscript or attribute: statements that are
+    done once per side, never twice alike."""
+    if isinstance(statement, ast.Expr):
+        return isinstance(statement.value, ast.Call) and _tail(statement.value.func) not in _QUIET
+    if isinstance(statement, ast.Assign):
+        return all(isinstance(t, (ast.Subscript, ast.Attribute)) for t in statement.targets)
+    return False
+
+
+def _key_name_with_value_twin(statement: ast.stmt, names: _Names, pairs) -> tuple[ast.AST, str] | None:
+    kept = None
+    for node in walk(statement):
+        word = _word(node)
+        if word is None:
+            continue
+        side = kv_side(word, pairs)
+        if side == "v":
+            return None
+        if side == "k" and kept is None:
+            twin = twin_name(word, pairs)
+            dotted = _dotted(node)
+            twin_dotted = None if dotted is None else dotted[: -len(word)] + twin
+            if twin_dotted in names.dotted or twin in names.words:
+                kept = (node, twin_dotted or twin)
+    return kept
+
+
+# ---------------------------------------------------------------- comparing twins
+
+
+@dataclass
+class _Diff:
+    k: object  # the K twin's node (or value) there
+    v: object  # the V statement's node (or value) there
+    path: tuple[ast.AST, ...]  # the V statement's nodes above it, outermost first
+    order: bool = False  # a list whose elements are the twin's, reordered
+    kept: bool = False  # a K expression of several names kept whole
+    dropped: bool = False  # the twin's op (or cut) applied to what the V side has bare
+    axes: bool = False  # a call moving axes (``transpose``) with other integer axes than the twin's
+
+
+# The answer for a V statement that mirrors its K twin exactly.
+_MIRROR = _Diff(None, None, ())
+
+
+class _Differs(Exception):
+    """More than one difference: no twins."""
+
+
+def _one_difference(k_statement: ast.stmt, v_statement: ast.stmt, pairs) -> _Diff | None:
+    """The single place where ``v_statement`` differs from ``k_statement`` renamed K -> V;
+    ``_MIRROR`` when they are equal (nothing broke); None when they differ in more than one
+    place, or rename nothing (no twins)."""
+    if type(k_statement) is not type(v_statement):
+        return None
+    found = _Found()
+    try:
+        _compare(k_statement, v_statement, pairs, found, [])
+    except _Differs:
+        return None
+    # Twins rename at least one K name to its V counterpart: two copies of one statement that
+    # names both sides (``o = attend(q, k, v)`` in two branches) are no pair.
+    if not found.renamed:
+        return None
+    if not found:
+        return _MIRROR
+    return found[0] if len(found) == 1 else None
+
+
+def twin_name(word: str, pairs) -> str:
+    """``word`` with its K side renamed to its V side (itself: no K-side word, or a fused one)."""
+    twin = value_counterpart(word, pairs)
+    if twin is None or _fused(word):
+        return word
+    return twin
+
+
+_FUSED = re.compile(r"(?:^|_)(?:key_value|keys_values|k_v|K_V)(?:_|$)")
+
+
+def _fused(word: str) -> bool:
+    """``num_key_value_groups``, ``k_v_cache``: a name of both sides at once, no side's."""
+    return _FUSED.search(word) is not None
+
+
+def _record(found: list[_Diff], diff: _Diff) -> None:
+    found.append(diff)
+    if len(found) > 1:
+        raise _Differs
+
+
+def _compare(k: object, v: object, pairs, found: list[_Diff], path: list[ast.AST]) -> None:
+    if isinstance(k, ast.AST):
+        if _int(k) is not None and _int(v) is not None:
+            if _int(k) != _int(v):
+                _record(found, _Diff(k, v, tuple(path)))
+            return
+        inner = _dropped_operand(k, v)
+        if inner is not None:
+            # ``v = v.view(s)`` beside ``k = k.view(s).transpose(1, 2)``: the V side equals the
+            # twin's operand, one op short. One difference, not a cascade of them.
+            sub = _Found()
+            try:
+                _compare(inner, v, pairs, sub, path)
+            except _Differs:
+                sub = None
+            if sub is not None and not sub:
+                found.renamed = found.renamed or sub.renamed
+                _record(found, _Diff(k, v, tuple(path), dropped=True))
+                return
+        if type(k) is not type(v):
+            _record(found, _Diff(k, v, tuple(path)))
+            return
+        if isinstance(k, ast.Name):
+            _compare_words(k.id, v.id, k, v, pairs, found, path)
+            return
+        if isinstance(k, ast.Constant):
+            if type(k.value) is not type(v.value) or (
+                k.value != v.value and not (type(k.value) is str and twin_name(k.value, pairs) == v.value)
+            ):
+                _record(found, _Diff(k, v, tuple(path)))
+            return
+        if isinstance(k, ast.Call) and _axes_differ(k, v):
+            _record(found, _Diff(k, v, tuple(path), axes=True))
+            path.append(v)
+            try:
+                _compare(k.func, v.func, pairs, found, path)
+            finally:
+                path.pop()
+            return
+        if isinstance(k, ast.Attribute):
+            _compare_words(k.attr, v.attr, k, v, pairs, found, path)
+            # The receivers must still agree: ``x.k_proj`` vs ``y.k_proj`` is two differences.
+        if isinstance(k, (ast.List, ast.Tuple)) and len(k.elts) == len(v.elts) and len(k.elts) > 1:
+            if _reordered(k, v, pairs):
+                _record(found, _Diff(k, v, tuple(path), order=True))
+                return
+        if isinstance(k, _COMPOUND):
+            # ``cache_v[a:cache_k.size(2) + key.size(2)]`` beside ``cache_k[a:cache_k.size(2) +
+            # key.size(2)]``: a whole K expression kept is one difference, however many names.
+            sub = _Found()
+            try:
+                _compare_fields(k, v, pairs, sub, path)
+            except _Differs:
+                if ast.dump(k) != ast.dump(v):
+                    raise
+                _record(found, _Diff(k, v, tuple(path), kept=True))
+                return
+            found.renamed = found.renamed or sub.renamed
+            for diff in sub:
+                _record(found, diff)
+            return
+        _compare_fields(k, v, pairs, found, path)
+        return
+    if isinstance(k, list):
+        if not isinstance(v, list) or len(k) != len(v):
+            # An element more or less: the parent node is where they differ.
+            _record(found, _Diff(path[-1] if path else k, path[-1] if path else v, tuple(path[:-1])))
+            return
+        for a, b in zip(k, v):
+            _compare(a, b, pairs, found, path)
+        return
+    if k != v and not (isinstance(k, str) and isinstance(v, str) and twin_name(k, pairs) == v):
+        _record(found, _Diff(k, v, tuple(path)))
+
+
+_COMPOUND = (ast.BinOp, ast.Call, ast.Subscript)
+
+
+def _compare_fields(k: ast.AST, v: ast.AST, pairs, found: list[_Diff], path: list[ast.AST]) -> None:
+    path.append(v)
+    try:
+        for field in k._fields:
+            if field in ("ctx", "type_comment", "kind"):
+                continue
+            a, b = getattr(k, field, None), getattr(v, field, None)
+            if field == "arg" and isinstance(a, str) and isinstance(b, str):
+                _compare_words(a, b, k, v, pairs, found, path)
+                continue
+            if field in ("attr", "id"):
+                continue
+            _compare(a, b, pairs, found, path)
+    finally:
+        path.pop()
+
+
+_MOVES = _TRANSPOSES | {"permute", "movedim", "moveaxis"}
+
+
+def _axis_list(call: ast.Call) -> list[int] | None:
+    args = call.args
+    if len(args) == 1 and isinstance(args[0], (ast.List, ast.Tuple)):
+        args = args[0].elts
+    axes = [_int(a) for a in args]
+    return None if not axes or None in axes or call.keywords else axes
+
+
+def _axes_differ(k: ast.Call, v: ast.Call) -> bool:
+    if _tail(k.func) not in _MOVES or _tail(v.func) != _tail(k.func):
+        return False
+    k_axes, v_axes = _axis_list(k), _axis_list(v)
+    return k_axes is not None and v_axes is not None and k_axes != v_axes
+
+
+def _compare_words(a: str, b: str, k: ast.AST, v: ast.AST, pairs, found: list, path: list) -> None:
+    renamed = twin_name(a, pairs)
+    if renamed != b:
+        _record(found, _Diff(k, v, tuple(path)))
+    elif renamed != a:
+        found.renamed = True  # a K name met by its V counterpart: the statements are twins
+
+
+class _Found(list):
+    renamed = False
+
+
+def _reordered(k: ast.AST, v: ast.AST, pairs) -> bool:
+    """Are ``v``'s elements ``k``'s (renamed) in another order?"""
+    mine = [ast.dump(e) for e in v.elts]
+    theirs = [ast.dump(_rename_tree(e, pairs)) for e in k.elts]
+    return mine != theirs and sorted(mine) == sorted(theirs)
+
+
+def _rename_tree(node: ast.AST, pairs, rename: Callable[[str, object], str] | None = None) -> ast.AST:
+    """A copy of ``node`` with its names renamed (K -> V unless ``rename`` says otherwise)."""
+    rename = rename or twin_name
+
+    class _Renamer(ast.NodeTransformer):
+        def visit_Name(self, n: ast.Name) -> ast.AST:
+            return ast.copy_location(ast.Name(id=rename(n.id, pairs), ctx=n.ctx), n)
+
+        def visit_Attribute(self, n: ast.Attribute) -> ast.AST:
+            return ast.copy_location(ast.Attribute(value=self.visit(n.value), attr=rename(n.attr, pairs), ctx=n.ctx), n)
+
+    return _Renamer().visit(copy.deepcopy(node))
+
+
+_K_TO_Q = {"k": "q", "K": "Q", "key": "query", "Key": "Query", "keys": "queries", "xk": "xq", "wk": "wq"}
+
+
+def _to_query(word: str, pairs) -> str:
+    parts = word.split("_")
+    hits = [i for i, part in enumerate(parts) if part in _K_TO_Q]
+    if len(hits) != 1:
+        return word
+    parts[hits[0]] = _K_TO_Q[parts[hits[0]]]
+    return "_".join(parts)
+
+
+def _shared_with_query(twin: ast.stmt, nearby: list[ast.stmt], pairs) -> bool:
+    """Does the query get the K twin's statement too (``q = q.view(s).transpose(1, 2)`` beside
+    ``k = k.view(s).transpose(1, 2)``)? Then the op the V statement lacks is a Q/K step (RoPE's
+    layout, Q and K expanded to V's heads in linear attention), not a K/V one."""
+    want = ast.dump(_rename_tree(twin, pairs, _to_query))
+    return want != ast.dump(twin) and any(ast.dump(s) == want for s in nearby)
+
+
+# ---------------------------------------------------------------- what a difference means
+
+
+def _classify(diff: _Diff, twin: ast.stmt, statement: ast.stmt, names: _Names, pairs) -> list[Break]:
+    k, v, path = diff.k, diff.v, diff.path
+    parent = path[-1] if path else None
+    if diff.order:
+        call = parent if isinstance(parent, ast.Call) else None
+        if call is not None and _tail(call.func) in _CONCATS and call.args and call.args[0] is v:
+            return [Break("one-side-op", v, twin.lineno,
+                          f"the value side concatenates its parts in another order than its key twin (line {twin.lineno})",
+                          "concatenate the value parts in the key's order")]
+        return []
+    if diff.axes:
+        op, k_axes, v_axes = _tail(v.func), _axis_list(k), _axis_list(v)
+        if not isinstance(v.func, ast.Attribute) or _transposed_for_scores(op, k_axes, v_axes):
+            return []  # K transposed for ``Q @ K^T`` while V keeps its last axis last
+        return [Break("one-side-op", v, twin.lineno,
+                      f"the value side's `{op}({', '.join(map(str, v_axes))})` moves other axes than its key "
+                      f"twin's `{op}({', '.join(map(str, k_axes))})` (line {twin.lineno})",
+                      "move the value's axes as its key twin does")]
+    if diff.kept:
+        return _kept_key_expression(v, twin, names, pairs)
+    if isinstance(k, (ast.Name, ast.Attribute)) and isinstance(v, (ast.Name, ast.Attribute)):
+        return _kept_key_name(k, v, parent, twin, statement, names, pairs)
+    axis = _axis_difference(k, v, path)
+    if axis is not None:
+        return [Break("one-side-op", v, twin.lineno, axis, "move the value's axes as its key twin does")]
+    dropped = _dropped(k, pairs) if diff.dropped else None
+    if dropped is not None:
+        kind, text = dropped
+        return [Break(kind, v, twin.lineno, f"{text} (key twin at line {twin.lineno})",
+                      "apply the key twin's operation to the value as well")]
+    cut = _slice_difference(k, v, path, pairs)
+    if cut is not None:
+        return [Break("one-side-slice", v, twin.lineno, f"{cut} (key twin at line {twin.lineno})",
+                      "cut the value's tokens and heads as its key twin does")]
+    return []
+
+
+def _kept_key_name(k, v, parent, twin, statement, names: _Names, pairs) -> list[Break]:
+    """``v = self.k_proj(x)`` beside ``k = self.k_proj(x)``: the V statement kept the K name."""
+    k_word, v_word = _word(k), _word(v)
+    if k_word != v_word or kv_side(k_word, pairs) != "k":
+        return []
+    if isinstance(parent, ast.Attribute) and parent.value is v and parent.attr in METADATA_ATTRIBUTES:
+        return []  # ``k.dtype`` for ``v.dtype``: K and V agree on metadata
+    if isinstance(v, ast.Name) and v.id in names.loop_names:
+        return []
+    if isinstance(v, ast.Name) and isinstance(parent, ast.Call) and any(
+        is_query_name(_word(a)) for a in parent.args if a is not v
+    ):
+        return []  # ``check(v_scale, query, key)``: the query and key as context, not a copy
+    twin_word = twin_name(k_word, pairs)
+    dotted = _dotted(v)
+    twin_dotted = None if dotted is None else (dotted[: -len(v_word)] + twin_word)
+    # The counterpart as written (``self.v_proj``, ``layer.v_scale``), or its name on any
+    # object of the function or class (``cache.get_value_cache`` read from another cache).
+    if not (twin_dotted in names.dotted or twin_word in names.words):
+        return []
+    shown = twin_dotted or twin_word
+    where = "stored into" if isinstance(getattr(v, "ctx", None), ast.Store) or _in_target(v, statement) else "uses"
+    return [Break(
+        "twin-name", v, twin.lineno,
+        f"the value side {where} `{dotted or v_word}`, the name its key twin (line {twin.lineno}) "
+        f"uses, though the value counterpart `{shown}` exists",
+        f"use `{shown}` on the value side",
+    )]
+
+
+def _kept_key_expression(v: ast.AST, twin: ast.stmt, names: _Names, pairs) -> list[Break]:
+    """A V statement keeping a whole K expression (``cache_k.size(2) + key_states.size(2)``)
+    whose V counterparts (``cache_v``, ``value_states``) exist."""
+    # ``dtype=key.dtype, device=key.device``: K and V share dtype and device.
+    shared = {
+        id(n.value) for n in walk(v) if n.__class__ is ast.Attribute and n.attr in _SHARED_METADATA
+    }
+    renamed = [
+        (word, twin_name(word, pairs)) for word, n in ((_word(n), n) for n in walk(v))
+        if word is not None and id(n) not in shared and kv_side(word, pairs) == "k"
+    ]
+    if not renamed or not all(twin_word in names.words for _, twin_word in renamed):
+        return []
+    shown = ", ".join(sorted({f"`{w}`" for _, w in renamed}))
+    return [Break(
+        "twin-name", v, twin.lineno,
+        f"the value side keeps its key twin's expression (line {twin.lineno}) whole, key-side names and all, "
+        f"though the value counterparts {shown} exist",
+        f"use {shown} on the value side",
+    )]
+
+
+def _in_target(node: ast.AST, statement: ast.stmt) -> bool:
+    targets = statement.targets if isinstance(statement, ast.Assign) else [getattr(statement, "target", None)]
+    return any(t is not None and any(n is node for n in walk(t)) for t in targets)
+
+
+def _axis_difference(k, v, path: tuple[ast.AST, ...]) -> str | None:
+    """The integer dim of a concatenation or flatten that differs from the twin's."""
+    if _int(k) is None or _int(v) is None:
+        return None
+    call = next((p for p in reversed(path) if isinstance(p, ast.Call)), None)
+    op = None if call is None else _tail(call.func)
+    if op not in _AXIS_CALLS or op in _MOVES:
+        return None
+    if not any(_holds(arg, v) for arg in (*call.args[1:], *(kw.value for kw in call.keywords))):
+        return None
+    return f"the value side's `{op}` works along dim {_int(v)} where its key twin's uses dim {_int(k)}"
+
+
+def _transposed_for_scores(op: str, k_axes: list[int], v_axes: list[int]) -> bool:
+    """K's op moves the last axis (``transpose(-2, -1)``, ``permute(0, 2, 3, 1)``) and V's does
+    not: the layout ``Q @ K^T`` wants, not a broken twin."""
+    if op in _TRANSPOSES:
+        if -1 in k_axes and -1 not in v_axes:
+            return True
+        if all(a >= 0 for a in (*k_axes, *v_axes)) and max(k_axes) > max(v_axes):
+            return True
+        return False
+    if op == "permute" and len(k_axes) == len(v_axes) and k_axes:
+        last = len(k_axes) - 1
+        return k_axes[-1] not in (last, -1) and v_axes[-1] in (last, -1)
+    return False
+
+
+def _moves_last_axis(op: str, call: ast.Call) -> bool:
+    """K laid out for ``Q @ K^T``: its last axis moved (``transpose(-2, -1)``, ``transpose(2,
+    3)`` of a 4-d tensor, ``permute(0, 2, 3, 1)``)."""
+    axes = _axis_list(call)
+    if axes is None:
+        return True  # axes not read: no claim
+    if op == "permute":
+        return axes[-1] not in (len(axes) - 1, -1)
+    return -1 in axes or max(axes) >= 3
+
+
+def _dropped_operand(k: ast.AST, v: ast.AST) -> ast.AST | None:
+    """What the V side would equal if it lacked the twin's layout op, repeat, cast or cut."""
+    if isinstance(k, ast.Call):
+        op = _tail(k.func)
+        if isinstance(v, ast.Call) and _tail(v.func) == op:
+            return None
+        if isinstance(k.func, ast.Attribute) and op in _MIRRORED_METHODS:
+            return k.func.value
+        if op is not None and "repeat" in op.lower() and op != "repeat" and k.args:
+            return k.args[0]
+    elif isinstance(k, ast.Subscript) and not isinstance(v, ast.Subscript):
+        return k.value
+    return None
+
+
+def _dropped(k, pairs) -> tuple[str, str] | None:
+    """What the V statement lacks: a layout op, cast or repeat, or a token or head cut."""
+    if isinstance(k, ast.Call):
+        op = _tail(k.func)
+        if op in _MOVES and _moves_last_axis(op, k):
+            return None  # K laid out for ``Q @ K^T``; V keeps its last axis last
+        return "one-side-op", (f"the value side lacks the key twin's `.{op}(...)`" if isinstance(k.func, ast.Attribute)
+                               else f"the value side lacks the key twin's `{op}(...)`")
+    if isinstance(k, ast.Subscript) and _cuts_tokens_or_heads(k.slice) and kv_side(_root_word(k.value) or "", pairs) == "k":
+        return "one-side-slice", "the value side is not cut where its key twin is"
+    return None
+
+
+def _slice_difference(k, v, path: tuple[ast.AST, ...], pairs) -> str | None:
+    """A bound of a V-side slice (or ``narrow`` length) that differs from the twin's."""
+    for depth in range(len(path) - 1, -1, -1):
+        node = path[depth]
+        inner = path[depth + 1] if depth + 1 < len(path) else v
+        if isinstance(node, ast.Subscript) and inner is node.slice:
+            root = _root_word(node.value)
+            if root is None or kv_side(root, pairs) != "v":
+                return None
+            elements = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            element = next((e for e in elements if _holds(e, v)), None)
+            if not isinstance(element, ast.Slice):
+                return None
+            if _last_axis(elements, element) or _names_value_side(v, pairs):
+                return None
+            return "the value side's slice bound differs from its key twin's"
+        if isinstance(node, ast.Call) and _tail(node.func) == "narrow" and isinstance(node.func, ast.Attribute):
+            root = _root_word(node.func.value)
+            if root is None or kv_side(root, pairs) != "v" or len(node.args) != 3 or not _holds(node.args[2], v):
+                return None
+            if _int(node.args[0]) == -1 or _names_value_side(v, pairs):
+                return None
+            return "the value side's `narrow` length differs from its key twin's"
+        if isinstance(node, (ast.Call, ast.stmt)):
+            return None
+    return None
+
+
+def _last_axis(elements: list[ast.expr], element: ast.expr) -> bool:
+    """A cut of the last axis after an ellipsis (``v[..., :d]``): the head dim, which may
+    differ between K and V (Dk != Dv)."""
+    has_ellipsis = any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in elements)
+    return has_ellipsis and elements[-1] is element
+
+
+def _cuts_tokens_or_heads(index: ast.expr) -> bool:
+    elements = index.elts if isinstance(index, ast.Tuple) else [index]
+    for element in elements:
+        if isinstance(element, ast.Slice) and (element.lower is not None or element.upper is not None):
+            return not _last_axis(elements, element)
+    return False
+
+
+def _names_value_side(node: object, pairs) -> bool:
+    """The V statement's differing part names a V size of its own (``v_head_dim``)."""
+    if not isinstance(node, ast.AST):
+        return False
+    return any(kv_side(w, pairs) == "v" for w in map(_word, walk(node)) if w is not None)
+
+
+# ---------------------------------------------------------------- reaching definitions
+
+
+def _rebuilt_from_key(function: ast.AST, pairs) -> list[Break]:
+    """``v = k.clone()`` after ``v = self.v_proj(x)``, in one block: the computed V is dropped."""
+    found: list[Break] = []
+    for body in _blocks(function):
+        defined: dict[str, int] = {}
+        for statement in body:
+            if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+                name = statement.targets[0].id
+                key = _key_source(statement.value, name, pairs)
+                if key is not None and name in defined:
+                    found.append(Break(
+                        "v-rebuilt-from-k", statement.value, defined[name],
+                        f"`{name}`, computed on line {defined[name]}, is replaced by a value built from the key "
+                        f"`{key}` alone",
+                        f"keep the computed `{name}`, or build it from `{name}`",
+                    ))
+                if not (isinstance(statement.value, ast.Constant) and statement.value.value is None):
+                    defined[name] = statement.lineno
+                else:
+                    defined.pop(name, None)
+            elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                continue
+            else:
+                # A block or a loop may rebind the name in ways this straight-line reading misses.
+                for node in walk(statement):
+                    if node.__class__ is ast.Name and isinstance(node.ctx, ast.Store):
+                        defined.pop(node.id, None)
+    return found
+
+
+def _rebuilds(statement: ast.stmt, pairs) -> bool:
+    """Is ``statement`` a V name assigned from its K twin alone (``v = k.clone()``)?"""
+    return (
+        isinstance(statement, ast.Assign) and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and _key_source(statement.value, statement.targets[0].id, pairs) is not None
+    )
+
+
+def _blocks(function: ast.AST) -> Iterator[list[ast.stmt]]:
+    """Every statement list of the function, nested definitions' left out."""
+    todo = [function.body]
+    while todo:
+        body = todo.pop()
+        yield body
+        for statement in body:
+            if not isinstance(statement, (*_FUNCTIONS, ast.ClassDef)):
+                todo.extend(_bodies(statement))
+
+
+def _key_source(value: ast.expr, name: str, pairs) -> str | None:
+    """The K twin of V-side ``name`` when ``value`` is built from it alone: a call chain or cut
+    rooted at the twin that never reads ``name``."""
+    if kv_side(name, pairs) != "v":
+        return None
+    key = key_counterpart(name, pairs)
+    if key is None or not isinstance(value, (ast.Call, ast.Subscript)):
+        return None
+    if _root_word(value) != key or _chain_root(value) is None:
+        return None
+    if any(n.__class__ is ast.Name and n.id == name for n in walk(value)):
+        return None
+    return key
+
+
+
+def _chain_root(node: ast.expr) -> ast.Name | None:
+    """``k`` of ``k.view(...).transpose(1, 2)`` or ``k[:, :n]``: the name a method chain starts at."""
+    while True:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Name):
+            return node
+        else:
+            return None
+
+
+# ---------------------------------------------------------------- small helpers
+
+
+def _root_word(node: ast.AST) -> str | None:
+    """The identifier a tensor expression starts from: ``v`` of ``v.view(...)[0]``,
+    ``v_cache`` of ``self.v_cache[i]``."""
+    while True:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Attribute):
+            return node.attr
+        elif isinstance(node, ast.Name):
+            return node.id
+        else:
+            return None
+
+
+def _holds(node: ast.AST, inner: object) -> bool:
+    return any(n is inner for n in walk(node))
+
+
+def _int(node: object) -> int | None:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
+            and type(node.operand.value) is int:
+        return -node.operand.value
+    return None
+
+
+def _tail(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return None
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None

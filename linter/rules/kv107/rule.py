@@ -1,0 +1,241 @@
+"""KV107: a V-side statement that breaks the symmetry with its K twin."""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+
+from linter.finding import Finding, Span
+from linter.model.symmetry import Break, breaks
+from linter.rules.base import Example, Rule
+from linter.plan.triggers import PAIRED, AnyCase, Trigger
+
+
+class BrokenKvTwin(Rule):
+    code = "KV107"
+    # Attention code (``names.TWIN_ATTENTION_WORDS``), and a K-side statement with its V twin.
+    trigger = Trigger(
+        AnyCase("attn", "attention", "softmax", "sdpa", "flash", "head", "query", "rotary", "rope", "cache",
+                "proj", "scale", "mla", "kv"),
+        PAIRED,
+    )
+    name = "broken-kv-twin"
+    summary = "Value statement that repeats its key twin but breaks the symmetry in one place"
+    what = (
+        "Pairs each value-side statement with its key twin: the nearby statement (within 12 "
+        "lines of one function) that, with its key-side names renamed to their value sides "
+        "(`k_proj` -> `v_proj`, `key_cache` -> `value_cache`, `get_k_shape` -> `get_v_shape`), "
+        "has the value statement's shape. Where the two differ in exactly one place, it "
+        "reports: a key-side name or expression the value statement kept (`v = self.k_proj(x)`, "
+        "`value_cache = kv.get_key_cache(i)`, `v_scale = layer.k_scale`, `k_cache[s] = value`, "
+        "`cache_v[:, a:cache_k.size(2) + key.size(2)]`) while the value counterpart exists in the "
+        "function or its class; axes moved differently (`transpose`/`permute`/`movedim` dims, a "
+        "`cat` dim or operand order); the twin's layout op or GQA repeat missing on the value "
+        "(`.transpose(1, 2)`, `repeat_kv(...)`); a token or head slice bound (or `narrow` length) "
+        "that differs, or a cut missing on the value. It also reports K and V cutting the same "
+        "rows of a fused tensor (`v_w = qkv_w[q:q + kv]` beside `k_w = qkv_w[q:q + kv]`), a value "
+        "statement that became a word-for-word copy of its key twin where the value counterpart "
+        "exists, and a value that already held a result rebuilt from its key twin alone (`v = "
+        "k.clone()` after `v = self.v_proj(x)`). Most of KV104's findings (the key's projection, "
+        "shape helper or cache used for the value) and of KV102's (one slice bound differing) are "
+        "special cases where the key twin stands nearby; KV107 needs no unused twin, only one "
+        "that exists. KV106's scale fallback (`v_scale or k_scale`) has no key twin statement and "
+        "stays KV106's."
+    )
+    why = (
+        "K and V are written as pairs of near-identical lines, and copy-paste between them is "
+        "the K/V bug that ships most: one name left unswapped, one dim not mirrored, one "
+        "bound not updated. The shapes usually still agree, so nothing fails; the model "
+        "attends over wrong values. Deliberate asymmetries are not reported: RoPE, a norm or a "
+        "cast on K only (another callable), K transposed for `Q @ K^T` while V keeps its last "
+        "axis, an op the query shares with the key (RoPE's layout, Q and K expanded to V's "
+        "heads), a head-dim cut after an ellipsis (Dk != Dv), a bound naming a value size of its "
+        "own, a fused buffer cut into parts, a mapping's `key`/`value` loop variables, a value "
+        "that mirrors the key of its own branch."
+    )
+    bad = """\
+class Attention(nn.Module):
+    def __init__(self, hidden, kv_size):
+        super().__init__()
+        self.k_proj = nn.Linear(hidden, kv_size)
+        self.v_proj = nn.Linear(hidden, kv_size)
+
+    def forward(self, x):
+        k = self.k_proj(x).transpose(1, 2)
+        v = self.k_proj(x).transpose(1, 2)
+        return k, v
+"""
+    good = """\
+class Attention(nn.Module):
+    def __init__(self, hidden, kv_size):
+        super().__init__()
+        self.k_proj = nn.Linear(hidden, kv_size)
+        self.v_proj = nn.Linear(hidden, kv_size)
+
+    def forward(self, x):
+        k = self.k_proj(x).transpose(1, 2)
+        v = self.v_proj(x).transpose(1, 2)
+        return k, v
+"""
+    fix_text = (
+        "Make the value statement mirror its key twin: swap the kept key-side name for its "
+        "value counterpart, move the same axes, apply the same op, cut the same bounds. No "
+        "automatic fix: where the asymmetry is meant, say so in a comment and suppress the line."
+    )
+
+    VALID = (
+        Example(good),
+        # K transposed for the scores, V kept as is.
+        Example("""\
+def attend(q, k, v):
+    k = k.permute(0, 2, 3, 1)
+    v = v.permute(0, 2, 1, 3)
+    return torch.softmax(q @ k, -1) @ v
+"""),
+        # RoPE on K only: another callable, not a dropped layout op.
+        Example("""\
+def prepare(self, k, v, cos, sin):
+    k = apply_rotary(k, cos, sin).transpose(1, 2)
+    v = v.transpose(1, 2)
+    return k, v
+"""),
+        # The head-dim cut after an ellipsis: Dk and Dv may differ.
+        Example("""\
+def unpad(k, v, d):
+    k = k[..., :d]
+    v = v[..., :d - 64]
+    return k, v
+"""),
+        # A fused buffer cut into its K and V parts.
+        Example("""\
+def split_kv(kv, half):
+    k_part = kv[:, :half]
+    v_part = kv[:, half:]
+    return k_part, v_part
+"""),
+        # A bound that names the value's own size.
+        Example("""\
+def trim(k, v, n, v_len):
+    k = k[:, :n]
+    v = v[:, :v_len]
+    return k, v
+"""),
+        # A value defaulted from the key only when it is missing.
+        Example("""\
+def attend(q, k, v=None):
+    if v is None:
+        v = k.clone()
+    return F.scaled_dot_product_attention(q, k, v)
+"""),
+        # A shared scale with no value scale of its own.
+        Example("""\
+def load(self, layer):
+    self.k_scale = layer.kv_scale
+    self.v_scale = layer.kv_scale
+"""),
+    )
+    INVALID = (
+        Example(bad, line=9),
+        # The value cache read through the key's getter; the value getter serves decoding.
+        Example("""\
+def caches(kv, layer, decoding):
+    if decoding:
+        return kv.get_key_cache(layer), kv.get_value_cache(layer)
+    key_cache = kv.get_key_cache(layer)
+    value_cache = kv.get_key_cache(layer)
+    return key_cache, value_cache
+""", line=5),
+        # The value projection replaced by the key's although the value projection is used
+        # in the other branch.
+        Example("""\
+class Attention(nn.Module):
+    def forward(self, x, cached):
+        if cached:
+            v = self.v_proj(x)
+        k = self.k_proj(x)
+        v = self.k_proj(x)
+        return k, v
+""", line=6),
+        # The value written into the key cache.
+        Example("""\
+def store(key_cache, value_cache, slots, key, value):
+    key_cache[slots] = key
+    key_cache[slots] = value
+""", line=3),
+        # The value transposed as if for the scores.
+        Example("""\
+def to_heads(k, v):
+    k = k.transpose(1, 2)
+    v = v.transpose(2, 3)
+    return k, v
+""", line=3),
+        # The value's parts concatenated in the other order.
+        Example("""\
+def join(k_nope, k_rope, v_nope, v_rope):
+    k = torch.cat([k_nope, k_rope], dim=-1)
+    v = torch.cat([v_rope, v_nope], dim=-1)
+    return k, v
+""", line=3),
+        # The GQA repeat dropped on the value side.
+        Example("""\
+def expand(k, v, groups):
+    k = repeat_kv(k, groups)
+    v = v
+    return k, v
+""", line=3),
+        # The value cut one token short.
+        Example("""\
+def window_attention(k, v, start, end):
+    k = k[:, start:end]
+    v = v[:, start:end - 1]
+    return k, v
+""", line=3),
+        # The value scale read from the key's attribute.
+        Example("""\
+def load(self, layer):
+    self.k_scale = layer.k_scale
+    self.v_scale = layer.k_scale
+""", line=3),
+        # The computed value thrown away for a copy of the key.
+        Example("""\
+def project(self, x):
+    k = self.k_proj(x)
+    v = self.v_proj(x)
+    v = k.contiguous()
+    return k, v
+""", line=4),
+    )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        # The model reads the standard library's tree, the one the ``ast`` screen reads: one
+        # code for both paths. The text is the file's own lines (the fast path blanks the
+        # others), so lines agree; columns are converted from UTF-8 bytes.
+        try:
+            tree = ast.parse(node.code)
+        except (SyntaxError, ValueError, RecursionError):
+            return
+        lines = node.code.split("\n")
+        for found in breaks(tree, self.extra_pairs):
+            self._report(found, lines)
+
+    def _report(self, found: Break, lines: list[str]) -> None:
+        node = found.node
+        span = Span(
+            node.lineno, _column(lines, node.lineno, node.col_offset) + 1,
+            node.end_lineno, _column(lines, node.end_lineno, node.end_col_offset) + 1,
+        )
+        self.findings.append(Finding(
+            code=self.code, message=found.message, path=self.context.path, span=span,
+            suggestion=found.suggestion, noqa_row=span.row,
+        ))
+
+
+def _column(lines: list[str], line: int, offset: int) -> int:
+    """The character column of UTF-8 byte ``offset`` in 1-based ``line``."""
+    if not 0 < line <= len(lines):
+        return offset
+    text = lines[line - 1]
+    if text.isascii():
+        return offset
+    return len(text.encode()[:offset].decode(errors="replace"))
