@@ -99,13 +99,17 @@ _RETURN_SELF = re.compile(rf"return(?<![A-Za-z0-9_]return){_GAP}self{_GAP}\.{_GA
 class _File:
     """Lazily computed facts about one file's text, shared by the rule conditions."""
 
-    def __init__(self, text: str, settings: Settings, reduced: bool = False, source: str | None = None) -> None:
+    def __init__(
+        self, text: str, settings: Settings, reduced: bool = False, source: str | None = None, whole: bool = False,
+    ) -> None:
         self.text = text
         self.settings = settings
         # Reduced by ``code_only``: no strings or comments, so brackets can be counted.
         self.reduced = reduced
-        # The whole file's text this one is reduced from (None: a part of a file, or not reduced).
+        # The raw text this one is reduced from (None: not reduced, or read without it).
         self.source = source
+        # The whole file's code, not one definition of it: its definitions are asked next.
+        self.whole = whole
         self._identifiers: frozenset[str] | None = None
         self._pairs: list[str] | None = None
         self._cuts: list[int] | None = None

@@ -150,7 +150,7 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
             return False
         if lone_cr:
             return True
-        reduced = _File(raw.code, settings, reduced=True, source=text)
+        reduced = _File(raw.code, settings, reduced=True, source=text, whole=True)
         return bool(reduced.k_names)
 
     passing = known.scanner.passing(text, paired, raw.joined_identifiers)
@@ -177,7 +177,7 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
         if lone_cr:
             # Old Mac line ends: code_only and segments count lines by "\n" only.
             return ParsePlan(True, rules=frozenset(_CODES.get(c) for c in [*module_live, *unit_conditions] if c(raw)))
-        reduced = _File(raw.code, settings, reduced=True, source=text)
+        reduced = _File(raw.code, settings, reduced=True, source=text, whole=True)
         live = [c for c in unit_conditions if c(reduced)]
     module_rules = frozenset(_CODES.get(c) for c in module_live)
     code = raw.code

@@ -62,7 +62,7 @@ def _kv107(f: _File) -> bool:
         len(re.findall(rf"\b{re.escape(k)}\b", bodies)) >= 2 for k in f.k_names
     ):
         return False
-    if f.source is not None:
+    if f.whole:
         return True  # the whole file: its definitions are asked one by one next
     return _near_twins(f)
 
