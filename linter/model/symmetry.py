@@ -71,6 +71,13 @@ _MIRRORED_METHODS = frozenset({
 })
 # What K and V always share, so a K name read for it on the V side changes nothing.
 _SHARED_METADATA = frozenset({"dtype", "device", "is_cuda", "layout", "get_device", "is_floating_point", "itemsize", "element_size"})
+# Calls that allocate a fresh buffer: a V buffer built from K's shape, dtype and device takes K's
+# geometry, never K's data, so whether that geometry fits V is a size question (KV210: only
+# where V has a head dim of its own), not a kept twin.
+_ALLOCATIONS = frozenset({
+    "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
+    "new_zeros", "new_ones", "new_empty", "new_full",
+})
 # Statements that only display or check.
 _QUIET = frozenset({"print", "debug", "info", "warning", "warn", "error", "log", "assert_close"})
 
@@ -628,7 +635,7 @@ def _classify(diff: _Diff, twin: ast.stmt, statement: ast.stmt, names: _Names, p
                       f"twin's `{op}({', '.join(map(str, k_axes))})` (line {twin.lineno})",
                       "move the value's axes as its key twin does")]
     if diff.kept:
-        return _kept_key_expression(v, twin, names, pairs)
+        return _kept_key_expression(v, twin, statement, names, pairs)
     if isinstance(k, (ast.Name, ast.Attribute)) and isinstance(v, (ast.Name, ast.Attribute)):
         return _kept_key_name(k, v, parent, twin, statement, names, pairs)
     axis = _axis_difference(k, v, path)
@@ -676,13 +683,20 @@ def _kept_key_name(k, v, parent, twin, statement, names: _Names, pairs) -> list[
     )]
 
 
-def _kept_key_expression(v: ast.AST, twin: ast.stmt, names: _Names, pairs) -> list[Break]:
+def _kept_key_expression(v: ast.AST, twin: ast.stmt, statement: ast.stmt, names: _Names, pairs) -> list[Break]:
     """A V statement keeping a whole K expression (``cache_k.size(2) + key_states.size(2)``)
     whose V counterparts (``cache_v``, ``value_states``) exist."""
     # ``dtype=key.dtype, device=key.device``: K and V share dtype and device.
     shared = {
         id(n.value) for n in walk(v) if n.__class__ is ast.Attribute and n.attr in _SHARED_METADATA
     }
+    if _allocates(statement):
+        # ``torch.zeros(key.shape, dtype=self.k_proj.weight.dtype)``: every name under a metadata
+        # read (its object chain included) asks for K's geometry only.
+        shared |= {
+            id(inner) for n in walk(v) if n.__class__ is ast.Attribute and n.attr in METADATA_ATTRIBUTES
+            for inner in walk(n.value)
+        }
     renamed = [
         (word, twin_name(word, pairs)) for word, n in ((_word(n), n) for n in walk(v))
         if word is not None and id(n) not in shared and kv_side(word, pairs) == "k"
@@ -696,6 +710,11 @@ def _kept_key_expression(v: ast.AST, twin: ast.stmt, names: _Names, pairs) -> li
         f"though the value counterparts {shown} exist",
         f"use {shown} on the value side",
     )]
+
+
+def _allocates(statement: ast.stmt) -> bool:
+    value = getattr(statement, "value", None)
+    return isinstance(value, ast.Call) and _tail(value.func) in _ALLOCATIONS
 
 
 def _in_target(node: ast.AST, statement: ast.stmt) -> bool:

@@ -86,6 +86,15 @@ class Attention(nn.Module):
 
     VALID = (
         Example(good),
+        # An empty V cache allocated with K's shape, dtype and device: K's geometry, not its data
+        # (whether that geometry fits V is KV210's question, where V has a head dim of its own).
+        Example("""\
+class DecoderAttention(nn.Module):
+    def init_cache(self, key_states, value_states):
+        cache_k = torch.zeros(key_states.shape, dtype=self.k_proj.weight.dtype, device=key_states.device)
+        cache_v = torch.zeros(key_states.shape, dtype=self.k_proj.weight.dtype, device=key_states.device)
+        return cache_k, cache_v
+"""),
         # K transposed for the scores, V kept as is.
         Example("""\
 def attend(q, k, v):
