@@ -255,6 +255,8 @@ class Attention(nn.Module):
     # A size is asked of the object it is read on: this config holds no KV head count.
     ("k = k.view(b, s, cfg.num_attention_heads, -1)", False),
     ("k = k.view(b, s, cfg.num_attention_heads, -1) if cfg.num_key_value_heads else k", True),
+    # A latent (MLA) head dim in the shape: head counts follow the path there.
+    ("k = k.view(b, s, self.num_heads, self.qk_nope_head_dim)", False),
     # No K/V side: the rule reads no shape of it.
     ("o = self.kv_b_proj(hidden_states)[0].view(b, s, self.num_heads, self.head_dim)", False),
 ])

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from linter.model.names import Role, is_kv_tensor_name, is_scale_name, kv_side, name_role
 from linter.model.size_roles import (
-    KERNEL_TWINS, gradient_side, key_dim, query_heads, value_dim, value_dim_twins,
+    KERNEL_TWINS, gradient_side, is_latent_scope, key_dim, query_heads, value_dim, value_dim_twins,
 )
 from linter.plan.screen_facts import Facts, _dotted, _tail, walk
 from linter.settings import Settings
@@ -213,8 +213,10 @@ def kv210(facts: Facts, settings: Settings) -> bool:
         return False
     held: dict[str, set[str]] | None = None
     for side, (shape, surely, key_read) in _sites(facts, extra):
+        # The rule's scope holds every name its function reads: one of MLA (``qk_nope_head_dim``)
+        # in the shape makes it a latent scope, where head counts follow the path.
         if side in ("k", "v") and counts and any(query_heads(n) for n in shape) and not any(
-                name_role(n) is Role.KV_HEADS for n in surely):
+                name_role(n) is Role.KV_HEADS for n in surely) and not is_latent_scope(surely):
             # A query head count and no KV head count in a K or V shape, where the object it is
             # read on holds a KV count.
             held = _held(facts, known) if held is None else held
