@@ -35,7 +35,7 @@ from linter.fixes import write_atomic
 from linter.report import FORMATS, Outcome, is_fixable, progress, renderer, severity
 from linter.report.summary import summary
 from linter.rule_docs import rule_url
-from linter.rules import rule_codes
+from linter.rules import preview_codes, rule_codes
 
 
 class UsageError(Exception):
@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--extend-select", type=_codes, action="extend", default=[], metavar="CODES", help="codes to run in addition")
     check.add_argument("--ignore", type=_codes, action="extend", default=[], metavar="CODES", help="codes not to run")
     check.add_argument("-e", "--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    check.add_argument("--preview", action=argparse.BooleanOptionalAction, default=None, help="run the preview rules too (KV107, KV210; default: the config's preview, false)")
     check.add_argument("--warnings-as-errors", action=argparse.BooleanOptionalAction, default=None, help="exit 1 on warnings (KV408, WKV001) too (default: the config's warnings-as-errors, false)")
     check.add_argument("--exit-non-zero-on-fix", action="store_true", help="exit 1 when --fix changed a file, even if nothing remains")
     check.add_argument("--statistics", action="store_true", help="print a count per rule instead of each finding")
@@ -204,9 +205,9 @@ def _check(args: argparse.Namespace) -> int:
     codes = rule_codes() + checkpoint.checkpoint_codes()
     cli = CliOptions(
         args.select, args.extend_select, args.ignore, args.extend_exclude, args.force_exclude,
-        args.exclude, args.respect_gitignore, args.warnings_as_errors,
+        args.exclude, args.respect_gitignore, args.warnings_as_errors, args.preview,
     )
-    settings = load_settings(config, cli, codes)
+    settings = load_settings(config, cli, codes, preview_codes())
     cache_dir = args.cache_dir or str(project_root(config, start) / DEFAULT_DIR)
     job = runner.job_for(
         checkpoint.code_settings(settings),

@@ -50,7 +50,7 @@ class ConfigError(Exception):
 # kvlint accepts there (``[tool.kvlint.lint]``) or at the top level, not both.
 _LINT_KEYS = {
     "select", "extend-select", "ignore", "extend-ignore", "per-file-ignores", "extra-pairs",
-    "attention-callables",
+    "attention-callables", "preview",
 }
 _KEYS = _LINT_KEYS | {
     "exclude", "extend-exclude", "force-exclude", "respect-gitignore", "warnings-as-errors",
@@ -72,6 +72,7 @@ class CliOptions:
     exclude: Sequence[str] | None = None  # replaces the file's exclude
     respect_gitignore: bool | None = None  # None: the file's respect-gitignore
     warnings_as_errors: bool | None = None  # None: the file's warnings-as-errors
+    preview: bool | None = None  # None: the file's preview (default false)
 
 
 def find_config(start: Path) -> Path | None:
@@ -158,11 +159,13 @@ def _read_toml(path: Path) -> dict:
 
 
 def load_settings(
-    config: Path | None, cli: CliOptions, codes: Sequence[str]
+    config: Path | None, cli: CliOptions, codes: Sequence[str], preview_codes: Iterable[str] = ()
 ) -> Settings:
     """Settings from ``config`` (may be None: defaults) overlaid with ``cli``.
 
     ``codes`` are the rule codes that exist; selectors may name a code, a prefix of codes, or ALL.
+    ``preview_codes`` are the preview rules among them: ALL and prefixes select them only with
+    ``preview`` on (``--preview``, ``preview = true``); naming one's exact code always selects it.
     """
     table: dict = {}
     root = Path.cwd()
@@ -176,14 +179,21 @@ def load_settings(
         raise ConfigError(f"{where}: unknown key {unknown[0]!r}{' in ' + section if section else ''}; known keys: {', '.join(sorted(_KEYS))}")
     table = _with_lint_keys(table, where, f"{section[:-1]}.lint]" if section else "[lint]")
 
-    def codes_of(value: object, key: str) -> frozenset[str]:
-        return _expand(_strings(value, key, where), codes, f"{where} ({key})")
+    preview = table.get("preview", False)
+    if not isinstance(preview, bool):
+        raise ConfigError(f"{where}: preview must be true or false")
+    if cli.preview is not None:
+        preview = cli.preview
+    hidden = frozenset() if preview else frozenset(preview_codes)
 
-    select = codes_of(table.get("select", ["ALL"]), "select")
+    def codes_of(value: object, key: str, hide: frozenset[str] = frozenset()) -> frozenset[str]:
+        return _expand(_strings(value, key, where), codes, f"{where} ({key})", hide)
+
+    select = codes_of(table.get("select", ["ALL"]), "select", hidden)
     if cli.select is not None:
-        select = _expand(cli.select, codes, "--select")
-    select |= codes_of(table.get("extend-select", []), "extend-select")
-    select |= _expand(cli.extend_select, codes, "--extend-select")
+        select = _expand(cli.select, codes, "--select", hidden)
+    select |= codes_of(table.get("extend-select", []), "extend-select", hidden)
+    select |= _expand(cli.extend_select, codes, "--extend-select", hidden)
     ignore = codes_of(table.get("ignore", []), "ignore") | codes_of(table.get("extend-ignore", []), "extend-ignore")
     ignore |= _expand(cli.ignore, codes, "--ignore")
 
@@ -259,7 +269,9 @@ def _strings(value: object, key: str, where: str) -> list[str]:
     return value
 
 
-def _expand(selectors: Iterable[str], codes: Sequence[str], where: str) -> frozenset[str]:
+def _expand(selectors: Iterable[str], codes: Sequence[str], where: str, hidden: frozenset[str] = frozenset()) -> frozenset[str]:
+    """The codes ``selectors`` name; ALL and prefixes pass over ``hidden`` (preview rules), an
+    exact code does not."""
     chosen: set[str] = set()
     for raw in selectors:
         selector = raw.strip().upper()
@@ -268,7 +280,7 @@ def _expand(selectors: Iterable[str], codes: Sequence[str], where: str) -> froze
         matched = [c for c in codes if selector == "ALL" or c.startswith(selector)]
         if not matched:
             raise ConfigError(f"{where}: unknown rule code {raw!r}; valid codes: {', '.join(codes)}")
-        chosen.update(matched)
+        chosen.update(c for c in matched if c == selector or c not in hidden)
     return frozenset(chosen)
 
 

@@ -28,7 +28,7 @@ class LintError(RuntimeError):
 
 def lint_rows(kvlint: list[str], path: Path) -> tuple[int, ...]:
     """Rows of every finding kvlint reports on ``path``: all rules, no cache, no configuration."""
-    cmd = [*kvlint, "check", "--isolated", "--select", "ALL", "--no-cache", "--exit-zero",
+    cmd = [*kvlint, "check", "--isolated", "--select", "ALL", "--preview", "--no-cache", "--exit-zero",
            "--output-format", "json", "--jobs", "1", str(path)]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     try:

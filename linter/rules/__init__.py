@@ -104,6 +104,17 @@ def _declared(code: str, name: str, attribute: str) -> Any:
 
 
 @cache
+def preview_codes() -> frozenset[str]:
+    """The rules whose folder declares ``PREVIEW = True``: run only with ``--preview`` (or
+    ``preview = true``) or when selected by their exact code, until their precision on
+    held-out code and their cost meet the other rules'."""
+    return frozenset(
+        code for code in rule_codes()
+        if getattr(importlib.import_module(f"{__name__}.{code.lower()}"), "PREVIEW", False)
+    )
+
+
+@cache
 def units() -> dict[str, str]:
     """Each rule's ``UNIT``."""
     found = {}

@@ -255,8 +255,14 @@ def _visitor_names(cls: type[Rule]) -> tuple[str, ...]:
 def doc_page(rule, language: str) -> str:
     """A rule's page: the same sections for code rules and checkpoint rules, examples fenced as
     ``language``."""
+    from linter.rules import preview_codes
+
+    preview = (
+        f"This is a preview rule: it runs with `--preview` (or `preview = true`), or when "
+        f"selected by its code (`--select {rule.code}`).\n\n" if rule.code in preview_codes() else ""
+    )
     return (
-        f"# {rule.code} {rule.name}\n\n{rule.summary}\n\n"
+        f"# {rule.code} {rule.name}\n\n{rule.summary}\n\n{preview}"
         f"## What it does\n{rule.what}\n\n"
         f"## Why is this bad?\n{rule.why}\n\n"
         f"## Example\n```{language}\n{rule.bad.rstrip()}\n```\n\n"

@@ -228,3 +228,15 @@ def test_the_linter_never_imports_torch(tree):
         "print('torch' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", probe], cwd=tree, capture_output=True, text=True, check=False)
     assert proc.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_preview_rules_run_with_preview_or_by_name_only(tmp_path):
+    (tmp_path / "attend.py").write_text(
+        "import torch\n\n\ndef attend(q, k, v, t):\n    k = k[:, :t].transpose(1, 2)\n    v = v[:, :t]\n"
+        "    return torch.nn.functional.scaled_dot_product_attention(q, k, v)\n"
+    )
+    codes = lambda *flags: [line.split()[1] for line in out(kvlint("check", "--isolated", "--no-cache", "-e", "--output-format", "concise", *flags, "attend.py", cwd=tmp_path)).splitlines() if ": KV" in line]
+    assert codes() == []
+    assert codes("--preview") == ["KV107"]
+    assert codes("--select", "KV107") == ["KV107"]
+    assert codes("--select", "KV1") == []

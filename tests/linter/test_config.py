@@ -142,3 +142,31 @@ def test_a_file_key_in_lint_is_an_unknown_key_there(tmp_path):
     config = _write(tmp_path, '[tool.kvlint.lint]\nexclude = ["gen/"]\n')
     with pytest.raises(ConfigError, match=r"unknown key 'exclude' in \[tool.kvlint.lint\]"):
         load_settings(config, CliOptions(), CODES)
+
+
+PREVIEWED = ["KV101", "KV102", "KV107", "KV201", "KV210"]
+
+
+def test_preview_rules_stay_out_of_all_and_prefixes_without_preview():
+    settings = load_settings(None, CliOptions(select=["ALL"]), PREVIEWED, {"KV107", "KV210"})
+    assert enabled_codes(settings) == {"KV101", "KV102", "KV201"}
+    settings = load_settings(None, CliOptions(select=["KV1"]), PREVIEWED, {"KV107", "KV210"})
+    assert enabled_codes(settings) == {"KV101", "KV102"}
+
+
+def test_a_preview_rule_named_by_its_code_runs_without_preview():
+    settings = load_settings(None, CliOptions(select=["KV1"], extend_select=["KV210"]), PREVIEWED, {"KV107", "KV210"})
+    assert enabled_codes(settings) == {"KV101", "KV102", "KV210"}
+
+
+def test_preview_on_the_command_line_or_in_the_config_selects_the_preview_rules(tmp_path):
+    assert enabled_codes(load_settings(None, CliOptions(preview=True), PREVIEWED, {"KV107", "KV210"})) == set(PREVIEWED)
+    config = _write(tmp_path, "[tool.kvlint.lint]\npreview = true\n")
+    assert enabled_codes(load_settings(config, CliOptions(), PREVIEWED, {"KV107", "KV210"})) == set(PREVIEWED)
+    assert enabled_codes(load_settings(config, CliOptions(preview=False), PREVIEWED, {"KV107", "KV210"})) == {"KV101", "KV102", "KV201"}
+
+
+def test_a_preview_that_is_not_a_boolean_is_refused(tmp_path):
+    config = _write(tmp_path, '[tool.kvlint]\npreview = "yes"\n')
+    with pytest.raises(ConfigError, match="preview must be true or false"):
+        load_settings(config, CliOptions(), PREVIEWED, {"KV107"})

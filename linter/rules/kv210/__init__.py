@@ -3,3 +3,6 @@ screen) and ``condition`` (its text condition). ``UNIT`` says where all the fact
 (``linter.rules.UNITS``)."""
 
 UNIT = "definition"
+# A preview rule: it runs with --preview (or preview = true), or when its code is selected by
+# name, until its cost on large trees and its precision on held-out code meet the other rules'.
+PREVIEW = True
