@@ -41,13 +41,17 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from linter.model.ast_reading import FUNCTIONS, blocks, bodies, int_value, root_word, tail
+from linter.model.ast_reading import dotted as dotted_name
+from linter.model.twin_ops import CONCATS, axes_differ, axis_difference, axis_list, dropped_operand, slice_difference, transposed_for_scores
+from linter.model.twin_ops import dropped as dropped_op
+from linter.model.reaching import rebuilds, rebuilt_from_key
 from linter.plan.screen_facts import walk
 from linter.model.names import (
     METADATA_ATTRIBUTES,
     TWIN_ATTENTION_WORDS,
     is_kv_tensor_name,
     is_query_name,
-    key_counterpart,
     kv_side,
     value_counterpart,
 )
@@ -55,20 +59,6 @@ from linter.model.names import (
 # How far apart (in lines) twins may stand: the K and V lines of one step sit together.
 _WINDOW = 12
 
-# Calls whose integer arguments name axes: a twin that moves other axes breaks the symmetry.
-_AXIS_CALLS = frozenset({
-    "transpose", "swapaxes", "swapdims", "permute", "movedim", "moveaxis", "cat", "concat",
-    "concatenate", "stack", "flatten", "unflatten", "repeat_interleave",
-})
-_TRANSPOSES = frozenset({"transpose", "swapaxes", "swapdims"})
-_CONCATS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack"})
-# Methods the V side must repeat when its twin applies them: layout and GQA repeats. RoPE,
-# norms and quantisers are other callables (K-only on purpose), never in this set; nor are
-# casts: K is cast to float32 alone for its norm or rotary embedding.
-_MIRRORED_METHODS = frozenset({
-    "transpose", "swapaxes", "swapdims", "permute", "movedim", "moveaxis", "repeat_interleave",
-    "repeat", "expand",
-})
 # What K and V always share, so a K name read for it on the V side changes nothing.
 _SHARED_METADATA = frozenset({"dtype", "device", "is_cuda", "layout", "get_device", "is_floating_point", "itemsize", "element_size"})
 # Calls that allocate a fresh buffer: a V buffer built from K's shape, dtype and device takes K's
@@ -109,32 +99,17 @@ def _attention_code(names: _Names, function: ast.AST, owner: ast.ClassDef | None
     return any(word in name.lower() for name in words for word in TWIN_ATTENTION_WORDS)
 
 
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-
-
 def _functions(node: ast.AST, owner: ast.ClassDef | None) -> Iterator[tuple[ast.AST, ast.ClassDef | None]]:
     # Definitions stand only in statement bodies: no expression is walked to find them.
-    for body in _bodies(node):
+    for body in bodies(node):
         for child in body:
-            if isinstance(child, _FUNCTIONS):
+            if isinstance(child, FUNCTIONS):
                 yield child, owner
                 yield from _functions(child, None)
             elif isinstance(child, ast.ClassDef):
                 yield from _functions(child, child)
             else:
                 yield from _functions(child, owner)
-
-
-def _bodies(node: ast.AST) -> Iterator[list[ast.stmt]]:
-    """The statement lists directly under ``node``."""
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(node, field, None)
-        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-            yield block
-    for handler in getattr(node, "handlers", None) or ():
-        yield handler.body
-    for case in getattr(node, "cases", None) or ():
-        yield case.body
 
 
 # ---------------------------------------------------------------- one function
@@ -177,7 +152,7 @@ def _collect(root: ast.AST) -> tuple[set[str], set[str]]:
             dotted.add(node.id)
         elif kind is ast.Attribute:
             words.add(node.attr)
-            name = _dotted(node)
+            name = dotted_name(node)
             if name is not None:
                 dotted.add(name)
         elif kind is ast.arg:
@@ -196,9 +171,9 @@ def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             if getattr(statement, "value", None) is not None:
                 yield statement
         elif isinstance(statement, ast.Expr):
-            if isinstance(statement.value, ast.Call) and _tail(statement.value.func) not in _QUIET:
+            if isinstance(statement.value, ast.Call) and tail(statement.value.func) not in _QUIET:
                 yield statement
-        elif isinstance(statement, (*_FUNCTIONS, ast.ClassDef)):
+        elif isinstance(statement, (*FUNCTIONS, ast.ClassDef)):
             continue
         else:
             for field in ("body", "orelse", "finalbody"):
@@ -232,14 +207,6 @@ class _Sides:
                 self.k = True
             elif side == "v":
                 self.v = True
-
-
-def _word(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return None
 
 
 def _function_breaks(function: ast.AST, owner: ast.ClassDef | None, classes: dict, pairs) -> list[Break]:
@@ -285,8 +252,15 @@ def _function_breaks(function: ast.AST, owner: ast.ClassDef | None, classes: dic
     key_only = {id(s) for s, side in zip(statements, sides) if side.k and not side.v and _effect(s)}
     if key_only:
         found.extend(_repeated_key_statements(function, key_only, lambda: names or _Names(function, owner, classes), pairs))
-    if any(_rebuilds(s, pairs) for s, side in zip(statements, sides) if side.k and side.v):
-        found.extend(_rebuilt_from_key(function, pairs))
+    if any(rebuilds(s, pairs) for s, side in zip(statements, sides) if side.k and side.v):
+        found.extend(
+            Break(
+                "v-rebuilt-from-k", r.value, r.defined,
+                f"`{r.name}`, computed on line {r.defined}, is replaced by a value built from the key `{r.key}` alone",
+                f"keep the computed `{r.name}`, or build it from `{r.name}`",
+            )
+            for r in rebuilt_from_key(function, pairs)
+        )
     if found and not _attention_code(names or _Names(function, owner, classes), function, owner):
         return []
     return found
@@ -302,10 +276,10 @@ def _same_part(twin: ast.stmt, statement: ast.stmt, pairs) -> Break | None:
     value = statement.value
     if not isinstance(value, ast.Subscript) or not isinstance(twin.value, ast.Subscript):
         return None
-    target = _word(statement.targets[0])
+    target = tail(statement.targets[0])
     if target is None or not is_kv_tensor_name(target, pairs):
         return None
-    base = _root_word(value.value)
+    base = root_word(value.value)
     if base is None or kv_side(base, pairs) is not None or ast.dump(value) != ast.dump(twin.value):
         return None
     elements = value.slice.elts if isinstance(value.slice, ast.Tuple) else [value.slice]
@@ -315,7 +289,7 @@ def _same_part(twin: ast.stmt, statement: ast.stmt, pairs) -> Break | None:
         return None  # a head-dim cut after an ellipsis: MLA's K and V share the latent
     return Break(
         "twin-name", value, twin.lineno,
-        f"the value takes the same part of `{_dotted(value.value) or base}` as its key twin (line {twin.lineno}): "
+        f"the value takes the same part of `{dotted_name(value.value) or base}` as its key twin (line {twin.lineno}): "
         "V becomes a copy of K",
         "cut the value's own part (the next rows or the second half)",
     )
@@ -325,7 +299,7 @@ def _repeated_key_statements(function: ast.AST, key_only: set[int], known: Calla
     """``prefetch(tma_k)`` twice in one block where ``tma_v`` exists: the V statement became a
     second copy of its K twin, every V name turned back into its K name."""
     found: list[Break] = []
-    for body in _blocks(function):
+    for body in blocks(function):
         candidates = [s for s in body if id(s) in key_only]
         # Two copies of a statement in one block span as many lines and columns: only those
         # are compared whole.
@@ -359,7 +333,7 @@ def _effect(statement: ast.stmt) -> bool:
     """A call for its effect, or a store into a subscript or attribute: statements that are
     done once per side, never twice alike."""
     if isinstance(statement, ast.Expr):
-        return isinstance(statement.value, ast.Call) and _tail(statement.value.func) not in _QUIET
+        return isinstance(statement.value, ast.Call) and tail(statement.value.func) not in _QUIET
     if isinstance(statement, ast.Assign):
         return all(isinstance(t, (ast.Subscript, ast.Attribute)) for t in statement.targets)
     return False
@@ -368,7 +342,7 @@ def _effect(statement: ast.stmt) -> bool:
 def _key_name_with_value_twin(statement: ast.stmt, names: _Names, pairs) -> tuple[ast.AST, str] | None:
     kept = None
     for node in walk(statement):
-        word = _word(node)
+        word = tail(node)
         if word is None:
             continue
         side = kv_side(word, pairs)
@@ -376,7 +350,7 @@ def _key_name_with_value_twin(statement: ast.stmt, names: _Names, pairs) -> tupl
             return None
         if side == "k" and kept is None:
             twin = twin_name(word, pairs)
-            dotted = _dotted(node)
+            dotted = dotted_name(node)
             twin_dotted = None if dotted is None else dotted[: -len(word)] + twin
             if twin_dotted in names.dotted or twin in names.words:
                 kept = (node, twin_dotted or twin)
@@ -449,11 +423,11 @@ def _record(found: list[_Diff], diff: _Diff) -> None:
 
 def _compare(k: object, v: object, pairs, found: list[_Diff], path: list[ast.AST]) -> None:
     if isinstance(k, ast.AST):
-        if _int(k) is not None and _int(v) is not None:
-            if _int(k) != _int(v):
+        if int_value(k) is not None and int_value(v) is not None:
+            if int_value(k) != int_value(v):
                 _record(found, _Diff(k, v, tuple(path)))
             return
-        inner = _dropped_operand(k, v)
+        inner = dropped_operand(k, v)
         if inner is not None:
             # ``v = v.view(s)`` beside ``k = k.view(s).transpose(1, 2)``: the V side equals the
             # twin's operand, one op short. One difference, not a cascade of them.
@@ -478,7 +452,7 @@ def _compare(k: object, v: object, pairs, found: list[_Diff], path: list[ast.AST
             ):
                 _record(found, _Diff(k, v, tuple(path)))
             return
-        if isinstance(k, ast.Call) and _axes_differ(k, v):
+        if isinstance(k, ast.Call) and axes_differ(k, v):
             _record(found, _Diff(k, v, tuple(path), axes=True))
             path.append(v)
             try:
@@ -542,24 +516,6 @@ def _compare_fields(k: ast.AST, v: ast.AST, pairs, found: list[_Diff], path: lis
         path.pop()
 
 
-_MOVES = _TRANSPOSES | {"permute", "movedim", "moveaxis"}
-
-
-def _axis_list(call: ast.Call) -> list[int] | None:
-    args = call.args
-    if len(args) == 1 and isinstance(args[0], (ast.List, ast.Tuple)):
-        args = args[0].elts
-    axes = [_int(a) for a in args]
-    return None if not axes or None in axes or call.keywords else axes
-
-
-def _axes_differ(k: ast.Call, v: ast.Call) -> bool:
-    if _tail(k.func) not in _MOVES or _tail(v.func) != _tail(k.func):
-        return False
-    k_axes, v_axes = _axis_list(k), _axis_list(v)
-    return k_axes is not None and v_axes is not None and k_axes != v_axes
-
-
 def _compare_words(a: str, b: str, k: ast.AST, v: ast.AST, pairs, found: list, path: list) -> None:
     renamed = twin_name(a, pairs)
     if renamed != b:
@@ -621,14 +577,14 @@ def _classify(diff: _Diff, twin: ast.stmt, statement: ast.stmt, names: _Names, p
     parent = path[-1] if path else None
     if diff.order:
         call = parent if isinstance(parent, ast.Call) else None
-        if call is not None and _tail(call.func) in _CONCATS and call.args and call.args[0] is v:
+        if call is not None and tail(call.func) in CONCATS and call.args and call.args[0] is v:
             return [Break("one-side-op", v, twin.lineno,
                           f"the value side concatenates its parts in another order than its key twin (line {twin.lineno})",
                           "concatenate the value parts in the key's order")]
         return []
     if diff.axes:
-        op, k_axes, v_axes = _tail(v.func), _axis_list(k), _axis_list(v)
-        if not isinstance(v.func, ast.Attribute) or _transposed_for_scores(op, k_axes, v_axes):
+        op, k_axes, v_axes = tail(v.func), axis_list(k), axis_list(v)
+        if not isinstance(v.func, ast.Attribute) or transposed_for_scores(op, k_axes, v_axes):
             return []  # K transposed for ``Q @ K^T`` while V keeps its last axis last
         return [Break("one-side-op", v, twin.lineno,
                       f"the value side's `{op}({', '.join(map(str, v_axes))})` moves other axes than its key "
@@ -638,15 +594,15 @@ def _classify(diff: _Diff, twin: ast.stmt, statement: ast.stmt, names: _Names, p
         return _kept_key_expression(v, twin, statement, names, pairs)
     if isinstance(k, (ast.Name, ast.Attribute)) and isinstance(v, (ast.Name, ast.Attribute)):
         return _kept_key_name(k, v, parent, twin, statement, names, pairs)
-    axis = _axis_difference(k, v, path)
+    axis = axis_difference(k, v, path)
     if axis is not None:
         return [Break("one-side-op", v, twin.lineno, axis, "move the value's axes as its key twin does")]
-    dropped = _dropped(k, pairs) if diff.dropped else None
+    dropped = dropped_op(k, pairs) if diff.dropped else None
     if dropped is not None:
         kind, text = dropped
         return [Break(kind, v, twin.lineno, f"{text} (key twin at line {twin.lineno})",
                       "apply the key twin's operation to the value as well")]
-    cut = _slice_difference(k, v, path, pairs)
+    cut = slice_difference(k, v, path, pairs)
     if cut is not None:
         return [Break("one-side-slice", v, twin.lineno, f"{cut} (key twin at line {twin.lineno})",
                       "cut the value's tokens and heads as its key twin does")]
@@ -655,7 +611,7 @@ def _classify(diff: _Diff, twin: ast.stmt, statement: ast.stmt, names: _Names, p
 
 def _kept_key_name(k, v, parent, twin, statement, names: _Names, pairs) -> list[Break]:
     """``v = self.k_proj(x)`` beside ``k = self.k_proj(x)``: the V statement kept the K name."""
-    k_word, v_word = _word(k), _word(v)
+    k_word, v_word = tail(k), tail(v)
     if k_word != v_word or kv_side(k_word, pairs) != "k":
         return []
     if isinstance(parent, ast.Attribute) and parent.value is v and parent.attr in METADATA_ATTRIBUTES:
@@ -663,11 +619,11 @@ def _kept_key_name(k, v, parent, twin, statement, names: _Names, pairs) -> list[
     if isinstance(v, ast.Name) and v.id in names.loop_names:
         return []
     if isinstance(v, ast.Name) and isinstance(parent, ast.Call) and any(
-        is_query_name(_word(a)) for a in parent.args if a is not v
+        is_query_name(tail(a)) for a in parent.args if a is not v
     ):
         return []  # ``check(v_scale, query, key)``: the query and key as context, not a copy
     twin_word = twin_name(k_word, pairs)
-    dotted = _dotted(v)
+    dotted = dotted_name(v)
     twin_dotted = None if dotted is None else (dotted[: -len(v_word)] + twin_word)
     # The counterpart as written (``self.v_proj``, ``layer.v_scale``), or its name on any
     # object of the function or class (``cache.get_value_cache`` read from another cache).
@@ -698,7 +654,7 @@ def _kept_key_expression(v: ast.AST, twin: ast.stmt, statement: ast.stmt, names:
             for inner in walk(n.value)
         }
     renamed = [
-        (word, twin_name(word, pairs)) for word, n in ((_word(n), n) for n in walk(v))
+        (word, twin_name(word, pairs)) for word, n in ((tail(n), n) for n in walk(v))
         if word is not None and id(n) not in shared and kv_side(word, pairs) == "k"
     ]
     if not renamed or not all(twin_word in names.words for _, twin_word in renamed):
@@ -714,7 +670,7 @@ def _kept_key_expression(v: ast.AST, twin: ast.stmt, statement: ast.stmt, names:
 
 def _allocates(statement: ast.stmt) -> bool:
     value = getattr(statement, "value", None)
-    return isinstance(value, ast.Call) and _tail(value.func) in _ALLOCATIONS
+    return isinstance(value, ast.Call) and tail(value.func) in _ALLOCATIONS
 
 
 def _in_target(node: ast.AST, statement: ast.stmt) -> bool:
@@ -722,251 +678,9 @@ def _in_target(node: ast.AST, statement: ast.stmt) -> bool:
     return any(t is not None and any(n is node for n in walk(t)) for t in targets)
 
 
-def _axis_difference(k, v, path: tuple[ast.AST, ...]) -> str | None:
-    """The integer dim of a concatenation or flatten that differs from the twin's."""
-    if _int(k) is None or _int(v) is None:
-        return None
-    call = next((p for p in reversed(path) if isinstance(p, ast.Call)), None)
-    op = None if call is None else _tail(call.func)
-    if op not in _AXIS_CALLS or op in _MOVES:
-        return None
-    if not any(_holds(arg, v) for arg in (*call.args[1:], *(kw.value for kw in call.keywords))):
-        return None
-    return f"the value side's `{op}` works along dim {_int(v)} where its key twin's uses dim {_int(k)}"
-
-
-def _transposed_for_scores(op: str, k_axes: list[int], v_axes: list[int]) -> bool:
-    """K's op moves the last axis (``transpose(-2, -1)``, ``permute(0, 2, 3, 1)``) and V's does
-    not: the layout ``Q @ K^T`` wants, not a broken twin."""
-    if op in _TRANSPOSES:
-        if -1 in k_axes and -1 not in v_axes:
-            return True
-        if all(a >= 0 for a in (*k_axes, *v_axes)) and max(k_axes) > max(v_axes):
-            return True
-        return False
-    if op == "permute" and len(k_axes) == len(v_axes) and k_axes:
-        last = len(k_axes) - 1
-        return k_axes[-1] not in (last, -1) and v_axes[-1] in (last, -1)
-    return False
-
-
-def _moves_last_axis(op: str, call: ast.Call) -> bool:
-    """K laid out for ``Q @ K^T``: its last axis moved (``transpose(-2, -1)``, ``transpose(2,
-    3)`` of a 4-d tensor, ``permute(0, 2, 3, 1)``)."""
-    axes = _axis_list(call)
-    if axes is None:
-        return True  # axes not read: no claim
-    if op == "permute":
-        return axes[-1] not in (len(axes) - 1, -1)
-    return -1 in axes or max(axes) >= 3
-
-
-def _dropped_operand(k: ast.AST, v: ast.AST) -> ast.AST | None:
-    """What the V side would equal if it lacked the twin's layout op, repeat, cast or cut."""
-    if isinstance(k, ast.Call):
-        op = _tail(k.func)
-        if isinstance(v, ast.Call) and _tail(v.func) == op:
-            return None
-        if isinstance(k.func, ast.Attribute) and op in _MIRRORED_METHODS:
-            return k.func.value
-        if op is not None and "repeat" in op.lower() and op != "repeat" and k.args:
-            return k.args[0]
-    elif isinstance(k, ast.Subscript) and not isinstance(v, ast.Subscript):
-        return k.value
-    return None
-
-
-def _dropped(k, pairs) -> tuple[str, str] | None:
-    """What the V statement lacks: a layout op, cast or repeat, or a token or head cut."""
-    if isinstance(k, ast.Call):
-        op = _tail(k.func)
-        if op in _MOVES and _moves_last_axis(op, k):
-            return None  # K laid out for ``Q @ K^T``; V keeps its last axis last
-        return "one-side-op", (f"the value side lacks the key twin's `.{op}(...)`" if isinstance(k.func, ast.Attribute)
-                               else f"the value side lacks the key twin's `{op}(...)`")
-    if isinstance(k, ast.Subscript) and _cuts_tokens_or_heads(k.slice) and kv_side(_root_word(k.value) or "", pairs) == "k":
-        return "one-side-slice", "the value side is not cut where its key twin is"
-    return None
-
-
-def _slice_difference(k, v, path: tuple[ast.AST, ...], pairs) -> str | None:
-    """A bound of a V-side slice (or ``narrow`` length) that differs from the twin's."""
-    for depth in range(len(path) - 1, -1, -1):
-        node = path[depth]
-        inner = path[depth + 1] if depth + 1 < len(path) else v
-        if isinstance(node, ast.Subscript) and inner is node.slice:
-            root = _root_word(node.value)
-            if root is None or kv_side(root, pairs) != "v":
-                return None
-            elements = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-            element = next((e for e in elements if _holds(e, v)), None)
-            if not isinstance(element, ast.Slice):
-                return None
-            if _last_axis(elements, element) or _names_value_side(v, pairs):
-                return None
-            return "the value side's slice bound differs from its key twin's"
-        if isinstance(node, ast.Call) and _tail(node.func) == "narrow" and isinstance(node.func, ast.Attribute):
-            root = _root_word(node.func.value)
-            if root is None or kv_side(root, pairs) != "v" or len(node.args) != 3 or not _holds(node.args[2], v):
-                return None
-            if _int(node.args[0]) == -1 or _names_value_side(v, pairs):
-                return None
-            return "the value side's `narrow` length differs from its key twin's"
-        if isinstance(node, (ast.Call, ast.stmt)):
-            return None
-    return None
-
-
-def _last_axis(elements: list[ast.expr], element: ast.expr) -> bool:
-    """A cut of the last axis after an ellipsis (``v[..., :d]``): the head dim, which may
-    differ between K and V (Dk != Dv)."""
-    has_ellipsis = any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in elements)
-    return has_ellipsis and elements[-1] is element
-
-
-def _cuts_tokens_or_heads(index: ast.expr) -> bool:
-    elements = index.elts if isinstance(index, ast.Tuple) else [index]
-    for element in elements:
-        if isinstance(element, ast.Slice) and (element.lower is not None or element.upper is not None):
-            return not _last_axis(elements, element)
-    return False
-
-
-def _names_value_side(node: object, pairs) -> bool:
-    """The V statement's differing part names a V size of its own (``v_head_dim``)."""
-    if not isinstance(node, ast.AST):
-        return False
-    return any(kv_side(w, pairs) == "v" for w in map(_word, walk(node)) if w is not None)
-
-
 # ---------------------------------------------------------------- reaching definitions
-
-
-def _rebuilt_from_key(function: ast.AST, pairs) -> list[Break]:
-    """``v = k.clone()`` after ``v = self.v_proj(x)``, in one block: the computed V is dropped."""
-    found: list[Break] = []
-    for body in _blocks(function):
-        defined: dict[str, int] = {}
-        for statement in body:
-            if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
-                name = statement.targets[0].id
-                key = _key_source(statement.value, name, pairs)
-                if key is not None and name in defined:
-                    found.append(Break(
-                        "v-rebuilt-from-k", statement.value, defined[name],
-                        f"`{name}`, computed on line {defined[name]}, is replaced by a value built from the key "
-                        f"`{key}` alone",
-                        f"keep the computed `{name}`, or build it from `{name}`",
-                    ))
-                if not (isinstance(statement.value, ast.Constant) and statement.value.value is None):
-                    defined[name] = statement.lineno
-                else:
-                    defined.pop(name, None)
-            elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                continue
-            else:
-                # A block or a loop may rebind the name in ways this straight-line reading misses.
-                for node in walk(statement):
-                    if node.__class__ is ast.Name and isinstance(node.ctx, ast.Store):
-                        defined.pop(node.id, None)
-    return found
-
-
-def _rebuilds(statement: ast.stmt, pairs) -> bool:
-    """Is ``statement`` a V name assigned from its K twin alone (``v = k.clone()``)?"""
-    return (
-        isinstance(statement, ast.Assign) and len(statement.targets) == 1
-        and isinstance(statement.targets[0], ast.Name)
-        and _key_source(statement.value, statement.targets[0].id, pairs) is not None
-    )
-
-
-def _blocks(function: ast.AST) -> Iterator[list[ast.stmt]]:
-    """Every statement list of the function, nested definitions' left out."""
-    todo = [function.body]
-    while todo:
-        body = todo.pop()
-        yield body
-        for statement in body:
-            if not isinstance(statement, (*_FUNCTIONS, ast.ClassDef)):
-                todo.extend(_bodies(statement))
-
-
-def _key_source(value: ast.expr, name: str, pairs) -> str | None:
-    """The K twin of V-side ``name`` when ``value`` is built from it alone: a call chain or cut
-    rooted at the twin that never reads ``name``."""
-    if kv_side(name, pairs) != "v":
-        return None
-    key = key_counterpart(name, pairs)
-    if key is None or not isinstance(value, (ast.Call, ast.Subscript)):
-        return None
-    if _root_word(value) != key or _chain_root(value) is None:
-        return None
-    if any(n.__class__ is ast.Name and n.id == name for n in walk(value)):
-        return None
-    return key
-
-
-
-def _chain_root(node: ast.expr) -> ast.Name | None:
-    """``k`` of ``k.view(...).transpose(1, 2)`` or ``k[:, :n]``: the name a method chain starts at."""
-    while True:
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            node = node.func.value
-        elif isinstance(node, ast.Subscript):
-            node = node.value
-        elif isinstance(node, ast.Name):
-            return node
-        else:
-            return None
 
 
 # ---------------------------------------------------------------- small helpers
 
 
-def _root_word(node: ast.AST) -> str | None:
-    """The identifier a tensor expression starts from: ``v`` of ``v.view(...)[0]``,
-    ``v_cache`` of ``self.v_cache[i]``."""
-    while True:
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            node = node.func.value
-        elif isinstance(node, ast.Subscript):
-            node = node.value
-        elif isinstance(node, ast.Attribute):
-            return node.attr
-        elif isinstance(node, ast.Name):
-            return node.id
-        else:
-            return None
-
-
-def _holds(node: ast.AST, inner: object) -> bool:
-    return any(n is inner for n in walk(node))
-
-
-def _int(node: object) -> int | None:
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
-            and type(node.operand.value) is int:
-        return -node.operand.value
-    return None
-
-
-def _tail(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    if isinstance(node, ast.Name):
-        return node.id
-    return None
-
-
-def _dotted(node: ast.AST) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None

@@ -24,7 +24,8 @@ import re
 from bisect import bisect_left, bisect_right
 
 from linter.model.names import TWIN_ATTENTION_WORDS, key_counterpart, kv_side
-from linter.model.symmetry import _AXIS_CALLS, _CONCATS, _MIRRORED_METHODS, _WINDOW, twin_name
+from linter.model.symmetry import _WINDOW, twin_name
+from linter.model.twin_ops import AXIS_CALLS, CONCATS, MIRRORED_METHODS
 from linter.plan.file import _File
 from linter.plan.words import identifier_lines
 
@@ -98,7 +99,7 @@ _HEADERS = frozenset({
 })
 # Calls whose arguments a one-place difference may sit in and still be a break: axes, dims,
 # the order of what is concatenated, a ``narrow`` length.
-_ARGUMENT_CALLS = _AXIS_CALLS | _CONCATS | {"narrow"}
+_ARGUMENT_CALLS = AXIS_CALLS | CONCATS | {"narrow"}
 _UNKEPT = str.maketrans("", "", "(),")
 
 
@@ -217,15 +218,15 @@ def _one_place_break(k_tokens: list[str], v_tokens: list[str], twins: dict[str, 
         return original[value:] == v[value:] and "[" in v[value:] and ":" in v[value:]
     if nk == nv and v_part == original[p:nk - s]:
         return True  # the V side kept the K side's name or expression
-    if nk > nv and (not v_part or _holds(k_part, v_part)) and any(
-        t == "[" or t in _MIRRORED_METHODS or "repeat" in t.lower() for t in k_part
+    if nk > nv and (not v_part or holds(k_part, v_part)) and any(
+        t == "[" or t in MIRRORED_METHODS or "repeat" in t.lower() for t in k_part
     ):
         return True  # the V side is its twin less an op or cut
     # Inside a subscript, or inside the arguments of an axis call or ``narrow``: in both.
     return _enclosed(v_tokens, v_at, p, nv - s) and _enclosed(k_tokens, k_at, p, nk - s)
 
 
-def _holds(part: list[str], inner: list[str]) -> bool:
+def holds(part: list[str], inner: list[str]) -> bool:
     n = len(inner)
     return any(part[i:i + n] == inner for i in range(len(part) - n + 1))
 
