@@ -1,4 +1,4 @@
-"""One command for every speed target (issues 5 and 15): ``python -m benchmarks``.
+"""One command for every speed target: ``python -m benchmarks``.
 
 Prints one table: each target, what was measured, the ratio against its reference from the same
 run, and PASS/FAIL. The torch tree is the installed torch package (found without importing
