@@ -23,7 +23,8 @@ _LAST: dict[str, tuple] = {}
 
 
 def _remembered(code: str, f: _File, facts: T) -> T:
-    whole = f.source if f.reduced else f.text
+    # Only a whole file's facts: a definition's raw text (``source`` of a unit) is no file.
+    whole = f.text if not f.reduced else f.source if f.whole else None
     if whole is not None:
         _LAST[code] = (whole, f.settings, facts)
     return facts
