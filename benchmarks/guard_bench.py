@@ -132,7 +132,7 @@ def main() -> None:
     import torch_npu
 
     import runtime_guard
-    from runtime_guard import fast_paths
+    from runtime_guard import fast_paths, patching
 
     # The double computes real packed attention for TND; the guard's cost is what is measured,
     # so the double's kernel is made trivial (the dispatcher round trip stays).
@@ -144,9 +144,12 @@ def main() -> None:
     runtime_guard.install("raise")
     guarded_op = torch_npu.npu_fusion_attention
     assert guarded_op is not op, "the guard did not patch npu_fusion_attention"
-    # The same wrapper with the pure-Python length check in its fast path.
-    guarded_py = object.__new__(type(guarded_op))
-    guarded_py.__dict__.update(vars(guarded_op), _accepts=fast_paths.for_op(guarded_op._row, guarded_op._binder.slots, fast_paths.cumulative_py))
+    # The same wrapper with the pure-Python length check in its fast path (made while it stands in for the C one).
+    compiled, fast_paths.cumulative = fast_paths.cumulative, fast_paths.cumulative_py
+    try:
+        guarded_py = patching.GuardedOp(op, guarded_op._row, guarded_op._label)
+    finally:
+        fast_paths.cumulative = compiled
     rows: dict = {}
     try:
         for batch in BATCHES:
