@@ -11,6 +11,16 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+/* A length is a small int: its value is read from the int's header, a few times faster than
+ * PyLong_AsLongLongAndOverflow, which is what a long list spends its time on. */
+#if PY_VERSION_HEX >= 0x030C0000
+#define IS_COMPACT(item) PyUnstable_Long_IsCompact((PyLongObject *)(item))
+#define COMPACT_VALUE(item) ((long long)PyUnstable_Long_CompactValue((PyLongObject *)(item)))
+#else
+#define IS_COMPACT(item) (Py_SIZE(item) >= -1 && Py_SIZE(item) <= 1)
+#define COMPACT_VALUE(item) ((long long)Py_SIZE(item) * (long long)((PyLongObject *)(item))->ob_digit[0])
+#endif
+
 static PyObject *
 cumulative(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -31,6 +41,14 @@ cumulative(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyObject *item = PyList_GET_ITEM(lengths, i);
         if (!PyLong_CheckExact(item))
             Py_RETURN_FALSE;
+        if (!overflow && IS_COMPACT(item)) {
+            value = COMPACT_VALUE(item);
+            if (value < previous_value)
+                Py_RETURN_FALSE;
+            previous_value = value;
+            previous = item;
+            continue;
+        }
         if (!overflow) {
             value = PyLong_AsLongLongAndOverflow(item, &overflow);
             if (!overflow) {
