@@ -1,6 +1,7 @@
 """One valid call per guarded op, in the shape of a real call site, and a single mutation per check.
 
-``CASES`` maps every op name of runtime_guard/ops.py to its cases; test_every_op.py fails when an
+``CASES`` maps every guarded op of runtime_guard/ops.py, torch_npu's (``ROWS``) and other
+packages' (``PACKAGE_ROWS``), by (namespace, name) to its cases; test_every_op.py fails when an
 op has none, calls each valid call through the guard (it must pass and reach the op) and each
 mutation (it must be rejected with the check named). Each case names the call site whose shapes
 it follows (vllm-ascend, sglang, or the op's torch_npu docstring where no caller exists); the
@@ -597,6 +598,84 @@ def _prefix_encoder() -> Case:
     ))
 
 
+# The K/V ops other packages register (ops.PACKAGE_ROWS). vllm-ascend's torch.ops._C_ascend.* as its
+# device_op (execute_sparse_flash_attention_process, execute_kv_quant_sparse_flash_attention, the
+# indexer step) calls them: keywords only, TND query, paged PA_BSND caches. custom_ops'
+# torch.ops.custom.* take the same tensors, with sparse_block_size (and the antiquant op's quant
+# modes) positional, as their schemas require.
+LATENT, ROPE, PACKED = (BLOCKS, BS, 1, 512), (BLOCKS, BS, 1, 64), (BLOCKS, BS, 1, 656)
+IDX_HEADS, IDX_D = 64, 128
+
+
+def _package_call(namespace: str, tensors: dict, positional: tuple, kwargs: dict) -> tuple:
+    """_C_ascend: everything by keyword; custom: the schema's leading arguments by position."""
+    if namespace == "_C_ascend":
+        return (), {**tensors, **kwargs}
+    return (*tensors.values(), *positional), kwargs
+
+
+def _package_sparse(namespace: str) -> Case:
+    def build() -> tuple:  # the latent cache passed as key and value, its rope part as key_rope
+        cache = t(*LATENT)
+        tensors = {"query": t(4, 16, 512), "key": cache, "value": cache, "sparse_indices": t(4, 1, 64, dtype=I32), "scale_value": 0.07}
+        lengths = {"block_table": t(4, 2, dtype=I32), "actual_seq_lengths_query": t(4, dtype=I32), "actual_seq_lengths_kv": t(4, dtype=I32)}
+        paged = {**lengths, "query_rope": t(4, 16, 64), "key_rope": t(*ROPE), "layout_query": "TND", "layout_kv": "PA_BSND", "sparse_mode": 3}
+        if namespace == "_C_ascend":
+            return _package_call(namespace, tensors, (), {**paged, "sparse_block_size": 1, "attention_mode": 2})
+        return _package_call(namespace, tensors, (1,), paged)
+    site = VA + "device_op.execute_sparse_flash_attention_process" if namespace == "_C_ascend" else "custom_ops schema custom::npu_sparse_flash_attention (vllm-ascend's call shapes)"
+    return Case(site, build, (
+        m("key missing", "arguments_are_tensors", key=lambda: None),
+        m("value cache on another card", "one_device_of_type", value=lambda: t(*LATENT, index=1)),
+        m("value cache flattened", "rank_matches_layout", value=lambda: t(BLOCKS, BS, 512)),
+        m("value cache from another pool", "k_v_token_counts_match", value=lambda: t(BLOCKS - 1, BS, 1, 512)),
+        m("value cache with more heads", "k_v_head_counts_match", value=lambda: t(BLOCKS, BS, 2, 512)),
+        m("rope cache from another pool", "caches_match", key_rope=lambda: t(BLOCKS - 1, *ROPE[1:])),
+        m("rope cache of another block size", "caches_match", key_rope=lambda: t(BLOCKS, BS // 2, 1, 64)),
+    ))
+
+
+def _package_kv_quant_sparse(namespace: str) -> Case:
+    def build() -> tuple:  # C8: one packed int8 cache (latent and rope) passed as key and value
+        cache = t(*PACKED, dtype=I8)
+        tensors = {"query": t(4, 16, 576), "key": cache, "value": cache, "sparse_indices": t(4, 1, 64, dtype=I32), "scale_value": 0.07}
+        paged = {"block_table": t(4, 2, dtype=I32), "actual_seq_lengths_query": t(4, dtype=I32), "actual_seq_lengths_kv": t(4, dtype=I32), "layout_query": "TND", "layout_kv": "PA_BSND"}
+        if namespace == "_C_ascend":
+            return _package_call(namespace, tensors, (), {**paged, "sparse_block_size": 1, "key_quant_mode": 2, "value_quant_mode": 2, "quant_scale_repo_mode": 1, "rope_head_dim": 64})
+        return _package_call(namespace, tensors, (1, 2, 2), {**paged, "quant_scale_repo_mode": 1, "rope_head_dim": 64})
+    site = VA + "device_op.execute_kv_quant_sparse_flash_attention" if namespace == "_C_ascend" else "custom_ops schema custom::npu_sparse_flash_attention_antiquant (vllm-ascend's call shapes)"
+    return Case(site, build, (
+        m("value missing", "arguments_are_tensors", value=lambda: None),
+        m("value on another card", "one_device_of_type", value=lambda: t(*PACKED, dtype=I8, index=1)),
+        m("value flattened", "rank_matches_layout", value=lambda: t(BLOCKS, BS, 656, dtype=I8)),
+        m("value cache from another pool", "k_v_token_counts_match", value=lambda: t(BLOCKS - 1, BS, 1, 656, dtype=I8)),
+        m("value cache with more heads", "k_v_head_counts_match", value=lambda: t(BLOCKS, BS, 2, 656, dtype=I8)),
+    ))
+
+
+def _package_indexer(namespace: str, quant: bool) -> Case:
+    dtype = I8 if quant else BF16
+    index_cache = (BLOCKS, BS, 1, IDX_D)
+
+    def build() -> tuple:  # index query (T, N, D) scored against the paged index-key cache
+        tensors = {"query": t(4, IDX_HEADS, IDX_D, dtype=dtype), "key": t(*index_cache, dtype=dtype), "weights": t(4, IDX_HEADS, dtype=F16 if quant else BF16)}
+        if quant:
+            tensors.update(query_dequant_scale=t(4, IDX_HEADS, dtype=F16), key_dequant_scale=t(BLOCKS, BS, 1, dtype=F16))
+        paged = {"actual_seq_lengths_query": t(4, dtype=I32), "actual_seq_lengths_key": t(4, dtype=I32), "block_table": t(4, 2, dtype=I32), "layout_query": "TND", "layout_key": "PA_BSND", "sparse_count": 2048, "sparse_mode": 3}
+        return _package_call(namespace, tensors, (), paged)
+    op = "npu_lightning_indexer_quant" if quant else "npu_lightning_indexer"
+    site = VA + f"device_op indexer step ({op})" if namespace == "_C_ascend" else f"custom_ops schema custom::{op} (vllm-ascend's call shapes)"
+    return Case(site, build, (
+        m("index key missing", "arguments_are_tensors", key=lambda: None),
+        m("index key cache on another card", "one_device_of_type", key=lambda: t(*index_cache, dtype=dtype, index=1)),
+        m("index key cache flattened", "rank_matches_layout", key=lambda: t(BLOCKS, BS, IDX_D, dtype=dtype)),
+        m("index key of another head dim", "q_k_head_dims_match", key=lambda: t(BLOCKS, BS, 1, IDX_D // 2, dtype=dtype)),
+        m("index key heads that do not divide the query's", "kv_heads_divide_q_heads", key=lambda: t(BLOCKS, BS, 3, IDX_D, dtype=dtype)),
+        m("paged index key without its block table", "block_table_shape", block_table=lambda: None),
+        m("block table flattened", "block_table_shape", block_table=lambda: t(8, dtype=I32)),
+    ))
+
+
 def _siso() -> tuple:
     return (t(12, 1, 128), t(BLOCKS, BS, 1, 128), t(12, dtype=I32)), {}
 
@@ -606,34 +685,42 @@ def _scatter_pa_cache() -> tuple:
 
 
 CASES: dict = {
-    "npu_fusion_attention": _fusion_attention(),
-    "npu_fused_infer_attention_score": (_fia(VA + "attention_v1._get_fia_params (paged TND)", "TND"), _fia(SG + "ascend_backend.forward_extend (BSND)", "BSND"), _fia_paged_heads(), _fia_paged_nz(), _fia_c8()),
-    "npu_fused_infer_attention_score_v2": (_fia_v2(VA + "FIA v2 over paged caches (TND)", paged=True), _fia_v2(VA + "FIA v2 prefill over contiguous K/V (TND)", paged=False)),
-    "npu_prompt_flash_attention": (_prompt_flash(),),
-    "npu_incre_flash_attention": (_incre_flash(),),
-    "_npu_flash_attention": (_atb_flash(VA + "_310p attention_v1._flash_attention", mask=True), _atb_flash_hidden()),
-    "_npu_flash_attention_unpad": (_atb_flash("torch_npu schema _npu_flash_attention_unpad (encoder path)", mask=False),),
-    "_npu_flash_attention_unpad_v2": (_atb_flash("torch_npu schema _npu_flash_attention_unpad_v2", mask=False, kernel_type=0),),
-    "_npu_flash_attention_v3": (_atb_flash(VA + "_310p attention_v1 compressed-mask path (_npu_flash_attention_v3)", mask=True, mask_type=3),),
-    "_npu_paged_attention": (_paged_decode(), _paged_decode_nz()),
-    "_npu_paged_attention_quant": (_paged_quant(),),
-    "_npu_paged_attention_splitfuse": (_chunked(VA + "_310p attention_v1 chunked prefill (splitfuse)"),),
-    "_npu_paged_attention_splitfuse_v2": (_chunked("torch_npu schema _npu_paged_attention_splitfuse_v2"),),
-    "_npu_flash_attention_qlens": (_chunked(SG + "ascend_backend.forward_extend (_npu_flash_attention_qlens, q.reshape(-1, N*D))", op_query_2d=True),),
-    "_npu_reshape_and_cache": (_reshape_and_cache(),),
-    "npu_scatter_pa_kv_cache": _scatter_pa_kv_cache(),
-    "npu_gather_pa_kv_cache": (_gather(),),
-    "npu_paged_cache_load": (_paged_cache_load(),),
-    "npu_kv_rmsnorm_rope_cache": (_rope_cache(VA + "mla_v1.exec_kv_decode (PA)", v2=False),),
-    "npu_kv_rmsnorm_rope_cache_v2": (_rope_cache(SG + "deepseek_v2_attention_mla_npu.forward_mla_prepare (PA_BNSD), v2 op", v2=True),),
-    "npu_mla_prolog_v2": (_mla_prolog(VA + "device_op.mla_prolog_v2 (PA_BSND)", v3=False),),
-    "npu_mla_prolog_v3": (_mla_prolog(SG + "mla_preprocess.forward_mlaprolog (PA_BSND)", v3=True),),
-    "npu_kv_quant_sparse_flash_attention": (_kv_quant_sparse(),),
-    "npu_scatter_pa_cache": (_single_cache(VA + "minimax indexer cache write (npu_scatter_pa_cache)", "slot_mapping", _scatter_pa_cache),),
-    "_npu_reshape_and_cache_siso": (_single_cache("torch_npu schema _npu_reshape_and_cache_siso (one cache)", "slot_indices", _siso),),
-    "npu_sparse_flash_attention": _sparse(),
-    "_npu_paged_attention_mla": (_paged_mla(),),
-    "npu_ring_mla": (_ring_mla(),),
-    "npu_multi_head_latent_attention": (_latent(),),
-    "npu_self_attention_prefix_encoder": (_prefix_encoder(),),
+    ("npu", "npu_fusion_attention"): _fusion_attention(),
+    ("npu", "npu_fused_infer_attention_score"): (_fia(VA + "attention_v1._get_fia_params (paged TND)", "TND"), _fia(SG + "ascend_backend.forward_extend (BSND)", "BSND"), _fia_paged_heads(), _fia_paged_nz(), _fia_c8()),
+    ("npu", "npu_fused_infer_attention_score_v2"): (_fia_v2(VA + "FIA v2 over paged caches (TND)", paged=True), _fia_v2(VA + "FIA v2 prefill over contiguous K/V (TND)", paged=False)),
+    ("npu", "npu_prompt_flash_attention"): (_prompt_flash(),),
+    ("npu", "npu_incre_flash_attention"): (_incre_flash(),),
+    ("atb", "_npu_flash_attention"): (_atb_flash(VA + "_310p attention_v1._flash_attention", mask=True), _atb_flash_hidden()),
+    ("atb", "_npu_flash_attention_unpad"): (_atb_flash("torch_npu schema _npu_flash_attention_unpad (encoder path)", mask=False),),
+    ("atb", "_npu_flash_attention_unpad_v2"): (_atb_flash("torch_npu schema _npu_flash_attention_unpad_v2", mask=False, kernel_type=0),),
+    ("atb", "_npu_flash_attention_v3"): (_atb_flash(VA + "_310p attention_v1 compressed-mask path (_npu_flash_attention_v3)", mask=True, mask_type=3),),
+    ("atb", "_npu_paged_attention"): (_paged_decode(), _paged_decode_nz()),
+    ("atb", "_npu_paged_attention_quant"): (_paged_quant(),),
+    ("atb", "_npu_paged_attention_splitfuse"): (_chunked(VA + "_310p attention_v1 chunked prefill (splitfuse)"),),
+    ("atb", "_npu_paged_attention_splitfuse_v2"): (_chunked("torch_npu schema _npu_paged_attention_splitfuse_v2"),),
+    ("atb", "_npu_flash_attention_qlens"): (_chunked(SG + "ascend_backend.forward_extend (_npu_flash_attention_qlens, q.reshape(-1, N*D))", op_query_2d=True),),
+    ("atb", "_npu_reshape_and_cache"): (_reshape_and_cache(),),
+    ("npu", "npu_scatter_pa_kv_cache"): _scatter_pa_kv_cache(),
+    ("npu", "npu_gather_pa_kv_cache"): (_gather(),),
+    ("atb", "npu_paged_cache_load"): (_paged_cache_load(),),
+    ("npu", "npu_kv_rmsnorm_rope_cache"): (_rope_cache(VA + "mla_v1.exec_kv_decode (PA)", v2=False),),
+    ("npu", "npu_kv_rmsnorm_rope_cache_v2"): (_rope_cache(SG + "deepseek_v2_attention_mla_npu.forward_mla_prepare (PA_BNSD), v2 op", v2=True),),
+    ("npu", "npu_mla_prolog_v2"): (_mla_prolog(VA + "device_op.mla_prolog_v2 (PA_BSND)", v3=False),),
+    ("npu", "npu_mla_prolog_v3"): (_mla_prolog(SG + "mla_preprocess.forward_mlaprolog (PA_BSND)", v3=True),),
+    ("npu", "npu_kv_quant_sparse_flash_attention"): (_kv_quant_sparse(),),
+    ("npu", "npu_scatter_pa_cache"): (_single_cache(VA + "minimax indexer cache write (npu_scatter_pa_cache)", "slot_mapping", _scatter_pa_cache),),
+    ("atb", "_npu_reshape_and_cache_siso"): (_single_cache("torch_npu schema _npu_reshape_and_cache_siso (one cache)", "slot_indices", _siso),),
+    ("npu", "npu_sparse_flash_attention"): _sparse(),
+    ("atb", "_npu_paged_attention_mla"): (_paged_mla(),),
+    ("atb", "npu_ring_mla"): (_ring_mla(),),
+    ("atb", "npu_multi_head_latent_attention"): (_latent(),),
+    ("atb", "npu_self_attention_prefix_encoder"): (_prefix_encoder(),),
+    ("_C_ascend", "npu_sparse_flash_attention"): (_package_sparse("_C_ascend"),),
+    ("_C_ascend", "npu_kv_quant_sparse_flash_attention"): (_package_kv_quant_sparse("_C_ascend"),),
+    ("_C_ascend", "npu_lightning_indexer"): (_package_indexer("_C_ascend", quant=False),),
+    ("_C_ascend", "npu_lightning_indexer_quant"): (_package_indexer("_C_ascend", quant=True),),
+    ("custom", "npu_sparse_flash_attention"): (_package_sparse("custom"),),
+    ("custom", "npu_sparse_flash_attention_antiquant"): (_package_kv_quant_sparse("custom"),),
+    ("custom", "npu_lightning_indexer"): (_package_indexer("custom", quant=False),),
+    ("custom", "npu_lightning_indexer_quant"): (_package_indexer("custom", quant=True),),
 }

@@ -1,6 +1,8 @@
 """Every guarded op, through the torch_npu double: a valid call passes, each single mutation is
 rejected with its check named, and the docs' per-op "Checks:" lines name exactly the checks held
-here (tests/runtime_guard/op_cases.py holds the calls)."""
+here (tests/runtime_guard/op_cases.py holds the calls). Ops are keyed by (namespace, name):
+torch_npu's (ops.ROWS) and other packages' (ops.PACKAGE_ROWS, registered in the double as
+importing the package would) alike."""
 
 from __future__ import annotations
 
@@ -18,18 +20,29 @@ RUNTIME_GUARD_MD = Path(__file__).parents[2] / "docs" / "runtime_guard.md"
 
 pytestmark = pytest.mark.usefixtures("guard")
 
-VALID = [pytest.param(op, case, id=f"{op}-{index}") for op, cases in CASES.items() for index, case in enumerate(cases)]
+GUARDED = {(row.namespace, row.name) for row in ops.ROWS + ops.PACKAGE_ROWS}
+TORCH_NPU_NAMESPACES = ("npu", "atb")
+
+
+def case_id(key: tuple) -> str:
+    return key[1] if key[0] in TORCH_NPU_NAMESPACES else ".".join(key)
+
+
+VALID = [pytest.param(key, case, id=f"{case_id(key)}-{index}") for key, cases in CASES.items() for index, case in enumerate(cases)]
 MUTATED = [
-    pytest.param(op, case, mutation, id=f"{op}-{index}-{mutation.check}-{mutation.what}")
-    for op, cases in CASES.items()
+    pytest.param(key, case, mutation, id=f"{case_id(key)}-{index}-{mutation.check}-{mutation.what}")
+    for key, cases in CASES.items()
     for index, case in enumerate(cases)
     for mutation in case.mutations
 ]
 
 
-def guarded_op(name: str, overload: str):
+def guarded_op(key: tuple, overload: str):
+    namespace, name = key
     torch_npu.load_atb_now()  # as a first ATB call would; the guard wraps what torch_npu assigns
-    op = getattr(getattr(torch.ops, ops.ROWS_BY_NAME[name].namespace), name)
+    if namespace not in TORCH_NPU_NAMESPACES:
+        torch_npu.load_package_ops()  # as importing vllm-ascend or custom_ops would, after the guard
+    op = getattr(getattr(torch.ops, namespace), name)
     return getattr(op, overload) if overload else op
 
 
@@ -46,23 +59,25 @@ def mutated(op, args: tuple, kwargs: dict, change: dict) -> tuple:
     return tuple(args), kwargs
 
 
-def test_every_op_in_ops_py_has_a_case_with_mutations():
-    assert set(CASES) == set(ops.ROWS_BY_NAME), f"ops without cases: {set(ops.ROWS_BY_NAME) - set(CASES)}; cases of no op: {set(CASES) - set(ops.ROWS_BY_NAME)}"
+def test_every_guarded_op_has_a_case_with_mutations():
+    assert set(CASES) == GUARDED, f"ops without cases: {GUARDED - set(CASES)}; cases of no op: {set(CASES) - GUARDED}"
     assert all(cases and all(case.mutations for case in cases) for cases in CASES.values())
 
 
-@pytest.mark.parametrize(("op_name", "case"), VALID)
-def test_valid_call_passes_and_reaches_the_op(op_name, case):
-    op = guarded_op(op_name, case.overload)
+@pytest.mark.parametrize(("key", "case"), VALID)
+def test_valid_call_passes_and_reaches_the_op(key, case):
+    op = guarded_op(key, case.overload)
     args, kwargs = case.build()
     torch_npu.calls.clear()
     op(*args, **kwargs)
-    assert torch_npu.calls and torch_npu.calls[-1].op.partition(".")[0] == op_name, "the valid call must reach the op"
+    assert torch_npu.calls, "the valid call must reach the op"
+    reached = torch_npu.calls[-1]
+    assert (reached.namespace, reached.op.partition(".")[0]) == key, f"the valid call reached {reached.namespace}::{reached.op}"
 
 
-@pytest.mark.parametrize(("op_name", "case", "mutation"), MUTATED)
-def test_single_mutation_is_rejected_with_its_check(op_name, case, mutation):
-    op = guarded_op(op_name, case.overload)
+@pytest.mark.parametrize(("key", "case", "mutation"), MUTATED)
+def test_single_mutation_is_rejected_with_its_check(key, case, mutation):
+    op = guarded_op(key, case.overload)
     args, kwargs = mutated(op, *case.build(), mutation.change())
     torch_npu.calls.clear()
     with pytest.raises(KVConsistencyError) as info:
@@ -71,8 +86,14 @@ def test_single_mutation_is_rejected_with_its_check(op_name, case, mutation):
     assert not torch_npu.calls, "a rejected call must not reach the op"
 
 
+PACKAGE_OP = re.compile(r"^torch\.ops\.(\w+)\.(\w+)$")
+
+
 def documented_checks() -> dict:
-    """op -> the checks its per-op section's "Checks:" line names, from docs/runtime_guard.md."""
+    """(namespace, name) -> the checks its per-op section's "Checks:" line names, from docs/runtime_guard.md.
+
+    A torch_npu op is named as torch_npu names it (`npu_fusion_attention`), another package's op in full
+    (`torch.ops._C_ascend.npu_lightning_indexer`)."""
     text = RUNTIME_GUARD_MD.read_text()
     section = text[text.index("## Per op") : text.index("## Your own attention wrappers")]
     found: dict = {}
@@ -81,18 +102,21 @@ def documented_checks() -> dict:
         if not heading:
             continue
         shared = re.search(r"^Checks: (.+?)\.$", paragraph, re.MULTILINE)
-        own = dict(re.findall(r"^Checks of `(\w+)`: (.+?)\.$", paragraph, re.MULTILINE))
+        own = dict(re.findall(r"^Checks of `([\w.]+)`: (.+?)\.$", paragraph, re.MULTILINE))
         for name in re.findall(r"`([^`]+)`", heading.group(1)):
-            if name in ops.ROWS_BY_NAME:  # any guarded op's name, whatever its namespace calls it
-                listed = own.get(name) or (shared and shared.group(1))
-                assert listed, f"the section on {heading.group(1)} has no 'Checks:' line for {name}"
-                found[name] = set(re.findall(r"`([a-z_]+)`", listed))
+            package = PACKAGE_OP.match(name)
+            key = (package.group(1), package.group(2)) if package else (ops.ROWS_BY_NAME[name].namespace, name) if name in ops.ROWS_BY_NAME else None
+            if key not in GUARDED:
+                continue
+            listed = own.get(name) or (shared and shared.group(1))
+            assert listed, f"the section on {heading.group(1)} has no 'Checks:' line for {name}"
+            found[key] = set(re.findall(r"`([a-z_]+)`", listed))
     return found
 
 
 def test_the_docs_name_for_each_op_exactly_the_checks_its_mutations_hold():
     documented = documented_checks()
-    assert set(documented) == set(ops.ROWS_BY_NAME)
-    for op_name, cases in CASES.items():
+    assert set(documented) == GUARDED, f"guarded ops without a 'Checks:' line: {GUARDED - set(documented)}"
+    for key, cases in CASES.items():
         tested = {mutation.check for case in cases for mutation in case.mutations}
-        assert documented[op_name] == tested, f"{op_name}: documented but not tested {documented[op_name] - tested}; tested but not documented {tested - documented[op_name]}"
+        assert documented[key] == tested, f"{case_id(key)}: documented but not tested {documented[key] - tested}; tested but not documented {tested - documented[key]}"

@@ -35,6 +35,7 @@ class Call(NamedTuple):
     args: tuple
     kwargs: dict
     result: Any
+    namespace: str = ""  # torch.ops.<namespace>: npu, atb, or another package's
 
 
 calls: list = []
@@ -60,7 +61,7 @@ class NpuTensor(torch.Tensor):
         out = func(*tree_map(unwrap, args), **tree_map(unwrap, kwargs))
         result = tree_map(lambda x: NpuTensor(x, index) if isinstance(x, torch.Tensor) else x, out)
         if func.namespace in ("npu", "atb", "_C_ascend", "custom"):
-            calls.append(Call(func.__name__, args, kwargs, result))
+            calls.append(Call(func.__name__, args, kwargs, result, func.namespace))
         return result
 
 
