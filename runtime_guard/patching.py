@@ -147,7 +147,7 @@ _OWN_ATTRIBUTES = frozenset(("_kvguard_original", "_entry", "_row", "_declared_r
 class GuardedOp:
     """Stands where a packet (or one of its overloads) stood; checks, then calls the original.
 
-    Each wrapper is an instance of its own subclass, whose __call__ _calling_class makes.
+    A call runs the __call__ of a subclass made for each wrapper (_calling_class).
     """
 
     # No __slots__: torch.compile guards on a called object's __dict__.
