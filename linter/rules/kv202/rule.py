@@ -182,6 +182,15 @@ def chunk_delta_rule(self, k, v, t):
     k = k.reshape(1, t, self.num_k_heads, self.head_k_dim)
     v = v.reshape(1, t, self.num_value_heads, self.head_v_dim)
 """),
+        # Leading axes unpacked from the input's shape: the view's axes cannot be placed.
+        Example("""\
+class Attention(nn.Module):
+    def forward(self, hidden_states, position_embeddings):
+        # The leading axes read off the input: a starred shape the rule cannot place.
+        k = self.k_proj(hidden_states).view(*hidden_states.shape[:-1], self.num_kv_heads, self.head_dim)
+        v = self.v_proj(hidden_states).view(*hidden_states.shape[:-1], self.num_kv_heads, self.head_dim)
+        return self.attn(self.q, k, v)
+"""),
     )
     INVALID = (
         Example(bad, line=3),
