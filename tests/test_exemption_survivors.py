@@ -66,5 +66,8 @@ def test_every_listed_survivor_says_what_kind_it_is_and_why(survivors):
 def test_every_listed_survivor_is_a_mutant_the_rule_still_has(survivors, code):
     path = ROOT / "linter" / "rules" / code.lower() / "rule.py"
     have = Counter(m.what for m in mutants(code, path))
-    want = Counter(e["mutation"] for e in survivors if e["rule"] == code)
+    # Rules listed as not examined change under other hands; their entries are regenerated
+    # (`--update`) when they settle.
+    want = Counter(e["mutation"] for e in survivors
+                   if e["rule"] == code and not e["reason"].startswith("not examined"))
     assert want - have == Counter(), f"{code}: listed mutations its rule.py no longer has"
