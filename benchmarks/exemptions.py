@@ -195,12 +195,14 @@ def compare(found: list[dict], known: list[dict], codes: list[str]) -> list[str]
 
 def write(found: list[dict], known: list[dict], codes: list[str], path: Path = SURVIVORS) -> None:
     """Rewrite ``path`` with this run's survivors of ``codes`` (the other rules' entries kept),
-    each with the reason already listed for it (matched in order), or none."""
+    each with the reason already listed for it (a repeated mutation matched in line order), or
+    none."""
     reasons: dict[tuple[str, str], list[str]] = {}
-    for entry in known:
+    for entry in sorted(known, key=lambda e: e["line"]):
         reasons.setdefault((entry["rule"], entry["mutation"]), []).append(entry.get("reason", ""))
     entries = [e for e in known if e["rule"] not in codes]
-    for entry in found:
+    # A mutation a rule has twice keeps its reasons in line order (the mutator's is not).
+    for entry in sorted(found, key=lambda e: e["line"]):
         waiting = reasons.get((entry["rule"], entry["mutation"]), [])
         entries.append({**entry, "reason": waiting.pop(0) if waiting else ""})
     order = {code: i for i, code in enumerate(sorted({e["rule"] for e in entries}))}

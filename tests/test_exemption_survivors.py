@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from benchmarks.exemptions import ROOT, compare, listed, mutants
+from benchmarks.exemptions import ROOT, compare, listed, mutants, write
 from linter.rules import rule_codes
 
 # How a reason opens: what kind of survivor it is.
@@ -44,6 +44,16 @@ def test_a_mutation_a_rule_has_twice_needs_two_entries():
     found = [_entry("KV104", "a", line=3), _entry("KV104", "a", line=9)]
     assert compare(found, [_entry("KV104", "a")], ["KV104"])
     assert compare(found, [_entry("KV104", "a"), _entry("KV104", "a")], ["KV104"]) == []
+
+
+def test_update_keeps_each_reason_of_a_repeated_mutation_with_its_line(tmp_path):
+    known = [_entry("KV104", "a", "first", line=3), _entry("KV104", "a", "second", line=9),
+             _entry("KV102", "b", "other rule", line=5)]
+    found = [_entry("KV104", "a", "", line=10), _entry("KV104", "a", "", line=4), _entry("KV104", "c", "", line=1)]
+    path = tmp_path / "survivors.toml"
+    write([{k: e[k] for k in ("rule", "line", "mutation")} for e in found], known, ["KV104"], path)
+    written = {(e["rule"], e["line"]): e["reason"] for e in listed(path)}
+    assert written == {("KV102", 5): "other rule", ("KV104", 1): "", ("KV104", 4): "first", ("KV104", 10): "second"}
 
 
 @pytest.fixture(scope="module")
