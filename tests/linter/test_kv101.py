@@ -608,3 +608,33 @@ def test_an_mla_attention_module_with_real_k_and_v_is_still_checked_at_any_call(
         codes=["KV101"],
     )
     assert finding.span.row == 3
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(
+            """
+            def chunked_attention(q, k, v, chunk):
+                k = k[:, :chunk]
+                out = flash_attn_func(q, k, v)
+                return out + flash_attn_func(q * 0.5, k, v)
+            """,
+            id="kernel-called-twice",
+        ),
+        pytest.param(
+            """
+            def two_pass_attention(q, q2, k, v, n):
+                k = k[:, :n]
+                probs = torch.softmax(q @ k.transpose(-2, -1), dim=-1)
+                first = probs @ v
+                probs2 = torch.softmax(q2 @ k.transpose(-2, -1), dim=-1)
+                return first, probs2 @ v
+            """,
+            id="hand-written-twice",
+        ),
+    ],
+)
+def test_one_finding_per_cut_however_often_the_key_is_used(source):
+    [finding] = kv101(source)
+    assert "is reshaped along a token/head axis" in finding.message

@@ -174,6 +174,13 @@ def ring_step(q, k, v, start, end):
         Example("def partial_rotary_attention(q, k, v, rot):\n    k = k[:, :, :, :rot]\n"
                 "    scores = torch.einsum(\"bhqd,bhkd->bhqk\", q[..., :rot], k)\n"
                 "    return torch.einsum(\"bhqk,bhkd->bhqd\", scores.softmax(-1), v)\n"),
+        # Eager attention over whole K and V: no cut to follow.
+        Example("""\
+def eager_attention(q, k, v, scale):
+    scores = torch.matmul(q, k.transpose(-2, -1)) * scale
+    probs = torch.softmax(scores, dim=-1)
+    return torch.matmul(probs, v)
+"""),
     )
     INVALID = (
         Example("def f(q, k, v, t):\n    k = k[:t]\n    return flash_attn_func(q, k, v)\n", line=2,

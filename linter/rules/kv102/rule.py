@@ -121,6 +121,28 @@ def attention(q, cache_k, cache_v, b, p, s):
         Example("def attend_cached(q, k_cache, v_cache, seq_len):\n    keys = k_cache[..., :seq_len, :]\n"
                 "    values = v_cache[:, :, :seq_len, :]\n"
                 "    return F.scaled_dot_product_attention(q, keys, values)\n"),
+        # Halves cut two ways (a count of pieces, a piece size) cannot be compared by their text.
+        Example("""\
+def zigzag_ring_attention(q, k, v, seq_len):
+    half = seq_len // 2
+    k_front, k_back = k.chunk(2, dim=1)
+    v_front, v_back = torch.split(v, half, dim=1)
+    return flash_attn_func(q, torch.cat([k_back, k_front], dim=1), torch.cat([v_back, v_front], dim=1))
+"""),
+        # Each side's split sized by its own length (spelled `.shape` on one, `.size()` on the
+        # other): a size read off V is no evidence against K.
+        Example("""\
+def attend_with_sink(q, k, v, num_sink):
+    k_sink, k_rest = torch.split(k, [num_sink, k.shape[1] - num_sink], dim=1)
+    v_sink, v_rest = torch.split(v, [num_sink, v.size(1) - num_sink], dim=1)
+    return flash_attn_func(q, k_rest, v_rest)
+"""),
+        # A batch axis added in front of each: no token or head is cut.
+        Example("""\
+def single_sequence_attention(q, k, v):
+    q, k, v = q[None], k[None], v[None]
+    return F.scaled_dot_product_attention(q, k, v)[0]
+"""),
     )
     INVALID = (
         Example("def attention(q, k, v, n):\n    k = k[:n]\n    v = v[:n - 1]\n"
@@ -144,6 +166,20 @@ def attention(q, cache_k, cache_v, b, p, s):
                 "    scores = torch.einsum(\"bqhd,bkhd->bhqk\", query, key)\n"
                 "    weights = torch.softmax(scores, dim=-1)\n"
                 "    return torch.einsum(\"bhqk,bkhd->bqhd\", weights, value)\n", line=2),
+        # Windows counted from the end behind an ellipsis, one token apart.
+        Example("""\
+def sliding_window_attention(q, k_cache, v_cache, window):
+    keys = k_cache[..., -window:, :]
+    values = v_cache[..., -window + 1:, :]
+    return F.scaled_dot_product_attention(q, keys, values)
+""", line=2),
+        # A batch axis added with `None` in front of the token cut.
+        Example("""\
+def decode_attention(q, k, v, n):
+    keys = k[None, :, :n]
+    values = v[None, :, :n - 1]
+    return F.scaled_dot_product_attention(q, keys, values)
+""", line=2),
         # The value's bound is the key's size: renaming K to V must not make the two equal.
         Example("def attention(q, cache_k, cache_v, a, n):\n    keys = cache_k[:, a:cache_k.size(1) + n]\n"
                 "    values = cache_v[:, a:cache_k.size(1) + n]\n"

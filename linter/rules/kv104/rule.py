@@ -185,6 +185,79 @@ class Pool:
         self.k_cache = torch.empty(self.get_k_shape())
         self.v_cache = torch.empty(self.get_v_shape())
 """),
+        # A key projected with the key's own layer in a method of its own; values by a layer
+        # looked up by index.
+        Example("""\
+class CrossAttention(nn.Module):
+    def __init__(self, dim, kv_dim):
+        super().__init__()
+        self.k_proj = nn.Linear(kv_dim, dim)
+        self.v_proj = nn.Linear(kv_dim, dim)
+        self.value_heads = nn.ModuleList([nn.Identity()])
+
+    def project_keys(self, memory):
+        # The encoder's keys are cached once; values are projected per layer elsewhere.
+        key = self.k_proj(memory)
+        return key
+
+    def project_values(self, memory, layer):
+        value = self.value_heads[layer](memory)
+        return value
+"""),
+        # Keys and values tied to one projection: no value projection exists to be missed.
+        Example("""\
+class TiedKVAttention(nn.Module):
+    # Keys and values share one projection: there is no value projection.
+    def __init__(self, dim, head_dim):
+        super().__init__()
+        self.q_proj = nn.Linear(dim, head_dim)
+        self.k_proj = nn.Linear(dim, head_dim)
+        self.o_proj = nn.Linear(head_dim, dim)
+
+    def forward(self, x):
+        q = self.q_proj(x)
+        k = self.k_proj(x)
+        v = self.k_proj(x)
+        return self.o_proj(F.scaled_dot_product_attention(q, k, v)), (k, v)
+"""),
+        # MLA: a local value cut from the latent key, not a value parameter overwritten.
+        Example("""\
+def mla_decode(q, key, kv_lora_rank):
+    # The latent key's first kv_lora_rank dims are the value.
+    value = key[..., :kv_lora_rank]
+    return flash_attn_with_kvcache(q, key, value)
+"""),
+        # A value parameter replaced from the cache, not from the key.
+        Example("""\
+def decode_attention(query, key, value, cache, layer_idx):
+    # On decode the cache holds this layer's keys and values, the new token's included.
+    key = cache.key_cache[layer_idx]
+    value = cache.value_cache[layer_idx]
+    return F.scaled_dot_product_attention(query, key, value), key, value
+"""),
+        # The value parameter bound to the key itself: K-as-V written on purpose.
+        Example("""\
+def latent_attention(query, key, value):
+    # The compressed latent serves as both sides; the value argument is ignored.
+    value = key
+    return F.scaled_dot_product_attention(query, key, value)
+"""),
+        # Checkpoints with one KV scale give the key's for both sides: a scale is no tensor.
+        Example("""\
+def kv_scales(k_scale, v_scale=None):
+    # Checkpoints with one KV scale give it for both sides.
+    if v_scale is None:
+        return k_scale, k_scale
+    return k_scale, v_scale
+"""),
+        # MLA: one latent cache read as the key and the value, no value cache beside it.
+        Example("""\
+class MLAKVCache:
+    def get_key_value(self, layer):
+        # One latent cache is read as the key and as the value.
+        k_cache = self.latent_cache[layer]
+        return k_cache, k_cache
+"""),
     )
     INVALID = (
         Example(bad, line=9),
@@ -248,6 +321,14 @@ class Cache:
         self.key_cache.copy_(key)
         self.key_cache.copy_(value)
 """, line=8),
+        # The value written into the key's cache, whose twin is a local unpacked beside it.
+        Example("""\
+def update_cache(kv_cache, slots, key, value):
+    key_cache, value_cache = kv_cache.unbind(0)
+    key_cache.index_copy_(0, slots, key)
+    key_cache.index_copy_(0, slots, value)
+    return key_cache, value_cache
+""", line=4),
     )
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:

@@ -89,6 +89,18 @@ def sliding_attention(q, k, v, window):
         # MLA: K is the latent and V the same tensor.
         Example("def recent(x, n):\n    return x[-n:]\n\n\n"
                 "def mla_decode(q, kv, n):\n    kv = recent(kv, n)\n    return flash_attn_func(q, kv, kv)\n"),
+        # A plain slice of the key in a scope that calls a helper: KV101's finding (which it
+        # cannot fix here, the value being no plain name), not this rule's.
+        Example("""\
+def trim_to_window(x, window):
+    return x[:, -window:]
+
+
+def attention(q, k, v, n, window):
+    q = trim_to_window(q, window)
+    k = k[:, :n]
+    return flash_attn_func(q, k, v.contiguous())
+"""),
     )
     INVALID = (
         Example(bad, line=6),

@@ -68,6 +68,23 @@ def write_kv(cache, k, v, k_scale, v_scale=None):
                 "        v_scales = k_scales.new_empty(k_scales.shape[::-1])\n    return v_scales\n"),
         # A K-only indexer cache: its scale has no value twin to replace.
         Example("def indexer_scale(k_scale=None):\n    if k_scale is None:\n        k_scale = 1.0\n    return k_scale\n"),
+        # The keys serve as the values when none are given: a tensor fallback, not a scale's.
+        Example("""\
+class CrossAttention(nn.Module):
+    def forward(self, query, key, value=None):
+        # Self-attention over memory: the keys are the values when none are given.
+        if value is None:
+            value = key
+        return F.scaled_dot_product_attention(query, key, value)
+"""),
+        # Scales stored by subscript: no named value scale falls back.
+        Example("""\
+def load_kv_scales(state_dict, prefix):
+    scales = {}
+    scales["k"] = state_dict[prefix + "k_scale"]
+    scales["v"] = state_dict.get(prefix + "v_scale", 1.0)
+    return scales
+"""),
     )
     INVALID = (
         Example(bad, line=3),

@@ -117,6 +117,21 @@ class GatedDeltaNet(nn.Module):
         self.k_proj = nn.Linear(config.hidden_size, self.num_k_heads * config.head_k_dim, bias=False)
         self.v_proj = nn.Linear(config.hidden_size, self.num_v_heads * config.head_v_dim, bias=False)
 """),
+        # Module constants, a layer bound to a local first, and one built from keyword arguments
+        # whose size is unknown.
+        Example("""\
+NUM_KV_HEADS = 8
+HEAD_DIM = 128
+
+
+class Attention(nn.Module):
+    def __init__(self, hidden_size, linear_kwargs):
+        super().__init__()
+        q_proj = nn.Linear(hidden_size, 4 * NUM_KV_HEADS * HEAD_DIM)
+        self.q_proj = q_proj
+        self.k_proj = nn.Linear(hidden_size, NUM_KV_HEADS * HEAD_DIM)
+        self.v_proj = nn.Linear(**linear_kwargs)
+"""),
     )
     INVALID = (
         Example(bad, line=4),

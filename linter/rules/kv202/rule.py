@@ -182,6 +182,29 @@ def chunk_delta_rule(self, k, v, t):
     k = k.reshape(1, t, self.num_k_heads, self.head_k_dim)
     v = v.reshape(1, t, self.num_value_heads, self.head_v_dim)
 """),
+        # Leading axes unpacked from the input's shape: the view's axes cannot be placed.
+        Example("""\
+class Attention(nn.Module):
+    def forward(self, hidden_states, position_embeddings):
+        # The leading axes read off the input: a starred shape the rule cannot place.
+        k = self.k_proj(hidden_states).view(*hidden_states.shape[:-1], self.num_kv_heads, self.head_dim)
+        v = self.v_proj(hidden_states).view(*hidden_states.shape[:-1], self.num_kv_heads, self.head_dim)
+        return self.attn(self.q, k, v)
+"""),
+        # An inferred head count (-1) beside a literal one: -1 compares with nothing.
+        Example("""\
+class TinyAttention(nn.Module):
+    # 8 heads of 64 on both sides; one view infers the head count, the other spells it out.
+    def forward(self, x, bsz, seqlen):
+        k = self.k_proj(x).view(bsz, seqlen, -1, 64)
+        v = self.v_proj(x).view(bsz, seqlen, 8, 64)
+        return F.scaled_dot_product_attention(self.q_proj(x), k, v)
+
+    def decode(self, x, bsz):
+        k = self.k_proj(x).view(bsz, 1, 8, 64)
+        v = self.v_proj(x).view(bsz, 1, -1, 64)
+        return F.scaled_dot_product_attention(self.q_proj(x), k, v)
+"""),
     )
     INVALID = (
         Example(bad, line=3),

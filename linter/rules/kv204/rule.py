@@ -198,6 +198,40 @@ class DetrCrossAttention(nn.Module):
         key_pos = self.key_pos_proj(encoder_pos)
         return key_pos.view(bsz, src_len, self.heads, self.head_dim)
 """),
+        # Only the batch taken from the query (BART's shape[:2]), a module-level helper, and
+        # self-attention over a normed copy of the query's input.
+        Example("""\
+def split_heads(tensor, bsz, num_heads, head_dim):
+    return tensor.view(bsz, -1, num_heads, head_dim).transpose(1, 2)
+
+
+class DecoderAttention(nn.Module):
+    def __init__(self, embed_dim, num_heads):
+        super().__init__()
+        self.head_dim = embed_dim // num_heads
+        self.num_heads = num_heads
+        self.q_proj = nn.Linear(embed_dim, embed_dim)
+        self.k_proj = nn.Linear(embed_dim, embed_dim)
+        self.v_proj = nn.Linear(embed_dim, embed_dim)
+        self.kv_norm = nn.LayerNorm(embed_dim)
+
+    def forward(self, hidden_states, key_value_states=None):
+        # The batch, not the length, is taken from the query side: K/V keep their own length.
+        bsz, tgt_len = hidden_states.shape[:2]
+        q = self.q_proj(hidden_states).view(bsz, tgt_len, self.num_heads, self.head_dim)
+        if key_value_states is None:
+            key_value_states = hidden_states
+        k = self.k_proj(key_value_states).view(bsz, -1, self.num_heads, self.head_dim)
+        v = self.v_proj(key_value_states).view(bsz, -1, self.num_heads, self.head_dim)
+        return F.scaled_dot_product_attention(q, k, v)
+
+    def self_attention(self, hidden_states):
+        bsz, seq_len, _ = hidden_states.size()
+        normed = self.kv_norm(hidden_states)
+        k = self.k_proj(normed).view(bsz, seq_len, self.num_heads, self.head_dim)
+        v = self.v_proj(normed).view(bsz, seq_len, self.num_heads, self.head_dim)
+        return k, v
+"""),
     )
     INVALID = (
         Example(bad, line=13),

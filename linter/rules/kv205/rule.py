@@ -106,6 +106,29 @@ class Attention(nn.Module):
     def forward(self, x, b, s):
         return self.k_proj(x).view(b, s, self.num_heads, self.head_dim)
 """),
+        # A module-level helper, a key viewed with -1 heads, and K repeated to the query's heads
+        # before its view (repeat_kv written inline).
+        Example("""\
+def shape_heads(x, bsz, seqlen, head_dim):
+    return x.view(bsz, seqlen, -1, head_dim)
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, n_heads, n_kv_heads):
+        super().__init__()
+        self.n_heads, self.n_kv_heads = n_heads, n_kv_heads
+        self.n_rep = n_heads // n_kv_heads
+        self.head_dim = dim // n_heads
+        self.wq = ColumnParallelLinear(dim, n_heads * self.head_dim)
+        self.wk = ColumnParallelLinear(dim, n_kv_heads * self.head_dim)
+
+    def forward(self, x, bsz, seqlen):
+        xq = self.wq(x).view(bsz, seqlen, self.n_heads, self.head_dim)
+        xk = self.wk(x).view(bsz, seqlen, -1, self.head_dim)
+        # Each KV head repeated for its query group before the kernel.
+        xk = xk.unsqueeze(3).expand(bsz, seqlen, self.n_kv_heads, self.n_rep, self.head_dim)
+        return xq, xk.reshape(bsz, seqlen, self.n_heads, self.head_dim)
+"""),
     )
     INVALID = (
         Example(bad, line=11),
@@ -121,6 +144,20 @@ class Attention(nn.Module):
         xv = xv.view(bsz, seqlen, self.n_heads, self.head_dim)
         return xv
 """, line=9),
+        # The shape passed as one tuple.
+        Example("""\
+class Attention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.hidden_size // self.num_heads
+        self.v_proj = nn.Linear(config.hidden_size, config.num_key_value_heads * self.head_dim)
+
+    def forward(self, hidden_states):
+        bsz, q_len, _ = hidden_states.size()
+        value_states = self.v_proj(hidden_states).view((bsz, q_len, self.num_heads, self.head_dim))
+        return value_states
+""", line=10),
     )
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:

@@ -102,6 +102,21 @@ class SpeakerAttention(EncoderAttention):
         Example("from .llama import LlamaAttention\n\n\nclass MyAttention(LlamaAttention):\n"
                 "    def __init__(self, config):\n        super().__init__(config)\n"
                 "        self.v_proj = nn.Linear(config.hidden_size, config.num_attention_heads * self.head_dim)\n"),
+        # A constructor that never runs its parent's builds only its own layers: the key-only
+        # indexer has no inherited value projection to disagree with.
+        Example("""\
+class LayerProjections:
+    def __init__(self, config):
+        head_dim = config.hidden_size // config.num_attention_heads
+        self.k_proj = ColumnParallelLinear(config.hidden_size, config.num_key_value_heads * head_dim)
+        self.v_proj = ColumnParallelLinear(config.hidden_size, config.num_key_value_heads * head_dim)
+
+
+class IndexerProjections(LayerProjections):
+    def __init__(self, config):
+        head_dim = config.hidden_size // config.num_attention_heads
+        self.k_proj = ColumnParallelLinear(config.hidden_size, config.num_attention_heads * head_dim)
+"""),
     )
     INVALID = (
         Example(bad, line=12),

@@ -79,6 +79,65 @@ class ModelRunner:
         # silently (Python raises).
         Example("class MLAPool:\n    def __init__(self, size, qk_head_dim, v_head_dim):\n        pass\n\n\n"
                 "def build(size, cfg):\n    print(cfg.v_head_dim)\n    return MLAPool(size, qk_head_dim=cfg.qk_head_dim)\n"),
+        # Arguments unpacked from a sequence may hold the value head dim in its place.
+        Example("""\
+class PagedKVPool:
+    def __init__(self, num_blocks, block_size, num_kv_heads, head_dim, v_head_dim=None):
+        self.v_head_dim = v_head_dim or head_dim
+
+
+class CacheEngine:
+    def allocate(self, num_blocks):
+        shape = (num_blocks, self.block_size, self.num_kv_heads)
+        if self.model_config.v_head_dim != self.model_config.head_dim:
+            shape = shape + (self.model_config.head_dim, self.model_config.v_head_dim)
+            return PagedKVPool(*shape)
+        return PagedKVPool(*shape, head_dim=self.model_config.head_dim)
+"""),
+        # A head dim passed by position: the rule reads only a call that names the key's.
+        Example("""\
+class PagedKVPool:
+    def __init__(self, num_blocks, block_size, num_kv_heads, head_dim, dtype, v_head_dim=None):
+        self.v_head_dim = v_head_dim or head_dim
+
+
+class CacheEngine:
+    def allocate_indexer(self, num_blocks):
+        logger.debug("main cache value head dim %d", self.model_config.v_head_dim)
+        # The indexer caches keys only; its value buffers are never read.
+        return PagedKVPool(num_blocks, self.block_size, 1, self.index_head_dim, dtype=torch.uint8)
+"""),
+        # The value head dim in its place among the positional arguments, the rope dim by name.
+        Example("""\
+class MLATokenToKVPool:
+    def __init__(self, size, kv_lora_rank, v_head_dim=None, qk_rope_head_dim=64):
+        self.v_head_dim = v_head_dim or kv_lora_rank
+
+
+class ModelRunner:
+    def init_memory_pool(self, size):
+        cfg = self.model_config
+        return MLATokenToKVPool(size, cfg.kv_lora_rank, cfg.v_head_dim, qk_rope_head_dim=cfg.qk_rope_head_dim)
+"""),
+        # A pool from a package outside the linted tree: its parameters are unknown.
+        Example("""\
+from vllm.v1.kv_cache import PagedKVPool
+
+
+class Runner:
+    def build_cache(self, num_blocks):
+        assert self.model_config.v_head_dim == self.model_config.head_dim
+        return PagedKVPool(num_blocks, self.block_size, head_dim=self.model_config.head_dim)
+"""),
+        # A module-level spec: no function reads a value head dim beside it.
+        Example("""\
+class CacheSpec:
+    def __init__(self, block_size, head_dim, v_head_dim=None):
+        self.v_head_dim = v_head_dim or head_dim
+
+
+DEFAULT_SPEC = CacheSpec(16, head_dim=128)
+"""),
     )
     INVALID = (
         Example(bad, line=10),

@@ -276,6 +276,24 @@ def gated_delta(self, k, v):
     v = heads(v, self.num_v_heads, self.head_v_dim)
     return chunk_gated_delta_rule(k, v)
 """),
+        # A module function that returns nothing (a shape check) called on a viewed key, and a
+        # helper taking the head shape as *args.
+        Example("""\
+def _check_heads(tensor, num_heads):
+    assert tensor.shape[-2] == num_heads, tensor.shape
+
+
+def split_heads(tensor, *head_shape):
+    return tensor.view(*tensor.shape[:-1], *head_shape)
+
+
+class Attention(nn.Module):
+    def forward(self, hidden):
+        key = self.k_proj(hidden).view(*hidden.shape[:-1], self.num_kv_heads, self.head_dim)
+        _check_heads(key, self.num_kv_heads)
+        value = split_heads(self.v_proj(hidden), self.num_kv_heads, self.head_dim)
+        return self.attn(self.q_proj(hidden), key, value)
+"""),
     )
     INVALID = (
         Example(bad, line=9),

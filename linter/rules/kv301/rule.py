@@ -98,6 +98,17 @@ class KVCache:
     def update_keys(self, pos, k):
         self.k_cache[:, pos] = k
 """),
+        # Scales set up together are bookkeeping, not a K/V pair: per-channel key scales keep a
+        # running maximum while per-token value scales are computed afresh.
+        Example("""\
+class KIVIQuantState:
+    def __init__(self, num_heads, head_dim):
+        self.k_scale = torch.ones(num_heads, 1, head_dim)
+        self.v_scale = torch.ones(num_heads, 1, 1)
+
+    def observe_keys(self, key):
+        self.k_scale = torch.maximum(self.k_scale, key.abs().amax(dim=-2, keepdim=True) / 127)
+"""),
     )
     INVALID = (
         Example(bad, line=8),
