@@ -546,7 +546,10 @@ class _Walker:
 
     def call(self, node: cst.Call, quiet: bool, store: bool) -> None:
         tail = callee_tail(node)
-        self.scope.calls.append(CallSite(node, tail, self.order, quiet, self.branch))
+        # A logging or assert call is quiet itself, not only in its arguments: nothing it is given
+        # is attended over, so no rule may pair the arguments as a kernel's K and V.
+        quiet_args = quiet or tail in QUIET_CALLS or (tail or "").startswith("assert")
+        self.scope.calls.append(CallSite(node, tail, self.order, quiet_args, self.branch))
         if tail == "einsum":
             einsum = einsum_of(node)
             # A product of two: attention's scores and weighted sum are nothing else.
@@ -557,9 +560,8 @@ class _Walker:
             if len(operands) == 2:
                 self.scope.matmuls.append(MatMul(node, operands[0], operands[1], self.order, quiet, self.branch))
         self.walk(node.func, quiet)
-        quiet = quiet or tail in QUIET_CALLS or (tail or "").startswith("assert")
         for arg in node.args:
-            self.walk(arg.value, quiet)
+            self.walk(arg.value, quiet_args)
 
     def subscript(self, node: cst.Subscript, quiet: bool, store: bool) -> None:
         chain = [node]

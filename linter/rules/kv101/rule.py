@@ -121,6 +121,9 @@ def ring_step(q, k, v, start, end):
         # Slicing only for logging and asserts.
         Example("def attention(q, k, v, n):\n    assert k[:n].sum() > 0\n"
                 "    logger.debug(f'{k[:n]}')\n    return F.scaled_dot_product_attention(q, k, v)\n"),
+        # A logging call given a slice of K beside V attends over neither.
+        Example("def attention(q, k, v):\n    logger.debug('key rows %s, value %s', k[:, :2], v)\n"
+                "    return F.scaled_dot_product_attention(q, k, v)\n"),
         # Same tensor as K and V (MLA latent cache).
         Example("def mla(q, kv, n):\n    return flash_attn_func(q, kv[:n], kv[:n])\n"),
         # No attention context: a generic helper.
