@@ -12,8 +12,11 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from linter.model.size_roles import KERNEL_TWINS, gradient_side, key_dim, query_heads, value_dim, value_dim_twins
-from linter.model.names import Role, kv_side, name_role
+from linter.model.size_roles import (
+    KERNEL_TWINS, KEYWORD_TWINS, attention_output, gradient_side, key_dim, kv_length_name, length_name, makes_buffers,
+    query_heads, value_dim, value_dim_twins,
+)
+from linter.model.names import Role, is_query_name, kv_side, name_role
 from linter.plan.chains import bracket_groups
 from linter.plan.file import _File
 from linter.plan.words import identifier_set
@@ -23,6 +26,30 @@ _SHAPE_WORDS = frozenset({
     "view", "reshape", "unflatten", "rearrange", "empty", "zeros", "ones", "full", "rand", "randn",
     "empty_strided", "new_empty", "new_zeros", "new_ones", "new_full", "make_block_ptr",
 })
+
+
+# The value-side tiles and dims a kernel's host may compute from the key's (``BV``, not ``V``).
+_VALUE_TILES = frozenset(KERNEL_TWINS.values()) - {"V"}
+_AS_QUERY = frozenset({"expand_as", "view_as", "reshape_as"})
+# ``self.n_kv_heads = 8``: a name bound to a number (the rule asks whether it counts KV heads).
+_NUMBER_BOUND = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)[ \t]*(?::[^=\n]*)?=[ \t(]*[0-9]")
+
+
+def _statements(f: _File, ids: frozenset[str], kv_counts: bool) -> bool:
+    """The rule's questions of statements rather than shapes: a value tile, twin size
+    keywords, K/V shaped as the query beside a KV length, a K/V buffer helper, a KV head count
+    written as a number."""
+    if not ids.isdisjoint(_VALUE_TILES) or any(k in ids and v in ids for k, v in KEYWORD_TWINS.items()):
+        return True
+    if not ids.isdisjoint(_AS_QUERY) and any(map(kv_length_name, f.names_containing("len", ignore_case=True))):
+        return True
+    if not kv_counts:
+        return False
+    if any(map(makes_buffers, f.names_containing("cache", ignore_case=True) | f.names_containing("kv", ignore_case=True)
+               | f.names_containing("buffer", ignore_case=True) | f.names_containing("pool", ignore_case=True)
+               | f.names_containing("past", ignore_case=True))):
+        return True
+    return any(name_role(m.group(1)) is Role.KV_HEADS for m in _NUMBER_BOUND.finditer(f.text))
 
 
 # An escape that can spell a letter, digit or underscore in a string.
@@ -44,19 +71,23 @@ def _read_by_getattr(f: _File) -> frozenset[str] | None:
 
 def _kv210(f: _File) -> bool:
     ids = f.identifiers  # one set for the many single-word questions below
-    if ids.isdisjoint(_SHAPE_WORDS):
-        return False
     wild = "getattr" in ids
     read = _read_by_getattr(f) if wild else frozenset()
     unit_wild = read is None
-    kernel = any(key in ids and value in ids for key, value in KERNEL_TWINS.items())
     counts = f.names_containing("head", ignore_case=True) | f.names_containing("group", ignore_case=True)
     kv_counts = unit_wild or any(name_role(n) is Role.KV_HEADS for n in (*counts, *(read or ())))
+    if _statements(f, ids, kv_counts):
+        return True
+    if ids.isdisjoint(_SHAPE_WORDS):
+        return False
+    kernel = any(key in ids and value in ids for key, value in KERNEL_TWINS.items())
+    # A length read off a query's shape, beside the keys' own length.
+    lengths = any(map(kv_length_name, f.names_containing("len", ignore_case=True))) and any(map(is_query_name, ids))
     dims = (f.names_containing("dim", ignore_case=True) | f.names_containing("size", ignore_case=True)
             | f.names_containing("channels", ignore_case=True) | f.names_containing("d_v", ignore_case=True)
             | f.names_containing("dv", ignore_case=True))
     value_dims = unit_wild or kernel or any(_value_dim(n) for n in (*dims, *(read or ())))
-    if not kv_counts and not value_dims:
+    if not kv_counts and not value_dims and not lengths:
         return False
     extra = f.settings.extra_pairs
     text, raw = f.text, not f.reduced
@@ -64,7 +95,8 @@ def _kv210(f: _File) -> bool:
         if close is None:
             return True
         sizes = identifier_set(text[inside:close])
-        asked = (kv_counts and any(query_heads(n) for n in sizes)) or (value_dims and (
+        asked = (kv_counts and any(query_heads(n) for n in sizes)) or (
+            lengths and any(length_name(n) and not kv_length_name(n) for n in sizes)) or (value_dims and (
             any(map(_key_size, sizes)) or (("shape" in sizes or "size" in sizes) and any(kv_side(n, extra) == "k" for n in sizes))))
         if not asked:
             # Only a getattr in the statement may still name a size in its string, which
@@ -84,7 +116,8 @@ def _kv210(f: _File) -> bool:
         # code-only text has lost.
         if wild and ("getattr" in prefix or "getattr" in sizes):
             return True
-        if asked and ("[" in text[start:at] or any(kv_side(n, extra) or gradient_side(n) for n in prefix | sizes)):
+        if asked and ("[" in text[start:at] or any(kv_side(n, extra) or gradient_side(n) or attention_output(n)
+                                                   for n in prefix | sizes)):
             return True
     return False
 
