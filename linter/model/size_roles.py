@@ -200,10 +200,10 @@ def pads(tail: str | None) -> bool:
     return tail is not None and bool(_PADS.search(tail))
 
 
-# Verbs and nouns of a helper that makes K/V buffers (``create_kv_cache``, ``init_cache``,
-# ``allocate_kv_buffers``): its arguments are the buffers' sizes.
+# Verbs and nouns of a helper that makes K/V caches (``create_kv_cache``, ``init_cache``,
+# ``allocate_kv``): its arguments are the caches' sizes.
 _MAKE_VERBS = frozenset({"create", "alloc", "allocate", "init", "make", "build", "new"})
-_BUFFER_NOUNS = frozenset({"cache", "caches", "kv", "kvcache", "buffer", "buffers", "pool", "past"})
+_BUFFER_NOUNS = frozenset({"cache", "caches", "kv", "kvcache"})
 
 
 def makes_buffers(callee: str | None) -> bool:
@@ -260,8 +260,7 @@ def attention_output(name: str) -> bool:
 
 # Keywords of a layer's per-head sizes, key side with the value's (Keras' and Flax's
 # ``key_dim``/``value_dim``, ``nn.MultiheadAttention``'s ``kdim``/``vdim``).
-KEYWORD_TWINS = {"key_dim": "value_dim", "kdim": "vdim", "k_dim": "v_dim", "d_k": "d_v",
-                 "k_head_dim": "v_head_dim", "qk_head_dim": "v_head_dim", "head_dim_k": "head_dim_v"}
+KEYWORD_TWINS = {"key_dim": "value_dim", "kdim": "vdim", "k_dim": "v_dim", "d_k": "d_v"}
 
 
 def size_kind(names: Iterable[str]) -> str | None:

@@ -31,25 +31,74 @@ _SHAPE_WORDS = frozenset({
 # The value-side tiles and dims a kernel's host may compute from the key's (``BV``, not ``V``).
 _VALUE_TILES = frozenset(KERNEL_TWINS.values()) - {"V"}
 _AS_QUERY = frozenset({"expand_as", "view_as", "reshape_as"})
-# ``self.n_kv_heads = 8``: a name bound to a number (the rule asks whether it counts KV heads).
-_NUMBER_BOUND = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)[ \t]*(?::[^=\n]*)?=[ \t(]*[0-9]")
 
 
-def _statements(f: _File, ids: frozenset[str], kv_counts: bool) -> bool:
+def _shape_read_of_query(text: str) -> bool:
+    """``query.shape``, ``q.size(1)``: is a query tensor's shape read? (The name before each
+    ``.shape``/``.size``, read backwards: a regular expression would try every word.)"""
+    for attr in (".shape", ".size"):
+        at = text.find(attr)
+        while at != -1:
+            start = at
+            while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+                start -= 1
+            if start < at and is_query_name(text[start:at]):
+                return True
+            at = text.find(attr, at + 1)
+    return False
+
+
+# What follows a name bound to a number: ``= 8``, ``: int = (8)`` (a number that is no 0 or 1)
+# to the end of the line.
+_BOUND_TO_NUMBER = re.compile(r"[ \t]*(?::[^=\n]*)?=[ \t(]*(?:[2-9]|1[0-9_]|0[xXoObB])[0-9a-fA-F_]*[ \t)]*(?:#[^\n]*)?$",
+                              re.MULTILINE)
+_DOTTED = re.compile(r"[\w.]*")
+
+
+def _number_bound(text: str, names: tuple[str, ...]) -> bool:
+    """``self.n_kv_heads = 8``: is one of ``names`` the target of a statement that binds it to
+    a number? Each name is found by ``str.find`` (a pattern over every line start costs more)."""
+    for name in names:
+        at = text.find(name)
+        while at != -1:
+            end = at + len(name)
+            before = text[at - 1] if at else "\n"
+            if not (before.isalnum() or before == "_") and (end == len(text) or not (text[end].isalnum() or text[end] == "_")):
+                line = text.rfind("\n", 0, at) + 1
+                if _DOTTED.fullmatch(text[line:at].lstrip(" \t")) and _BOUND_TO_NUMBER.match(text, end):
+                    return True
+            at = text.find(name, end)
+    return False
+
+
+_KEY_KERNEL = frozenset(KERNEL_TWINS)
+
+
+def _tile_from_key(text: str, tile: str) -> bool:
+    """``BV = min(triton.next_power_of_2(K), 64)``, ``BK, BV = ...``: a line that binds ``tile``
+    and reads a key-side kernel size after its ``=``."""
+    at = text.find(tile)
+    while at != -1:
+        line_end = text.find("\n", at)
+        line = text[text.rfind("\n", 0, at) + 1:line_end if line_end != -1 else len(text)]
+        eq = line.find("=")
+        if eq != -1 and not line.startswith("=", eq + 1) and not identifier_set(line[eq + 1:]).isdisjoint(_KEY_KERNEL):
+            return True
+        at = text.find(tile, at + len(tile))
+    return False
+
+
+def _statements(f: _File, ids: frozenset[str], kv_counts: bool, kv_names: tuple[str, ...]) -> bool:
     """The rule's questions of statements rather than shapes: a value tile, twin size
-    keywords, K/V shaped as the query beside a KV length, a K/V buffer helper, a KV head count
-    written as a number."""
-    if not ids.isdisjoint(_VALUE_TILES) or any(k in ids and v in ids for k, v in KEYWORD_TWINS.items()):
+    keywords, K/V shaped as the query beside a KV length, a KV head count written as a number."""
+    if any(k in ids and v in ids and v + "=" in f.text for k, v in KEYWORD_TWINS.items()):
+        return True
+    if any(_tile_from_key(f.text, tile) for tile in _VALUE_TILES & ids):
         return True
     if not ids.isdisjoint(_AS_QUERY) and any(map(kv_length_name, f.names_containing("len", ignore_case=True))):
         return True
-    if not kv_counts:
-        return False
-    if any(map(makes_buffers, f.names_containing("cache", ignore_case=True) | f.names_containing("kv", ignore_case=True)
-               | f.names_containing("buffer", ignore_case=True) | f.names_containing("pool", ignore_case=True)
-               | f.names_containing("past", ignore_case=True))):
-        return True
-    return any(name_role(m.group(1)) is Role.KV_HEADS for m in _NUMBER_BOUND.finditer(f.text))
+    # (A target is code: a getattr's string never is one.)
+    return _number_bound(f.text, kv_names)
 
 
 # An escape that can spell a letter, digit or underscore in a string.
@@ -75,14 +124,19 @@ def _kv210(f: _File) -> bool:
     read = _read_by_getattr(f) if wild else frozenset()
     unit_wild = read is None
     counts = f.names_containing("head", ignore_case=True) | f.names_containing("group", ignore_case=True)
-    kv_counts = unit_wild or any(name_role(n) is Role.KV_HEADS for n in (*counts, *(read or ())))
-    if _statements(f, ids, kv_counts):
+    kv_names = tuple(sorted(n for n in counts if name_role(n) is Role.KV_HEADS))
+    kv_counts = unit_wild or bool(kv_names) or any(name_role(n) is Role.KV_HEADS for n in read or ())
+    if _statements(f, ids, kv_counts, kv_names):
         return True
-    if ids.isdisjoint(_SHAPE_WORDS):
+    # K/V buffer helpers (``create_kv_cache``): read as allocations where a KV count exists.
+    helpers = frozenset(filter(makes_buffers, f.names_containing("cache", ignore_case=True)
+                               | f.names_containing("kv", ignore_case=True))) if kv_counts else frozenset()
+    if ids.isdisjoint(_SHAPE_WORDS) and not helpers:
         return False
     kernel = any(key in ids and value in ids for key, value in KERNEL_TWINS.items())
+    text = f.text
     # A length read off a query's shape, beside the keys' own length.
-    lengths = any(map(kv_length_name, f.names_containing("len", ignore_case=True))) and any(map(is_query_name, ids))
+    lengths = any(map(kv_length_name, f.names_containing("len", ignore_case=True))) and _shape_read_of_query(text)
     dims = (f.names_containing("dim", ignore_case=True) | f.names_containing("size", ignore_case=True)
             | f.names_containing("channels", ignore_case=True) | f.names_containing("d_v", ignore_case=True)
             | f.names_containing("dv", ignore_case=True))
@@ -91,7 +145,7 @@ def _kv210(f: _File) -> bool:
         return False
     extra = f.settings.extra_pairs
     text, raw = f.text, not f.reduced
-    for at, _, inside, close in bracket_groups(text, _SHAPE_WORDS, raw):
+    for at, _, inside, close in bracket_groups(text, _SHAPE_WORDS | helpers, raw):
         if close is None:
             return True
         sizes = identifier_set(text[inside:close])

@@ -410,6 +410,12 @@ _AS_QUERY = frozenset({"expand_as", "view_as", "reshape_as"})
 _EINOPS = frozenset({"rearrange", "repeat"})
 
 
+def _query_from_input(model: FunctionModel) -> bool:
+    """The query head count from a parameter or a computed value (not a number) here."""
+    return any(query_heads(p) for p in model.params) or any(
+        query_heads(a.name.rsplit(".", 1)[-1]) and not isinstance(a.value, cst.Integer) for a in model.assignments)
+
+
 def _strip_einops(node: cst.BaseExpression) -> cst.BaseExpression:
     """``rearrange(k, "b ... -> b 1 ...")``: the tensor einops reshapes."""
     if isinstance(node, cst.Call) and callee_tail(node) in _EINOPS and node.args and node.args[0].keyword is None:
@@ -470,7 +476,7 @@ class KVSizeRole(OwnerTracking, Rule):
         AnyCase("head", "dim", "size", "group", "constexpr", "len", "bv", "dv"),
         ("view", "reshape", "unflatten", "empty", "zeros", "ones", "full", "rand", "make_block_ptr", "expand_as",
          "create", "alloc", "init", "make", "build", "new", "BV", "DV", "_V", "value_dim", "vdim", "v_dim", "d_v",
-         "kv", "KV", "key", "value", "group", "k_", "_k", "v_", "_v", "K_", "_K"),
+         "head", "Head", "HEAD", "group", "GROUP"),
     )
     name = "kv-size-role"
     summary = "K/V view, reshape or buffer sized with the query's head count or the key's head dim"
@@ -922,10 +928,10 @@ class Backend:
         expanded = [o for o, c in model.calls_in_order() if expands(callee_tail(c))]
         pad_calls = [(o, c) for o, c in model.calls_in_order() if pads(callee_tail(c)) and c.args
                      and _receiver_side(c.args[0].value, self.extra_pairs)[0] == "v"]
-        self._value_dim_cuts = list(_value_dim_cuts(node.body))
-        branches: dict[int, _Branch] = {}
-        _branches(node.body, _Branch(node.body), branches)
-        query_lengths = self._query_lengths(model)
+        self._function_body = node.body
+        self._cuts: list[cst.CSTNode] | None = None
+        self._branch_of: dict[int, _Branch] | None = None
+        query_lengths = self._query_lengths(model) if kv_lengths else {}
         reported: set[int] = set()
         for site in sites:
             if site.name is not None and _plural(site.name) and _twin(site.name, self.extra_pairs) not in scope:
@@ -982,7 +988,7 @@ class Backend:
             if site.side not in ("v", "v-dim") or padded:
                 continue
             self._check_value_dim(site, found, values_dims, held, assigned, model.params,
-                                  branches.get(id(site.call), _Branch(node.body)))
+                                  self._branch(site))
 
     @staticmethod
     def _kv_lengths(model: FunctionModel) -> dict[str, int]:
@@ -1017,15 +1023,14 @@ class Backend:
         shaped as the query."""
         pairs = self.extra_pairs
         bound = {a.name.rsplit(".", 1)[-1] for a in model.assignments} | set(model.params)
-        query_from_input = any(query_heads(p) for p in model.params) or any(
-            query_heads(a.name.rsplit(".", 1)[-1]) and not isinstance(a.value, cst.Integer) for a in model.assignments)
+        value_kernel = value_kernel_sizes(bound)
         for a in model.assignments:
             tail = a.name.rsplit(".", 1)[-1]
             if a.position is not None:
                 continue
-            found = list(_size_names(a.value))
+            found = list(_size_names(a.value)) if value_kernel - {tail} and tail in value_kernel else []
             key = value_tile_from_key(tail, (n for n, _ in found))
-            if key is not None and value_kernel_sizes(bound) - {tail}:
+            if key is not None:
                 at = next(at for n, at in found if n == key)
                 own = sorted(value_kernel_sizes(bound) - {tail})[0]
                 self.report(
@@ -1034,8 +1039,8 @@ class Backend:
                     f"value's own here",
                     suggestion=f"compute `{tail}` from the value's size (`{own}`)",
                 )
-            elif (isinstance(a.value, cst.Integer) and int(a.value.evaluated_value) > 1 and query_from_input
-                    and name_role(tail) is Role.KV_HEADS and not is_query_name(tail)):
+            elif (isinstance(a.value, cst.Integer) and int(a.value.evaluated_value) > 1
+                    and name_role(tail) is Role.KV_HEADS and not is_query_name(tail) and _query_from_input(model)):
                 # (``kv_num_q_heads``: the query heads a KV kernel runs with.)
                 self.report(
                     a.value,
@@ -1045,7 +1050,7 @@ class Backend:
                 )
         for order, call in model.calls_in_order():
             keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
-            for key, value in KEYWORD_TWINS.items():
+            for key, value in KEYWORD_TWINS.items() if len(keywords) > 1 else ():
                 if key in keywords and value in keywords and \
                         size_kind(n for n, _ in _names(keywords[key])) == "head" and \
                         size_kind(n for n, _ in _names(keywords[value])) == "width":
@@ -1145,12 +1150,23 @@ class Backend:
                 )
                 return
 
+    def _value_dim_cuts(self) -> list[cst.CSTNode]:
+        if self._cuts is None:  # walked only for a function with an output to check
+            self._cuts = list(_value_dim_cuts(self._function_body))
+        return self._cuts
+
+    def _branch(self, site: _Site) -> _Branch:
+        if self._branch_of is None:  # walked only for a function with a value shape to check
+            self._branch_of = {}
+            _branches(self._function_body, _Branch(self._function_body), self._branch_of)
+        return self._branch_of.get(id(site.call), _Branch(self._function_body))
+
     def _cut_to_value_dim(self, site: _Site) -> bool:
         """Is this view's result, or the output it views, cut to the value's head dim in this
         function (``o.view(-1, h, qk_head_dim)[..., : v_head_dim]``)?"""
         name = dotted_name(_strip_chain(site.receiver)) if site.receiver is not None else None
         return any(id(cut) == id(site.call) or (name is not None and dotted_name(cut) == name)
-                   for cut in self._value_dim_cuts)
+                   for cut in self._value_dim_cuts())
 
     def _sites(self, model: FunctionModel) -> Iterator[_Site]:
         pairs = self.extra_pairs

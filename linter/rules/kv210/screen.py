@@ -16,7 +16,8 @@ from collections.abc import Iterator
 from linter.model.names import Role, is_kv_tensor_name, is_query_name, is_scale_name, kv_side, name_role
 from linter.model.size_roles import (
     KERNEL_TWINS, KEYWORD_TWINS, attention_output, gradient_side, is_latent_scope, key_dim, kv_length_name,
-    key_state, length_name, makes_buffers, query_heads, value_dim, value_dim_twins, value_tile_from_key,
+    key_state, length_name, makes_buffers, query_heads, size_kind, value_dim, value_dim_twins, value_kernel_sizes,
+    value_tile_from_key,
 )
 from linter.plan.screen_facts import Facts, _dotted, _tail, walk
 from linter.settings import Settings
@@ -230,22 +231,45 @@ def _reads_query_shape(node: ast.AST) -> bool:
     return False
 
 
+def _size_names(node: ast.AST) -> Iterator[str]:
+    """``rule._size_names``: the names a value is made of, not those of the tests that choose
+    among its branches."""
+    kind = type(node)
+    if kind is ast.IfExp:
+        yield from _size_names(node.body)
+        yield from _size_names(node.orelse)
+    elif kind is ast.Compare:
+        return
+    elif kind is ast.Name or kind is ast.Attribute or (kind is ast.Call and type(node.func) is ast.Name
+                                                      and node.func.id == "getattr"):
+        yield from (n for n, _ in _names(node, False))
+    else:
+        for child in ast.iter_child_nodes(node):
+            yield from _size_names(child)
+
+
 def _statements(facts: Facts, known: set[str]) -> bool:
     """``rule._check_statements``: a value tile computed from the key's, twin size keywords,
     a KV head count bound to a number, K/V shaped as the query beside a KV length."""
+    # The query head count from a parameter or a computed value, for a KV count bound to a number.
+    query_from_input = any(map(query_heads, facts.params)) or any(
+        type(value) is not ast.Constant and query_heads(_tail(t) or "") for targets, value in facts.assignments for t in targets)
+    value_kernel = value_kernel_sizes(known)
     for targets, value in facts.assignments:
         for target in targets:
             name = _tail(target)
             if name is None:
                 continue
-            if value_tile_from_key(name, (n for n, _ in _names(value, False))) is not None:
+            if value_kernel - {name} and value_tile_from_key(name, _size_names(value)) is not None:
                 return True
-            if type(value) is ast.Constant and type(value.value) is int and name_role(name) is Role.KV_HEADS:
+            if query_from_input and type(value) is ast.Constant and type(value.value) is int and value.value > 1 \
+                    and name_role(name) is Role.KV_HEADS and not is_query_name(name):
                 return True
     lengths = any(map(kv_length_name, known))
     for call in facts.calls:
-        keywords = {k.arg for k in call.keywords}
-        if any(k in keywords and v in keywords for k, v in KEYWORD_TWINS.items()):
+        keywords = {k.arg: k.value for k in call.keywords}
+        if any(k in keywords and v in keywords and size_kind(n for n, _ in _names(keywords[k], False)) == "head"
+               and size_kind(n for n, _ in _names(keywords[v], False)) == "width" for k, v in KEYWORD_TWINS.items()):
             return True
         if lengths and type(call.func) is ast.Attribute and call.func.attr in _AS_QUERY and call.args:
             like = _dotted(_unstarred(call.args[0]))
