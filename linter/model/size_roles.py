@@ -198,3 +198,93 @@ def expands(tail: str | None) -> bool:
 
 def pads(tail: str | None) -> bool:
     return tail is not None and bool(_PADS.search(tail))
+
+
+# Verbs and nouns of a helper that makes K/V caches (``create_kv_cache``, ``init_cache``,
+# ``allocate_kv``): its arguments are the caches' sizes.
+_MAKE_VERBS = frozenset({"create", "alloc", "allocate", "init", "make", "build", "new"})
+_BUFFER_NOUNS = frozenset({"cache", "caches", "kv", "kvcache"})
+
+
+def makes_buffers(callee: str | None) -> bool:
+    """``create_kv_cache``, ``allocate_cache``: a helper whose result is a K/V buffer."""
+    if callee is None:
+        return False
+    parts = set(callee.lower().split("_"))
+    return bool(parts & _MAKE_VERBS) and bool(parts & _BUFFER_NOUNS)
+
+
+_LENGTH_PARTS = frozenset({"len", "lens", "length", "lengths", "seqlen", "seqlens"})
+_KV_LENGTH_SIDES = frozenset({"k", "kv", "key", "keys", "v", "value", "src"})
+
+
+def length_name(name: str) -> bool:
+    """``seqlen``, ``q_len``, ``max_seqlen_k``: a name of a sequence length."""
+    return bool(_LENGTH_PARTS & set(name.lower().split("_")))
+
+
+def kv_length_name(name: str) -> bool:
+    """``k_len``, ``kv_seq_len``, ``max_seqlen_k``, ``src_len``: the keys' own length."""
+    parts = set(name.lower().split("_"))
+    return bool(_LENGTH_PARTS & parts) and bool(_KV_LENGTH_SIDES & parts)
+
+
+# The kernel's value-side dims and tiles, and the key-side ones that stand for them.
+_VALUE_KERNEL = frozenset(KERNEL_TWINS.values())
+_KEY_KERNEL = frozenset(KERNEL_TWINS)
+
+
+def value_tile_from_key(target: str, reads: Iterable[str]) -> str | None:
+    """``BV = min(triton.next_power_of_2(K), 64)``: a value-side tile or dim (not ``V``
+    itself) computed from the key's (``K``, ``BK``) and from no value-side size; the key's
+    name it reads."""
+    if target not in _VALUE_KERNEL or target == "V":
+        return None
+    reads = set(reads)
+    if reads & _VALUE_KERNEL:
+        return None
+    return next((n for n in sorted(reads) if n in _KEY_KERNEL), None)
+
+
+def value_kernel_sizes(names: Iterable[str]) -> set[str]:
+    return set(names) & _VALUE_KERNEL
+
+
+# Names of the attention output, whose last axis is the value's head dim.
+_OUTPUTS = frozenset({"o", "out", "output", "attn_output", "attn_out", "attention_output", "context", "context_layer"})
+
+
+def attention_output(name: str) -> bool:
+    return name in _OUTPUTS
+
+
+# Keywords of a layer's per-head sizes, key side with the value's (Keras' and Flax's
+# ``key_dim``/``value_dim``, ``nn.MultiheadAttention``'s ``kdim``/``vdim``).
+KEYWORD_TWINS = {"key_dim": "value_dim", "kdim": "vdim", "k_dim": "v_dim", "d_k": "d_v"}
+
+
+def size_kind(names: Iterable[str]) -> str | None:
+    """"head" for a size read from head dims only, "width" for one read from model widths
+    only (``hidden_dim``, ``embed_dim``), else None."""
+    roles = {name_role(n) for n in names} - {Role.UNKNOWN}
+    if roles == {Role.HEAD_DIM}:
+        return "head"
+    if roles and roles <= {Role.Q_WIDTH, Role.KV_WIDTH}:
+        return "width"
+    return None
+
+
+_STATE_PARTS = frozenset({"state", "states", "cache", "caches", "memory", "past"})
+
+
+def state_function(name: str) -> bool:
+    """``init_state``, ``allocate_cache``: a function that makes recurrent states or caches."""
+    return bool(_STATE_PARTS & set(name.lower().split("_")))
+
+
+def key_state(names: Iterable[str]) -> bool:
+    """A buffer shaped with the key's own head dim (``(b, h, head_k_dim, slots)``: a key-slot
+    state), and with no value head dim (a ``K x V`` state has the query's heads) nor a dim the
+    query shares (``head_dim_qk``: a query-side or output buffer as well)."""
+    names = set(names)
+    return any(key_dim(n) and "qk" not in n.lower().split("_") for n in names) and not any(map(value_dim, names))

@@ -7,7 +7,10 @@ from textwrap import dedent
 import pytest
 
 from linter.engine import lint_source
-from linter.model.size_roles import Assigned, equal_by_construction, equal_to_query, value_dim, value_dim_twins
+from linter.model.size_roles import (
+    Assigned, equal_by_construction, equal_to_query, key_state, kv_length_name, makes_buffers, size_kind, value_dim,
+    value_dim_twins, value_tile_from_key,
+)
 
 
 def _lint(code: str) -> list:
@@ -271,3 +274,59 @@ def test_the_ast_screen_reads_the_sites_the_rule_reads(body, admitted):
     assert SCREEN(Facts(ast.parse(text), (text.split("\n"), 0)), default_settings()) is admitted
     # The screen may say yes where the rule is silent, never no where it reports.
     assert admitted or not _lint(text)
+
+
+@pytest.mark.parametrize("name, makes", [
+    ("create_kv_cache", True), ("init_cache", True), ("allocate_kv", True),
+    ("get_kv_cache", False), ("update_cache", False), ("create_mask", False),
+])
+def test_a_cache_helper_is_a_making_verb_with_a_cache_noun(name, makes):
+    assert makes_buffers(name) is makes
+
+
+@pytest.mark.parametrize("name, kv", [
+    ("k_len", True), ("kv_seq_len", True), ("max_seqlen_k", True), ("src_len", True),
+    ("seqlen", False), ("q_len", False), ("k_scale", False),
+])
+def test_the_keys_own_length_is_a_length_named_for_a_kv_side(name, kv):
+    assert kv_length_name(name) is kv
+
+
+def test_a_value_tile_from_the_keys_size_names_the_key_it_reads():
+    assert value_tile_from_key("BV", ["min", "triton", "next_power_of_2", "K"]) == "K"
+    # The value's own size read too, or the value's dim itself: no finding.
+    assert value_tile_from_key("BV", ["min", "K", "V"]) is None
+    assert value_tile_from_key("V", ["K"]) is None
+    assert value_tile_from_key("BK", ["K"]) is None
+
+
+def test_size_kinds_tell_a_head_dim_from_a_model_width():
+    assert size_kind(["head_dim"]) == "head"
+    assert size_kind(["hidden_dim"]) == "width"
+    assert size_kind(["head_dim", "hidden_dim"]) is None
+    assert size_kind(["n"]) is None
+
+
+def test_a_key_state_has_the_keys_own_head_dim_and_not_the_values():
+    assert key_state(["batch", "num_heads", "head_k_dim", "num_slots"])
+    assert not key_state(["batch", "num_heads", "head_k_dim", "head_v_dim"])  # a K x V state
+    assert not key_state(["total", "num_heads", "head_dim_qk"])  # the query shares it
+
+
+def test_a_kv_view_with_the_query_length_names_the_keys_own_length():
+    code = """\
+    def attend(query, key, kv_heads):
+        b, seqlen = query.shape[:2]
+        max_seqlen_k = key.shape[1]
+        return key.view(b, seqlen, kv_heads, -1)
+    """
+    [finding] = _lint(code)
+    assert "`seqlen`, the query's length" in finding.message and "`max_seqlen_k`" in finding.message
+    # Bound after the view, the keys' length is no evidence about it.
+    assert _lint("""\
+    def attend(query, key, kv_heads):
+        b, seqlen = query.shape[:2]
+        out = key.view(b, seqlen, kv_heads, -1)
+        max_seqlen_k = key.shape[1]
+        return out, max_seqlen_k
+    """) == []

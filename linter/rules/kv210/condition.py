@@ -12,8 +12,11 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from linter.model.size_roles import KERNEL_TWINS, gradient_side, key_dim, query_heads, value_dim, value_dim_twins
-from linter.model.names import Role, kv_side, name_role
+from linter.model.size_roles import (
+    KERNEL_TWINS, KEYWORD_TWINS, attention_output, gradient_side, key_dim, kv_length_name, length_name, makes_buffers,
+    query_heads, value_dim, value_dim_twins,
+)
+from linter.model.names import Role, is_query_name, kv_side, name_role
 from linter.plan.chains import bracket_groups
 from linter.plan.file import _File
 from linter.plan.words import identifier_set
@@ -23,6 +26,79 @@ _SHAPE_WORDS = frozenset({
     "view", "reshape", "unflatten", "rearrange", "empty", "zeros", "ones", "full", "rand", "randn",
     "empty_strided", "new_empty", "new_zeros", "new_ones", "new_full", "make_block_ptr",
 })
+
+
+# The value-side tiles and dims a kernel's host may compute from the key's (``BV``, not ``V``).
+_VALUE_TILES = frozenset(KERNEL_TWINS.values()) - {"V"}
+_AS_QUERY = frozenset({"expand_as", "view_as", "reshape_as"})
+
+
+def _shape_read_of_query(text: str) -> bool:
+    """``query.shape``, ``q.size(1)``: is a query tensor's shape read? (The name before each
+    ``.shape``/``.size``, read backwards: a regular expression would try every word.)"""
+    for attr in (".shape", ".size"):
+        at = text.find(attr)
+        while at != -1:
+            start = at
+            while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+                start -= 1
+            if start < at and is_query_name(text[start:at]):
+                return True
+            at = text.find(attr, at + 1)
+    return False
+
+
+# What follows a name bound to a number: ``= 8``, ``: int = (8)`` (a number that is no 0 or 1)
+# to the end of the line.
+_BOUND_TO_NUMBER = re.compile(r"[ \t]*(?::[^=\n]*)?=[ \t(]*(?:[2-9]|1[0-9_]|0[xXoObB])[0-9a-fA-F_]*[ \t)]*(?:#[^\n]*)?$",
+                              re.MULTILINE)
+_DOTTED = re.compile(r"[\w.]*")
+
+
+def _number_bound(text: str, names: tuple[str, ...]) -> bool:
+    """``self.n_kv_heads = 8``: is one of ``names`` the target of a statement that binds it to
+    a number? Each name is found by ``str.find`` (a pattern over every line start costs more)."""
+    for name in names:
+        at = text.find(name)
+        while at != -1:
+            end = at + len(name)
+            before = text[at - 1] if at else "\n"
+            if not (before.isalnum() or before == "_") and (end == len(text) or not (text[end].isalnum() or text[end] == "_")):
+                line = text.rfind("\n", 0, at) + 1
+                if _DOTTED.fullmatch(text[line:at].lstrip(" \t")) and _BOUND_TO_NUMBER.match(text, end):
+                    return True
+            at = text.find(name, end)
+    return False
+
+
+_KEY_KERNEL = frozenset(KERNEL_TWINS)
+
+
+def _tile_from_key(text: str, tile: str) -> bool:
+    """``BV = min(triton.next_power_of_2(K), 64)``, ``BK, BV = ...``: a line that binds ``tile``
+    and reads a key-side kernel size after its ``=``."""
+    at = text.find(tile)
+    while at != -1:
+        line_end = text.find("\n", at)
+        line = text[text.rfind("\n", 0, at) + 1:line_end if line_end != -1 else len(text)]
+        eq = line.find("=")
+        if eq != -1 and not line.startswith("=", eq + 1) and not identifier_set(line[eq + 1:]).isdisjoint(_KEY_KERNEL):
+            return True
+        at = text.find(tile, at + len(tile))
+    return False
+
+
+def _statements(f: _File, ids: frozenset[str], kv_counts: bool, kv_names: tuple[str, ...]) -> bool:
+    """The rule's questions of statements rather than shapes: a value tile, twin size
+    keywords, K/V shaped as the query beside a KV length, a KV head count written as a number."""
+    if any(k in ids and v in ids and v + "=" in f.text for k, v in KEYWORD_TWINS.items()):
+        return True
+    if any(_tile_from_key(f.text, tile) for tile in _VALUE_TILES & ids):
+        return True
+    if not ids.isdisjoint(_AS_QUERY) and any(map(kv_length_name, f.names_containing("len", ignore_case=True))):
+        return True
+    # (A target is code: a getattr's string never is one.)
+    return _number_bound(f.text, kv_names)
 
 
 # An escape that can spell a letter, digit or underscore in a string.
@@ -44,27 +120,37 @@ def _read_by_getattr(f: _File) -> frozenset[str] | None:
 
 def _kv210(f: _File) -> bool:
     ids = f.identifiers  # one set for the many single-word questions below
-    if ids.isdisjoint(_SHAPE_WORDS):
-        return False
     wild = "getattr" in ids
     read = _read_by_getattr(f) if wild else frozenset()
     unit_wild = read is None
-    kernel = any(key in ids and value in ids for key, value in KERNEL_TWINS.items())
     counts = f.names_containing("head", ignore_case=True) | f.names_containing("group", ignore_case=True)
-    kv_counts = unit_wild or any(name_role(n) is Role.KV_HEADS for n in (*counts, *(read or ())))
+    kv_names = tuple(sorted(n for n in counts if name_role(n) is Role.KV_HEADS))
+    kv_counts = unit_wild or bool(kv_names) or any(name_role(n) is Role.KV_HEADS for n in read or ())
+    if _statements(f, ids, kv_counts, kv_names):
+        return True
+    # K/V buffer helpers (``create_kv_cache``): read as allocations where a KV count exists.
+    helpers = frozenset(filter(makes_buffers, f.names_containing("cache", ignore_case=True)
+                               | f.names_containing("kv", ignore_case=True))) if kv_counts else frozenset()
+    if ids.isdisjoint(_SHAPE_WORDS) and not helpers:
+        return False
+    kernel = any(key in ids and value in ids for key, value in KERNEL_TWINS.items())
+    text = f.text
+    # A length read off a query's shape, beside the keys' own length.
+    lengths = any(map(kv_length_name, f.names_containing("len", ignore_case=True))) and _shape_read_of_query(text)
     dims = (f.names_containing("dim", ignore_case=True) | f.names_containing("size", ignore_case=True)
             | f.names_containing("channels", ignore_case=True) | f.names_containing("d_v", ignore_case=True)
             | f.names_containing("dv", ignore_case=True))
     value_dims = unit_wild or kernel or any(_value_dim(n) for n in (*dims, *(read or ())))
-    if not kv_counts and not value_dims:
+    if not kv_counts and not value_dims and not lengths:
         return False
     extra = f.settings.extra_pairs
     text, raw = f.text, not f.reduced
-    for at, _, inside, close in bracket_groups(text, _SHAPE_WORDS, raw):
+    for at, _, inside, close in bracket_groups(text, _SHAPE_WORDS | helpers, raw):
         if close is None:
             return True
         sizes = identifier_set(text[inside:close])
-        asked = (kv_counts and any(query_heads(n) for n in sizes)) or (value_dims and (
+        asked = (kv_counts and any(query_heads(n) for n in sizes)) or (
+            lengths and any(length_name(n) and not kv_length_name(n) for n in sizes)) or (value_dims and (
             any(map(_key_size, sizes)) or (("shape" in sizes or "size" in sizes) and any(kv_side(n, extra) == "k" for n in sizes))))
         if not asked:
             # Only a getattr in the statement may still name a size in its string, which
@@ -84,7 +170,8 @@ def _kv210(f: _File) -> bool:
         # code-only text has lost.
         if wild and ("getattr" in prefix or "getattr" in sizes):
             return True
-        if asked and ("[" in text[start:at] or any(kv_side(n, extra) or gradient_side(n) for n in prefix | sizes)):
+        if asked and ("[" in text[start:at] or any(kv_side(n, extra) or gradient_side(n) or attention_output(n)
+                                                   for n in prefix | sizes)):
             return True
     return False
 

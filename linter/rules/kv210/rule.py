@@ -11,7 +11,9 @@ from linter.model.classes import OwnerTracking
 from linter.model.flows import projected
 from linter.model.functions import FunctionModel, function_model
 from linter.model.size_roles import (
+    KEYWORD_TWINS,
     Assigned,
+    attention_output,
     equal_by_construction,
     equal_to_query,
     expands,
@@ -20,16 +22,26 @@ from linter.model.size_roles import (
     gradient_side,
     is_latent_scope,
     key_dim,
+    kv_length_name,
+    length_name,
+    makes_buffers,
     pads,
     query_heads,
     shape_names,
+    key_state,
+    state_function,
     shared_kv_heads,
     side_heads,
+    size_kind,
     value_dim,
     value_dim_twins,
+    value_kernel_sizes,
+    value_tile_from_key,
 )
 from linter.model.walk import children
-from linter.model.names import Role, is_kv_tensor_name, is_scale_name, key_counterpart, kv_side, name_role, value_counterpart
+from linter.model.names import (
+    Role, is_kv_tensor_name, is_query_name, is_scale_name, key_counterpart, kv_side, name_role, value_counterpart,
+)
 from linter.model.pairs import callee_tail, dotted_name, normalized, source_of
 from linter.rules.base import Example, Rule
 from linter.plan.triggers import AnyCase, Trigger
@@ -61,6 +73,67 @@ class _Site:
     # The tensor given the shape (a view's receiver, ``rearrange``'s first argument); None for
     # an allocation.
     receiver: cst.BaseExpression | None = None
+    # The attention output viewed with its heads flattened: its value dim must be read in the
+    # site's own branch.
+    output: bool = False
+
+
+@dataclass(frozen=True)
+class _Branch:
+    """Where a call sits: its innermost branch (an ``if``'s body or ``else``; the function's
+    body outside any) and the groups of names the enclosing tests prove equal there
+    (``if a == b``, ``if a == 256 and b == 256``; ``else`` of ``if a != b``)."""
+
+    block: cst.CSTNode
+    equal: tuple[frozenset[str], ...] = ()
+
+    def proves_equal(self, a: str, b: str) -> bool:
+        return any(a in group and b in group for group in self.equal)
+
+
+def _equal_groups(test: cst.BaseExpression, wanted: type) -> list[frozenset[str]]:
+    """The names a test's conjunction of comparisons proves equal: by ``wanted`` between two
+    names, or to one same literal."""
+    groups: list[frozenset[str]] = []
+    literals: dict[str, set[str]] = {}
+    parts = [test]
+    while parts:
+        node = parts.pop()
+        if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
+            parts += [node.left, node.right]
+            continue
+        if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+            continue
+        target = node.comparisons[0]
+        if not isinstance(target.operator, wanted):
+            continue
+        left, right = _tail_of(node.left), _tail_of(target.comparator)
+        if left is not None and right is not None:
+            groups.append(frozenset({left, right}))
+        elif wanted is cst.Equal and isinstance(target.comparator, (cst.Integer, cst.SimpleString)) and left is not None:
+            literals.setdefault(target.comparator.value, set()).add(left)
+    return groups + [frozenset(names) for names in literals.values() if len(names) > 1]
+
+
+def _branches(node: cst.CSTNode, branch: _Branch, found: dict[int, _Branch]) -> None:
+    """Each call below ``node`` with its ``_Branch``."""
+    if isinstance(node, cst.Call):
+        found[id(node)] = branch
+    if isinstance(node, cst.If):
+        _branches(node.test, branch, found)
+        _branches(node.body, _Branch(node.body, branch.equal + tuple(_equal_groups(node.test, cst.Equal))), found)
+        if node.orelse is not None:
+            single = isinstance(node.test, cst.Comparison)
+            equal = branch.equal + (tuple(_equal_groups(node.test, cst.NotEqual)) if single else ())
+            orelse = node.orelse
+            if isinstance(orelse, cst.If):
+                _branches(orelse, _Branch(orelse, equal), found)
+            else:
+                _branches(orelse.body, _Branch(orelse.body, equal), found)
+        return
+    for child in children(node):
+        if not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            _branches(child, branch, found)
 
 
 def _contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
@@ -91,6 +164,23 @@ def _names(node: cst.CSTNode) -> Iterator[tuple[str, cst.CSTNode]]:
         yield from _names(child)
 
 
+def _size_names(node: cst.CSTNode) -> Iterator[tuple[str, cst.CSTNode]]:
+    """``_names`` of the sizes a value is made of, not of the tests that choose among them
+    (``BV = 16 if BK > 128 else 32`` is made of numbers)."""
+    if isinstance(node, cst.IfExp):
+        yield from _size_names(node.body)
+        yield from _size_names(node.orelse)
+        return
+    if isinstance(node, cst.Comparison):
+        return
+    if isinstance(node, (cst.Name, cst.Attribute)) or (isinstance(node, cst.Call) and isinstance(node.func, cst.Name)
+                                                       and node.func.value == "getattr"):
+        yield from _names(node)
+        return
+    for child in children(node):
+        yield from _size_names(child)
+
+
 def _base_of(node: cst.CSTNode) -> str:
     """The object a size name is read on: ``""`` for a local name and for ``self.x`` (locals
     copy the object's attributes), ``layer`` for ``layer.head_dim``, ``config`` for
@@ -118,6 +208,28 @@ def _reads(node: cst.CSTNode) -> Iterator[tuple[str, str]]:
         yield from _reads(child)
 
 
+def _value_dim_cuts(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """What each subscript below ``node`` that cuts to the value's head dim cuts
+    (``x[..., : self.v_head_dim]``: ``x``, through shape-keeping steps)."""
+    if isinstance(node, cst.Subscript) and _value_dim_slice(node) is not None:
+        yield _strip_chain(node.value)
+    for child in children(node):
+        if not isinstance(child, (cst.FunctionDef, cst.ClassDef)):
+            yield from _value_dim_cuts(child)
+
+
+def _branch_reads(node: cst.CSTNode) -> Iterator[tuple[str, str]]:
+    """``_reads`` of a branch's own statements, not of the branches nested in it (each a path
+    of its own)."""
+    for child in children(node):
+        if isinstance(child, (cst.If, cst.FunctionDef, cst.ClassDef)):
+            continue
+        if isinstance(child, (cst.Attribute, cst.Name)):
+            yield from _reads(child)
+        else:
+            yield from _branch_reads(child)
+
+
 def _guarded_equal(node: cst.CSTNode) -> set[str]:
     """Names a guard proves equal to another name: ``assert a == b``, ``if a != b: raise``."""
     found: set[str] = set()
@@ -133,10 +245,16 @@ def _guarded_equal(node: cst.CSTNode) -> set[str]:
             for comparison in _comparisons(test):
                 left = comparison.left
                 for target in comparison.comparisons:
-                    pair = [_tail_of(left), _tail_of(target.comparator)]
-                    if isinstance(target.operator, wanted) and None not in pair:
-                        found |= set(pair)
-                    left = target.comparator
+                    right = target.comparator
+                    pairs = [(left, right)]
+                    if isinstance(left, cst.Tuple) and isinstance(right, cst.Tuple) and len(left.elements) == len(right.elements):
+                        # ``if (b2, s2) != (b, s): raise``: element by element.
+                        pairs = [(a.value, b.value) for a, b in zip(left.elements, right.elements)]
+                    for a, b in pairs:
+                        pair = [_tail_of(a), _tail_of(b)]
+                        if isinstance(target.operator, wanted) and None not in pair:
+                            found |= set(pair)
+                    left = right
         if not isinstance(child, cst.BaseExpression):
             found |= _guarded_equal(child)
     return found
@@ -286,6 +404,38 @@ def _allocations(value: cst.BaseExpression) -> Iterator[cst.Call]:
         yield from _allocations(node.orelse)
 
 
+# Methods that give a tensor another tensor's whole shape.
+_AS_QUERY = frozenset({"expand_as", "view_as", "reshape_as"})
+# einops calls whose first argument is the tensor they reshape.
+_EINOPS = frozenset({"rearrange", "repeat"})
+
+
+def _query_from_input(model: FunctionModel) -> bool:
+    """The query head count from a parameter or a computed value (not a number) here."""
+    return any(query_heads(p) for p in model.params) or any(
+        query_heads(a.name.rsplit(".", 1)[-1]) and not isinstance(a.value, cst.Integer) for a in model.assignments)
+
+
+def _strip_einops(node: cst.BaseExpression) -> cst.BaseExpression:
+    """``rearrange(k, "b ... -> b 1 ...")``: the tensor einops reshapes."""
+    if isinstance(node, cst.Call) and callee_tail(node) in _EINOPS and node.args and node.args[0].keyword is None:
+        return node.args[0].value
+    return node
+
+
+def _reads_query_shape(node: cst.CSTNode) -> bool:
+    """``query.shape[:2]``, ``q.size(1)``: a read of a query tensor's shape."""
+    if isinstance(node, cst.Attribute) and node.attr.value == "shape":
+        base = dotted_name(node.value)
+        if base is not None and is_query_name(base.rsplit(".", 1)[-1]):
+            return True
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size":
+        base = dotted_name(node.func.value)
+        if base is not None and is_query_name(base.rsplit(".", 1)[-1]):
+            return True
+    return any(_reads_query_shape(child) for child in children(node))
+
+
 def _key_dim_read(node: cst.CSTNode, extra_pairs) -> bool:
     """``key.shape[-1]``, ``k.size(-1)``, ``key_states.shape[3]`` of a 4-D layout: the key's
     head dim read from the key tensor."""
@@ -318,11 +468,15 @@ def _key_dim_reads(node: cst.CSTNode, extra_pairs) -> Iterator[cst.CSTNode]:
 
 class KVSizeRole(OwnerTracking, Rule):
     code = "KV210"
-    # A size name of a head count or a head dim (or a Triton kernel's ``constexpr`` dims), in a
-    # view, a reshape, an allocation or a block pointer.
+    # A size name of a head count, a head dim or a length (or a Triton kernel's ``constexpr``
+    # dims and tiles), in a view, a reshape, an allocation or a block pointer, a buffer helper
+    # (``create_kv_cache``), an ``expand_as``, a value-side tile (``BV``), a value keyword
+    # (``value_dim=``), or a KV head count written as a number.
     trigger = Trigger(
-        AnyCase("head", "dim", "size", "group", "constexpr"),
-        ("view", "reshape", "unflatten", "empty", "zeros", "ones", "full", "rand", "make_block_ptr"),
+        AnyCase("head", "dim", "size", "group", "constexpr", "len", "bv", "dv"),
+        ("view", "reshape", "unflatten", "empty", "zeros", "ones", "full", "rand", "make_block_ptr", "expand_as",
+         "create", "alloc", "init", "make", "build", "new", "BV", "DV", "_V", "value_dim", "vdim", "v_dim", "d_v",
+         "head", "Head", "HEAD", "group", "GROUP"),
     )
     name = "kv-size-role"
     summary = "K/V view, reshape or buffer sized with the query's head count or the key's head dim"
@@ -338,11 +492,23 @@ class KVSizeRole(OwnerTracking, Rule):
         "object's). It reports a K or V shape that carries the query head count and no KV head "
         "count where that object has a KV head count that is not the query's by construction, "
         "and a V shape (or an attention output cut to the value's head dim) that carries the "
-        "key's or the shared head dim where the value has one of its own. It stays silent after "
+        "key's or the shared head dim where the value has one of its own. The same roles are read "
+        "off more places: K/V caches made by a helper (`k, v = create_kv_cache(b, heads, ...)`); "
+        "a buffer made where states are made (`init_state`) whose shape holds the key's own head "
+        "dim (a key-slot state); the attention output (`o`, `out`, `attn_output`) flattened with "
+        "the key's head dim where its own branch reads the value's; a length read off the "
+        "query's shape (`b, seqlen = query.shape[:2]`) in a K/V shape, or K/V shaped `as` the "
+        "query (`k.expand_as(q)`), once the keys' own length (`k_len`, `max_seqlen_k`) is bound; "
+        "a kernel's value tile computed from the key's (`BV = min(next_power_of_2(K), 64)`) "
+        "where the value's own (`V`) is bound; `value_dim=`/`vdim=` given a model width beside "
+        "`key_dim=` given a head dim; and a KV head count written as a number above one where "
+        "the query head count comes from a parameter. It stays silent after "
         "K/V are repeated or expanded, for a projection declared with the query's heads, for K/V "
-        "named as expanded (`k_full`), under a guard that proves the counts equal, in MLA code "
-        "(latent K/V heads follow the path), on rope/nope parts of a latent head dim and on V "
-        "padded to the key's dim on purpose. KV205 (a projection's view), KV206 (a key-named head "
+        "named as expanded (`k_full`), under a guard or a branch test that proves the sizes "
+        "equal (`if a != b: raise`, `if a == 256 and b == 256:`), in MLA code "
+        "(latent K/V heads follow the path), on rope/nope parts of a latent head dim, on V "
+        "padded to the key's dim on purpose and on an output cut to the value's dim after. "
+        "KV205 (a projection's view), KV206 (a key-named head "
         "dim in a value view or buffer) and the query-head spellings of KV202 are special cases."
     )
     why = (
@@ -495,6 +661,105 @@ class DeepseekAttention(nn.Module):
     def forward_prefill(self, k, t):
         return k.view(t, self.num_heads, -1)
 """),
+        # A buffer helper given the KV head count.
+        Example("""\
+def step(self, hidden, past, seq_len):
+    k = self.k_proj(hidden).view(-1, seq_len, self.num_key_value_heads, self.head_dim)
+    if past is None:
+        cache_k, cache_v = init_kv_cache(k.size(0), self.num_key_value_heads, self.head_dim, seq_len + 256)
+        return cache_k, cache_v
+    return past
+"""),
+        # The query's length in a K view before the keys' own length is read (before a cache
+        # joins them, one projection gives both one length).
+        Example("""\
+def project(self, query, x, past):
+    bsz, q_len = query.shape[:2]
+    key = self.wk(x).view(bsz, q_len, self.n_kv_heads, self.head_dim)
+    kv_seq_len = key.shape[1] + past.shape[1]
+    return key, kv_seq_len
+"""),
+        # K and V proven as long as the query by a guard.
+        Example("""\
+def rotate(query, key):
+    batch, heads, seq_len, dim = query.shape
+    kv_batch, kv_heads, kv_seq_len, kv_dim = key.shape
+    if (kv_batch, kv_seq_len) != (batch, seq_len):
+        raise ValueError("query and key must have one batch and one length")
+    return key.reshape(batch, seq_len, kv_heads, dim)
+"""),
+        # A K/V view with the keys' own length read beside the query's.
+        Example("""\
+def unpad_kv(query, key, value, kv_heads):
+    batch, q_len = query.shape[:2]
+    k_len = key.shape[1]
+    return key.view(batch, k_len, kv_heads, -1), value.view(batch, k_len, kv_heads, -1)
+"""),
+        # Heads expanded alone: the keys keep their own length.
+        Example("""\
+def attend(q, k, v):
+    b, h, q_len, k_len = q.shape[0], q.shape[1], q.shape[2], k.shape[-2]
+    k = k.unsqueeze(1).expand(-1, h, -1, -1)
+    return sdpa(q, k, v)
+"""),
+        # A value tile that depends on the key's only through the test that picks a number.
+        Example("""\
+def launch(q, k, v):
+    B, T, H, K, V = *k.shape, v.shape[-1]
+    BK = triton.next_power_of_2(K)
+    BV = 32 if BK > 128 else 64
+    return kernel[(triton.cdiv(V, BV), B * H)](q, k, v, K=K, V=V, BK=BK, BV=BV)
+"""),
+        # Per-head sizes on both keywords.
+        Example("""\
+class DecoderBlock(keras.layers.Layer):
+    def build(self, hidden_dim):
+        head_dim = hidden_dim // self.num_heads
+        self.cross = keras.layers.MultiHeadAttention(num_heads=self.num_heads, key_dim=head_dim, value_dim=head_dim)
+"""),
+        # A KV head count of one (multi-query attention) written as a number.
+        Example("""\
+class FusedBlock(nn.Module):
+    def __init__(self, hidden_size, n_heads):
+        super().__init__()
+        self.n_heads = n_heads
+        self.n_kv_heads = 1
+"""),
+        # A recurrent state of keys by values carries the heads the kernel runs with.
+        Example("""\
+class SlotAttention(nn.Module):
+    def init_state(self, batch):
+        param = next(self.parameters())
+        return (param.new_zeros(batch, self.num_heads, self.head_k_dim, self.head_v_dim),)
+"""),
+        # An output whose branch proves the key's head dim equal to the value's.
+        Example("""\
+class Backend:
+    def forward(self, q, k, v, layer):
+        if layer.qk_head_dim == 128 and layer.v_head_dim == 128:
+            v = v.view(-1, layer.tp_v_head_num, layer.v_head_dim)
+            o = fast_kernel(q, k, v)
+            return o.view(-1, layer.tp_q_head_num * layer.qk_head_dim)
+        return self.slow(q, k, v, layer)
+"""),
+        # An output padded to the key's head dim by the kernel, cut to the value's after.
+        Example("""\
+class Backend:
+    def forward(self, q, k, v, layer):
+        o = padded_kernel(q, k, v)
+        o = o.view(-1, layer.tp_q_head_num, layer.qk_head_dim)
+        return o[..., : layer.v_head_dim].reshape(-1, layer.tp_q_head_num * layer.v_head_dim)
+"""),
+        # An output in a branch that never gives the value its own head dim.
+        Example("""\
+class Backend:
+    def forward(self, q, k, v, layer):
+        if layer.qk_head_dim != layer.v_head_dim:
+            o = q.new_empty((q.shape[0], layer.tp_q_head_num * layer.v_head_dim))
+            return self.split(q, k, v, o)
+        o = dense_kernel(q.view(-1, layer.tp_q_head_num, layer.head_dim), k, v)
+        return o.view(-1, layer.tp_q_head_num * layer.head_dim)
+"""),
     )
     INVALID = (
         Example(bad, line=7),
@@ -556,6 +821,81 @@ class MiMoAttention(nn.Module):
         value = value.view(t, -1, key.shape[-1])
         return key, value
 """, line=9),
+        # A K/V cache made by a helper with the query head count, where K was just viewed with
+        # the KV head count.
+        Example("""\
+def step(self, hidden, past, seq_len):
+    k = self.k_proj(hidden).view(-1, seq_len, self.num_key_value_heads, self.head_dim)
+    if past is None:
+        cache_k, cache_v = init_kv_cache(k.size(0), self.num_heads, self.head_dim, seq_len + 256)
+        return cache_k, cache_v
+    return past
+""", line=4),
+        # Unpadded keys viewed with the query's length after a cache made them longer.
+        Example("""\
+def varlen_attention(query, key, value, past, n_heads, kv_heads):
+    if past is not None:
+        key = torch.cat([past[0], key], dim=1)
+    bsz, seqlen = query.shape[:2]
+    key_unpad, cu_seqlens_k, max_seqlen_k = unpad(key)
+    key_unpad = key_unpad.view(bsz, seqlen, kv_heads, -1)
+    return key_unpad, max_seqlen_k
+""", line=6),
+        # A single-head K broadcast to the query's whole shape, length included.
+        Example("""\
+def attend(q, k, v):
+    b, h, q_len, k_len = q.shape[0], q.shape[1], q.shape[2], k.shape[-2]
+    if k.ndim == 3:
+        k = k.unsqueeze(1).expand_as(q)
+    return sdpa(q, k, v)
+""", line=4),
+        # The value tile sized from the key's head dim, where the value has its own.
+        Example("""\
+def launch(q, k, v):
+    B, T, H, K, V = *k.shape, v.shape[-1]
+    BK = min(triton.next_power_of_2(K), 64)
+    BV = min(triton.next_power_of_2(K), 64)
+    return kernel[(triton.cdiv(V, BV), B * H)](q, k, v, K=K, V=V, BK=BK, BV=BV)
+""", line=4),
+        # The value's per-head size given the model width, beside the key's per-head dim.
+        Example("""\
+class DecoderBlock(keras.layers.Layer):
+    def build(self, hidden_dim):
+        head_dim = hidden_dim // self.num_heads
+        self.cross = keras.layers.MultiHeadAttention(num_heads=self.num_heads, key_dim=head_dim, value_dim=hidden_dim)
+""", line=4),
+        # A KV head count written as a number, the query's a parameter.
+        Example("""\
+class FusedBlock(nn.Module):
+    def __init__(self, hidden_size, n_heads):
+        super().__init__()
+        self.n_heads = n_heads
+        self.n_kv_heads = 4
+""", line=5),
+        # A key-slot state (the key's head dim by slots) with the query head count, where the
+        # layer has a KV head count.
+        Example("""\
+class SlotAttention(nn.Module):
+    def __init__(self, hidden_size, num_heads, num_kv_heads, num_slots):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.num_slots = num_heads, num_kv_heads, num_slots
+        self.head_k_dim = hidden_size // num_heads
+
+    def init_state(self, batch):
+        param = next(self.parameters())
+        return (param.new_zeros(batch, self.num_heads, self.head_k_dim, self.num_slots),)
+""", line=9),
+        # The attention output flattened with the key's head dim, in a branch that views V
+        # with its own.
+        Example("""\
+class Backend:
+    def forward(self, q, k, v, layer):
+        if layer.v_head_dim == 256:
+            v = v.view(-1, layer.tp_v_head_num, layer.v_head_dim)
+            o = fast_kernel(q, k, v)
+            return o.view(-1, layer.tp_q_head_num * layer.head_dim)
+        return self.slow(q, k, v, layer)
+""", line=6),
     )
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -563,6 +903,8 @@ class MiMoAttention(nn.Module):
         owner = next((o for o in reversed(self._owners) if o is not None), None)
         self.enter_function()
         model = function_model(node)
+        kv_lengths = self._kv_lengths(model)
+        self._check_statements(model, kv_lengths)
         sites = list(self._sites(model))
         if not sites:
             return
@@ -598,6 +940,11 @@ class MiMoAttention(nn.Module):
         expanded = [o for o, c in model.calls_in_order() if expands(callee_tail(c))]
         pad_calls = [(o, c) for o, c in model.calls_in_order() if pads(callee_tail(c)) and c.args
                      and _receiver_side(c.args[0].value, self.extra_pairs)[0] == "v"]
+        self._function_body = node.body
+        self._cuts: list[cst.CSTNode] | None = None
+        self._branch_of: dict[int, _Branch] | None = None
+        query_lengths = self._query_lengths(model) if kv_lengths else {}
+        reported: set[int] = set()
         for site in sites:
             if site.name is not None and _plural(site.name) and _twin(site.name, self.extra_pairs) not in scope:
                 # ``keys``/``values`` are common words (a dict's keys, ``topk_values``,
@@ -613,6 +960,23 @@ class MiMoAttention(nn.Module):
                 continue
             found = [(n, at) for shape in site.shape for n, at in _names(shape)]
             names = [n for n, _ in found]
+            # The keys' own length bound before this shape: before it (``kv_seq_len = k.shape[-2]``
+            # after the view), one projection gives K the query's length.
+            if site.side in ("k", "v") and any(o < site.order for o in kv_lengths.values()) and not any(
+                    map(kv_length_name, names)) and not (
+                    site.name and length_name(site.name)):  # ``k_seqlens``: lengths, not keys
+                at = next((at for n, at in found if n in query_lengths and query_lengths[n] < site.order
+                           and n not in guarded), None)
+                if at is not None and id(at) not in reported:
+                    reported.add(id(at))
+                    kv = min(kv_lengths, key=kv_lengths.get)
+                    self.report(
+                        at,
+                        f"{site.what} is a {'key' if site.side == 'k' else 'value'} tensor shaped with "
+                        f"`{source_of(at)}`, the query's length, while `{kv}` is the keys' own length here",
+                        suggestion=f"use the keys' own length (`{kv}`, the tensor's own size) or -1",
+                    )
+                    continue
             queries, kvs, values_dims = shape_names(names)
             if (queries and not kvs and not latent and site.side in ("k", "v") and not any(o < site.order for o in expanded)
                     and not (site.name and expanded_name(site.name)) and not self._declared_with_query_heads(site, model, owner)):
@@ -620,20 +984,109 @@ class MiMoAttention(nn.Module):
                 base = _base_of(at)
                 counts = kv_counts.get((base, site.side), ())
                 if counts:
-                    kv = f"{base}.{counts[0]}" if base else counts[0]
-                    self.report(
-                        at,
-                        f"{site.what} is a {'key' if site.side == 'k' else 'value'} tensor shaped with "
-                        f"`{source_of(at)}`, the query head count, while `{kv}` counts the KV heads here",
-                        suggestion=f"use the KV head count (`{kv}`) or -1 for the head axis",
-                    )
+                    if id(at) not in reported:
+                        reported.add(id(at))
+                        kv = f"{base}.{counts[0]}" if base else counts[0]
+                        self.report(
+                            at,
+                            f"{site.what} is a {'key' if site.side == 'k' else 'value'} tensor shaped with "
+                            f"`{source_of(at)}`, the query head count, while `{kv}` counts the KV heads here",
+                            suggestion=f"use the KV head count (`{kv}`) or -1 for the head axis",
+                        )
                     continue
             # V padded to the key's head dim on purpose, before this shape is given (not the
             # pad of this very view's result: ``F.pad(v.view(...), ...)``).
             padded = site.side == "v" and any(o < site.order and not _contains(c, site.call) for o, c in pad_calls)
             if site.side not in ("v", "v-dim") or padded:
                 continue
-            self._check_value_dim(site, found, values_dims, held, assigned, model.params)
+            self._check_value_dim(site, found, values_dims, held, assigned, model.params,
+                                  self._branch(site))
+
+    @staticmethod
+    def _kv_lengths(model: FunctionModel) -> dict[str, int]:
+        """The keys' own lengths this function holds (``k_len``, ``max_seqlen_k``), each with
+        where it is first bound (0: a parameter)."""
+        found = {p: 0 for p in model.params if kv_length_name(p)}
+        for a in model.assignments:
+            tail = a.name.rsplit(".", 1)[-1]
+            if kv_length_name(tail):
+                found.setdefault(tail, a.order)
+        return found
+
+    @staticmethod
+    def _query_lengths(model: FunctionModel) -> dict[str, int]:
+        """Lengths read off a query tensor's shape (``batch, seqlen = query.shape[:2]``), each
+        with where it is bound; a name also bound from anything else has no one role."""
+        found: dict[str, int] = {}
+        other: set[str] = set(model.params)
+        for a in model.assignments:
+            tail = a.name.rsplit(".", 1)[-1]
+            if not length_name(tail) or kv_length_name(tail):
+                continue
+            if _reads_query_shape(a.value):
+                found.setdefault(tail, a.order)
+            else:
+                other.add(tail)
+        return {n: o for n, o in found.items() if n not in other}
+
+    def _check_statements(self, model: FunctionModel, kv_lengths: dict[str, int]) -> None:
+        """The size roles read off statements rather than shapes: a value tile computed from
+        the key's, twin keywords given sizes of different kinds, a literal KV head count, K/V
+        shaped as the query."""
+        pairs = self.extra_pairs
+        bound = {a.name.rsplit(".", 1)[-1] for a in model.assignments} | set(model.params)
+        value_kernel = value_kernel_sizes(bound)
+        for a in model.assignments:
+            tail = a.name.rsplit(".", 1)[-1]
+            if a.position is not None:
+                continue
+            found = list(_size_names(a.value)) if value_kernel - {tail} and tail in value_kernel else []
+            key = value_tile_from_key(tail, (n for n, _ in found))
+            if key is not None:
+                at = next(at for n, at in found if n == key)
+                own = sorted(value_kernel_sizes(bound) - {tail})[0]
+                self.report(
+                    at,
+                    f"`{tail}` is the value's tile or dim, computed from `{key}`, the key's, while `{own}` is the "
+                    f"value's own here",
+                    suggestion=f"compute `{tail}` from the value's size (`{own}`)",
+                )
+            elif (isinstance(a.value, cst.Integer) and int(a.value.evaluated_value) > 1
+                    and name_role(tail) is Role.KV_HEADS and not is_query_name(tail) and _query_from_input(model)):
+                # (``kv_num_q_heads``: the query heads a KV kernel runs with.)
+                self.report(
+                    a.value,
+                    f"`{a.name}` is a KV head count written as the number {a.value.value}, while the query head "
+                    f"count comes from the model's parameters: models with another KV head count get this one",
+                    suggestion="read the KV head count from the same configuration as the query's",
+                )
+        for order, call in model.calls_in_order():
+            keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
+            for key, value in KEYWORD_TWINS.items() if len(keywords) > 1 else ():
+                if key in keywords and value in keywords and \
+                        size_kind(n for n, _ in _names(keywords[key])) == "head" and \
+                        size_kind(n for n, _ in _names(keywords[value])) == "width":
+                    self.report(
+                        keywords[value],
+                        f"`{value}={source_of(keywords[value])}` gives the value a model width where `{key}="
+                        f"{source_of(keywords[key])}` gives the key a head dim: both are per-head sizes",
+                        suggestion=f"pass the value's head dim as `{value}`",
+                    )
+            func = call.func
+            if (isinstance(func, cst.Attribute) and func.attr.value in _AS_QUERY and call.args
+                    and any(o < order for o in kv_lengths.values())):
+                like = dotted_name(call.args[0].value)
+                if like is None or not is_query_name(like.rsplit(".", 1)[-1]):
+                    continue
+                side, what, _ = _receiver_side(_strip_einops(func.value), pairs)
+                if side is not None:
+                    kv = min(kv_lengths, key=kv_lengths.get)
+                    self.report(
+                        call.args[0].value,
+                        f"{what} is shaped as the query `{like}` (`{func.attr.value}`), which gives it the query's "
+                        f"length, while `{kv}` is the keys' own length here",
+                        suggestion="expand the head axis alone (`repeat(k, 'b ... -> b h ...', h=heads)`)",
+                    )
 
     def _declared_with_query_heads(self, site: _Site, model: FunctionModel, owner) -> bool:
         """The viewed tensor is the output of this class's projection declared with the query
@@ -653,7 +1106,8 @@ class MiMoAttention(nn.Module):
     def _attr_values(owner, name: str):
         return owner.attrs.get(name, ()) if name_role(name) is Role.UNKNOWN else ()
 
-    def _check_value_dim(self, site: _Site, found, values_dims, held: dict[str, set[str]], assigned, params) -> None:
+    def _check_value_dim(self, site: _Site, found, values_dims, held: dict[str, set[str]], assigned, params,
+                         branch: _Branch) -> None:
         shape = {n for n, _ in found}
         for name, at in found:
             twin = KERNEL_TWINS.get(name)
@@ -668,6 +1122,15 @@ class MiMoAttention(nn.Module):
         if values_dims:
             return
         anywhere = {n for names in held.values() for n in names if value_dim(n)}
+        if site.output and self._cut_to_value_dim(site):
+            return  # an output padded to the key's head dim on purpose, then cut to the value's
+        if site.output:
+            # The output's value dim only as this branch reads it: another branch may hold
+            # another layout.
+            held = {}
+            for base, tail in _branch_reads(branch.block):
+                held.setdefault(base, set()).add(tail)
+            anywhere = set()
         for name, at in found:
             own = held.get(_base_of(at), set())
             twin = next((t for t in value_dim_twins(name) if t in own), None)
@@ -675,7 +1138,8 @@ class MiMoAttention(nn.Module):
                 # A head dim named as the key's own, where the value has a size of its own on
                 # this object or elsewhere in the scope (``layer.v_dim``, ``self.v_head_dim``).
                 twin = next((n for n in sorted(own) if value_dim(n)), None) or next(iter(sorted(anywhere)), None)
-            if twin is None or equal_by_construction(twin, name, assigned) or equal_by_construction(name, twin, assigned):
+            if twin is None or equal_by_construction(twin, name, assigned) or equal_by_construction(name, twin, assigned) \
+                    or branch.proves_equal(name, twin):
                 continue
             self.report(
                 at,
@@ -698,8 +1162,29 @@ class MiMoAttention(nn.Module):
                 )
                 return
 
+    def _value_dim_cuts(self) -> list[cst.CSTNode]:
+        if self._cuts is None:  # walked only for a function with an output to check
+            self._cuts = list(_value_dim_cuts(self._function_body))
+        return self._cuts
+
+    def _branch(self, site: _Site) -> _Branch:
+        if self._branch_of is None:  # walked only for a function with a value shape to check
+            self._branch_of = {}
+            _branches(self._function_body, _Branch(self._function_body), self._branch_of)
+        return self._branch_of.get(id(site.call), _Branch(self._function_body))
+
+    def _cut_to_value_dim(self, site: _Site) -> bool:
+        """Is this view's result, or the output it views, cut to the value's head dim in this
+        function (``o.view(-1, h, qk_head_dim)[..., : v_head_dim]``)?"""
+        name = dotted_name(_strip_chain(site.receiver)) if site.receiver is not None else None
+        return any(id(cut) == id(site.call) or (name is not None and dotted_name(cut) == name)
+                   for cut in self._value_dim_cuts())
+
     def _sites(self, model: FunctionModel) -> Iterator[_Site]:
         pairs = self.extra_pairs
+        # Buffers assigned to a K/V name first: their side is the name's, not their shape's.
+        named = list(self._buffer_sites(model))
+        made = {id(site.call) for site in named}
         for order, call in model.calls_in_order():
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value in _VIEWS:
@@ -708,8 +1193,14 @@ class MiMoAttention(nn.Module):
                 side, what, name = _receiver_side(func.value, pairs)
                 if side is None and (dim := _value_dim_slice(func.value)) is not None:
                     side, what = "v-dim", f"`{source_of(func.value)}` (cut to `{dim}`)"
+                output = side is None and isinstance(out := _strip_chain(func.value), cst.Name) and attention_output(out.value)
+                if output:
+                    side, what = "v-dim", f"the attention output `{out.value}`"
                 if side is not None:
-                    yield _Site(order, side, what, _shape_args(call), call, name, func.value)
+                    yield _Site(order, side, what, _shape_args(call), call, name, func.value, output)
+                elif func.attr.value.startswith("new_") and id(call) not in made and (
+                        site := self._state_site(model, order, call)) is not None:
+                    yield site
             elif callee_tail(call) == "rearrange" and call.args and call.args[0].keyword is None:
                 # einops: the sizes are the keyword arguments (``h=self.num_kv_heads``).
                 side, what, name = _receiver_side(call.args[0].value, pairs)
@@ -724,6 +1215,29 @@ class MiMoAttention(nn.Module):
                     side, what, name = gradient_side(root), f"the block pointer of `{root}`", None
                 if side is not None:
                     yield _Site(order, side, what, tuple(a.value for a in call.args[1:]), call, name)
+            elif callee_tail(call) in _ALLOCATORS and id(call) not in made and (
+                    (dotted_name(func) or "").split(".")[0] in _ALLOCATOR_MODULES) and (
+                    site := self._state_site(model, order, call)) is not None:
+                yield site
+        yield from named
+
+    @staticmethod
+    def _state_site(model: FunctionModel, order: int, call: cst.Call) -> _Site | None:
+        """A buffer of no K/V name, made where states or caches are made (``init_state``), whose
+        shape holds the key's own head dim (``param.new_zeros(b, h, self.head_k_dim, slots)``):
+        a key-side state."""
+        if not state_function(model.node.name.value):
+            return None
+        receiver = dotted_name(call.func.value) if isinstance(call.func, cst.Attribute) else None
+        if receiver is not None and is_query_name(receiver.rsplit(".", 1)[-1]):
+            return None  # ``q.new_empty(...)``: the query's (or the output's) buffer
+        shape = _shape_args(call)
+        if not key_state(n for s in shape for n, _ in _names(s)):
+            return None
+        return _Site(order, "k", f"the key-side state `{source_of(call)}`", shape, call)
+
+    def _buffer_sites(self, model: FunctionModel) -> Iterator[_Site]:
+        pairs = self.extra_pairs
         for assignment in model.assignments:
             tail = assignment.name.rsplit(".", 1)[-1]
             side = kv_side(tail, pairs) if is_kv_tensor_name(tail, pairs) or is_scale_name(tail) else gradient_side(tail)
@@ -735,3 +1249,9 @@ class MiMoAttention(nn.Module):
                     continue  # ``k.new_zeros(...)`` is read with its receiver above
                 yield _Site(assignment.order, side, f"the buffer `{assignment.name}`", _shape_args(call), call,
                             tail if kv_side(tail, pairs) else None)
+            value = assignment.value
+            if isinstance(value, cst.Call) and makes_buffers(callee_tail(value)) and is_kv_tensor_name(tail, pairs):
+                # ``new_k, new_v = create_kv_cache(bsz, heads, head_dim, ...)``: its arguments
+                # are the buffers' sizes.
+                yield _Site(assignment.order, side, f"the buffer `{assignment.name}` (made by `{callee_tail(value)}`)",
+                            _shape_args(value), value, tail)

@@ -13,9 +13,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from linter.model.names import Role, is_kv_tensor_name, is_scale_name, kv_side, name_role
+from linter.model.names import Role, is_kv_tensor_name, is_query_name, is_scale_name, kv_side, name_role
 from linter.model.size_roles import (
-    KERNEL_TWINS, gradient_side, is_latent_scope, key_dim, query_heads, value_dim, value_dim_twins,
+    KERNEL_TWINS, KEYWORD_TWINS, attention_output, gradient_side, is_latent_scope, key_dim, kv_length_name,
+    key_state, length_name, makes_buffers, query_heads, size_kind, value_dim, value_dim_twins, value_kernel_sizes,
+    value_tile_from_key,
 )
 from linter.plan.screen_facts import Facts, _dotted, _tail, walk
 from linter.settings import Settings
@@ -170,6 +172,10 @@ def _sites(facts: Facts, extra) -> Iterator[tuple[str, tuple[dict[str, set[str]]
             side = _receiver_side(func.value, extra)
             if side is None and _value_dim_slice(func.value):
                 side = "v-dim"
+            if side is None and type(out := _strip_chain(func.value)) is ast.Name and attention_output(out.id):
+                side = "v-dim"
+            if side is None and tail.startswith("new_"):
+                side = _state_side(call)
             if side is not None:
                 yield side, _shape(_shape_args(call), extra)
         elif tail == "rearrange" and call.args:
@@ -185,6 +191,8 @@ def _sites(facts: Facts, extra) -> Iterator[tuple[str, tuple[dict[str, set[str]]
             if side is not None:
                 rest = [*call.args[1:], *(k.value for k in call.keywords)] if call.args else [k.value for k in call.keywords[1:]]
                 yield side, _shape(rest, extra)
+        elif tail in _ALLOCATORS and (side := _state_side(call)) is not None:
+            yield side, _shape(_shape_args(call), extra)
     for targets, value in facts.assignments:
         for target in targets:
             name = _tail(target)
@@ -194,8 +202,80 @@ def _sites(facts: Facts, extra) -> Iterator[tuple[str, tuple[dict[str, set[str]]
             if side is None:
                 continue
             for node in walk(value):
-                if type(node) is ast.Call and ((_tail(node.func) or "") in _ALLOCATORS or (_tail(node.func) or "").startswith("new_")):
+                if type(node) is ast.Call and ((_tail(node.func) or "") in _ALLOCATORS or (_tail(node.func) or "").startswith("new_")
+                                               or makes_buffers(_tail(node.func))):
                     yield side, _shape(_shape_args(node), extra)
+
+
+def _strip_chain(node: ast.expr) -> ast.expr:
+    while type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr in _CHAIN:
+        node = node.func.value
+    return node
+
+
+def _state_side(call: ast.Call) -> str | None:
+    """``rule._state_site``: a key-side state by its shape (the rule also asks where it is made)."""
+    return "k" if key_state(n for v in _shape_args(call) for n, _ in _names(v, False)) else None
+
+
+_AS_QUERY = frozenset({"expand_as", "view_as", "reshape_as"})
+
+
+def _reads_query_shape(node: ast.AST) -> bool:
+    """``rule._reads_query_shape``: ``query.shape``, ``q.size(...)``."""
+    for n in walk(node):
+        if type(n) is ast.Attribute and n.attr in ("shape", "size"):
+            base = _dotted(n.value)
+            if base is not None and is_query_name(base.rsplit(".", 1)[-1]):
+                return True
+    return False
+
+
+def _size_names(node: ast.AST) -> Iterator[str]:
+    """``rule._size_names``: the names a value is made of, not those of the tests that choose
+    among its branches."""
+    kind = type(node)
+    if kind is ast.IfExp:
+        yield from _size_names(node.body)
+        yield from _size_names(node.orelse)
+    elif kind is ast.Compare:
+        return
+    elif kind is ast.Name or kind is ast.Attribute or (kind is ast.Call and type(node.func) is ast.Name
+                                                      and node.func.id == "getattr"):
+        yield from (n for n, _ in _names(node, False))
+    else:
+        for child in ast.iter_child_nodes(node):
+            yield from _size_names(child)
+
+
+def _statements(facts: Facts, known: set[str]) -> bool:
+    """``rule._check_statements``: a value tile computed from the key's, twin size keywords,
+    a KV head count bound to a number, K/V shaped as the query beside a KV length."""
+    # The query head count from a parameter or a computed value, for a KV count bound to a number.
+    query_from_input = any(map(query_heads, facts.params)) or any(
+        type(value) is not ast.Constant and query_heads(_tail(t) or "") for targets, value in facts.assignments for t in targets)
+    value_kernel = value_kernel_sizes(known)
+    for targets, value in facts.assignments:
+        for target in targets:
+            name = _tail(target)
+            if name is None:
+                continue
+            if value_kernel - {name} and value_tile_from_key(name, _size_names(value)) is not None:
+                return True
+            if query_from_input and type(value) is ast.Constant and type(value.value) is int and value.value > 1 \
+                    and name_role(name) is Role.KV_HEADS and not is_query_name(name):
+                return True
+    lengths = any(map(kv_length_name, known))
+    for call in facts.calls:
+        keywords = {k.arg: k.value for k in call.keywords}
+        if any(k in keywords and v in keywords and size_kind(n for n, _ in _names(keywords[k], False)) == "head"
+               and size_kind(n for n, _ in _names(keywords[v], False)) == "width" for k, v in KEYWORD_TWINS.items()):
+            return True
+        if lengths and type(call.func) is ast.Attribute and call.func.attr in _AS_QUERY and call.args:
+            like = _dotted(_unstarred(call.args[0]))
+            if like is not None and is_query_name(like.rsplit(".", 1)[-1]):
+                return True
+    return False
 
 
 def kv210(facts: Facts, settings: Settings) -> bool:
@@ -206,13 +286,22 @@ def kv210(facts: Facts, settings: Settings) -> bool:
         for a in (*c.args, *(k.value for k in c.keywords)) if type(a) is ast.Constant and type(a.value) is str
     }
     known = facts.names | facts.attrs | facts.params | read_by_getattr
+    if _statements(facts, known):
+        return True
     counts = any(name_role(n) is Role.KV_HEADS for n in known)
     kernel_dims = {k for k, v in KERNEL_TWINS.items() if k in facts.params and v in facts.params}
     value_dims = any(value_dim(n) for n in known)
-    if not counts and not value_dims and not kernel_dims:
+    # Lengths read off a query's shape, where the unit holds the keys' own length.
+    query_lengths = {
+        _tail(t) for targets, value in facts.assignments for t in targets
+        if _tail(t) is not None and length_name(_tail(t)) and _reads_query_shape(value)
+    } if any(map(kv_length_name, known)) else set()
+    if not counts and not value_dims and not kernel_dims and not query_lengths:
         return False
     held: dict[str, set[str]] | None = None
     for side, (shape, surely, key_read) in _sites(facts, extra):
+        if side in ("k", "v") and not query_lengths.isdisjoint(shape):
+            return True
         # The rule's scope holds every name its function reads: one of MLA (``qk_nope_head_dim``)
         # in the shape makes it a latent scope, where head counts follow the path.
         if side in ("k", "v") and counts and any(query_heads(n) for n in shape) and not any(
