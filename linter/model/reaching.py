@@ -65,3 +65,92 @@ def key_source(value: ast.expr, name: str, pairs) -> str | None:
     if any(n.__class__ is ast.Name and n.id == name for n in walk(value)):
         return None
     return key
+
+
+class Unset(NamedTuple):
+    key: ast.Assign   # the K name's assignment on every path
+    value: str        # its V twin, set only on some paths
+    set_at: int       # the line of the V twin's conditional assignment
+    read_at: int      # the line that reads both
+
+
+def unset_value_twins(function: ast.AST, pairs) -> list[Unset]:
+    """``new_k = k`` on every path beside ``new_v = ...`` set in one branch of an ``if``
+    alone, both read after it at the function's top level (``return o, new_k, new_v``): on
+    the other path the V twin is unbound (or stale) where the K twin is fresh. Only plain
+    assignments count; a read under a test (``v if c else None``) or in a nested block may
+    share the branch's condition, and is not asked about."""
+    found: list[Unset] = []
+    keys: dict[str, ast.Assign] = {}     # K names assigned at the top level, so far
+    values: set[str] = set()             # V names bound on every path, so far
+    partial: dict[str, int] = {}         # V names assigned in some branches only
+    bound = {a.arg for a in walk(function.args) if a.__class__ is ast.arg}
+    for statement in function.body:
+        read = _plain_reads(statement)
+        for name in read:
+            key = key_counterpart(name, pairs) if kv_side(name, pairs) == "v" else None
+            if key in keys and key in read and name in partial and name not in values and name not in bound:
+                found.append(Unset(keys[key], name, partial[name], statement.lineno))
+                values.add(name)  # once per V name
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+            name = statement.targets[0].id
+            if kv_side(name, pairs) == "k":
+                keys[name] = statement
+            values.add(name)
+        elif isinstance(statement, ast.If):
+            for name, line in _assigned(statement).items():
+                if name not in values and not _defines(statement, name):
+                    partial.setdefault(name, line)
+                elif _defines(statement, name):
+                    values.add(name)
+        else:
+            values.update(n.id for n in walk(statement) if n.__class__ is ast.Name and not isinstance(n.ctx, ast.Load))
+    return found
+
+
+def _plain_reads(statement: ast.stmt) -> set[str]:
+    """The names a top-level statement reads outside tests, lambdas and comprehensions."""
+    if not isinstance(statement, (ast.Return, ast.Assign, ast.Expr)) or statement.value is None:
+        return set()
+    names: set[str] = set()
+    todo = [statement.value]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.IfExp, ast.BoolOp, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue
+        if node.__class__ is ast.Name:
+            names.add(node.id)
+        todo.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def _assigned(statement: ast.stmt) -> dict[str, int]:
+    """V-side names given a plain assignment anywhere under ``statement``, with the first line."""
+    found: dict[str, int] = {}
+    for node in walk(statement):
+        if node.__class__ is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Name:
+            found.setdefault(node.targets[0].id, node.lineno)
+    return found
+
+
+def _defines(statement: ast.stmt, name: str) -> bool:
+    """Is ``name`` bound on every path through ``statement`` that goes on after it?"""
+    if isinstance(statement, (ast.Return, ast.Raise, ast.Continue, ast.Break)):
+        return True  # no path goes on
+    if isinstance(statement, ast.If):
+        return _block_defines(statement.body, name) and _block_defines(statement.orelse, name)
+    if isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
+        return False  # the loop may not run; a binding in it is no binding on every path
+    if isinstance(statement, (ast.With, ast.AsyncWith)):
+        return _block_defines(statement.body, name)
+    if isinstance(statement, ast.Try):
+        return True  # handlers and their exits: not read here
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return statement.name == name
+    return any(
+        n.__class__ is ast.Name and n.id == name and not isinstance(n.ctx, ast.Load) for n in walk(statement)
+    )
+
+
+def _block_defines(body: list[ast.stmt], name: str) -> bool:
+    return any(_defines(s, name) for s in body)

@@ -40,12 +40,13 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 from linter.model.ast_reading import FUNCTIONS, blocks, bodies, int_value, root_word, tail
 from linter.model.ast_reading import dotted as dotted_name
-from linter.model.twin_ops import CONCATS, axes_differ, axis_difference, axis_list, dropped_operand, slice_difference, transposed_for_scores
+from linter.model.twin_ops import CONCATS, MOVES, axes_differ, moves_last_axis, axis_difference, axis_list, dropped_operand, slice_difference, transposed_for_scores
 from linter.model.twin_ops import dropped as dropped_op
-from linter.model.reaching import rebuilds, rebuilt_from_key
+from linter.model.reaching import rebuilds, rebuilt_from_key, unset_value_twins
 from linter.plan.screen_facts import walk
 from linter.model.names import (
     METADATA_ATTRIBUTES,
@@ -87,7 +88,7 @@ def breaks(tree: ast.AST, extra_pairs: Iterable[tuple[str, str]] = ()) -> list[B
     """Every broken K/V twin in the attention functions of ``tree``."""
     pairs = tuple(extra_pairs)
     found: list[Break] = []
-    classes: dict[int, tuple[set[str], set[str]]] = {}
+    classes: dict[int, _Members] = {}
     for function, owner in _functions(tree, None):
         found.extend(_function_breaks(function, owner, classes, pairs))
     return found
@@ -117,18 +118,23 @@ def _functions(node: ast.AST, owner: ast.ClassDef | None) -> Iterator[tuple[ast.
 
 class _Names:
     """What a function and its class name: the evidence that a V counterpart exists. A class's
-    names are read once for all its methods (``classes``, by the class's identity)."""
+    members are read once for all its methods (``classes``, by the class's identity); a
+    method's own locals are read for it alone, with where each is first bound."""
 
-    def __init__(self, function: ast.AST, owner: ast.ClassDef | None, classes: dict[int, tuple[set[str], set[str]]]) -> None:
+    def __init__(self, function: ast.AST, owner: ast.ClassDef | None, classes: dict[int, _Members]) -> None:
         self.function = function
         if owner is None:
-            self.dotted, self.words = _collect(function)
+            members = _members(function)
         else:
-            found = classes.get(id(owner))
-            if found is None:
-                found = classes[id(owner)] = _collect(owner)
-            self.dotted, self.words = found
+            members = classes.get(id(owner))
+            if members is None:
+                members = classes[id(owner)] = _members(owner)
+        self.dotted, self.words, self.attributes = members
         self._loop_names: set[str] | None = None
+        self._bound: dict[str, int] | None = None
+        self._read: set[str] = set()
+        self._tests: dict[int, list[ast.expr]] | None = None
+        self._assignments: list[ast.Assign] = []
 
     @property
     def loop_names(self) -> set[str]:
@@ -140,28 +146,93 @@ class _Names:
             }
         return self._loop_names
 
+    @property
+    def assignments(self) -> list[ast.Assign]:
+        """The function's assignments, nested blocks included."""
+        if self._tests is None:
+            self._read_blocks()
+        return self._assignments
 
-def _collect(root: ast.AST) -> tuple[set[str], set[str]]:
-    """The dotted names and the words (names, attributes, parameters, methods) under ``root``."""
+    def tests_above(self, statement: ast.stmt) -> list[ast.expr]:
+        """The tests of the ``if`` and ``while`` statements ``statement`` stands under."""
+        if self._tests is None:
+            self._read_blocks()
+        return self._tests.get(id(statement), [])
+
+    def _read_blocks(self) -> None:
+        self._tests = {}
+        self._assignments = []
+        todo: list[tuple[list[ast.stmt], list[ast.expr]]] = [(self.function.body, [])]
+        while todo:
+            body, tests = todo.pop()
+            for statement in body:
+                if isinstance(statement, (*FUNCTIONS, ast.ClassDef)):
+                    continue
+                self._tests[id(statement)] = tests
+                if isinstance(statement, ast.Assign):
+                    self._assignments.append(statement)
+                inner = [*tests, statement.test] if isinstance(statement, (ast.If, ast.While)) else tests
+                todo.extend((block, inner) for block in bodies(statement))
+
+    def exists(self, word: str, dotted: str | None, line: int) -> bool:
+        """Does the V counterpart ``word`` (``dotted`` as written) exist at ``line``? An
+        attribute or method of the class (or of any object the function reads) exists
+        throughout; a local name only once a binding of it precedes ``line`` (a parameter, an
+        earlier assignment), or where the function reads it without binding it (a global). A
+        local of another method, or one bound only further down, is no evidence."""
+        if dotted is not None and "." in dotted and dotted in self.dotted:
+            return True
+        if word in self.attributes:
+            return True
+        if self._bound is None:
+            self._bound = {}
+            for node in walk(self.function):
+                kind = node.__class__
+                if kind is ast.Name:
+                    if node.ctx.__class__ is ast.Load:
+                        self._read.add(node.id)
+                    elif node.lineno < self._bound.get(node.id, node.lineno + 1):
+                        self._bound[node.id] = node.lineno
+                elif kind is ast.arg:
+                    self._bound[node.arg] = 0
+        first = self._bound.get(word)
+        if first is not None:
+            return first < line
+        return word in self._read
+
+
+_Members = tuple[set[str], set[str], set[str]]
+
+
+def _members(root: ast.AST) -> _Members:
+    """The dotted names of attributes, every word (names, attributes, parameters, methods:
+    whether the code is attention code), and the members (attributes, methods, class-level
+    names) under ``root``."""
     dotted: set[str] = set()
     words: set[str] = set()
+    attributes: set[str] = set()
     for node in walk(root):
         kind = node.__class__
         if kind is ast.Name:
             words.add(node.id)
-            dotted.add(node.id)
         elif kind is ast.Attribute:
             words.add(node.attr)
+            attributes.add(node.attr)
             name = dotted_name(node)
             if name is not None:
                 dotted.add(name)
         elif kind is ast.arg:
             words.add(node.arg)
-            dotted.add(node.arg)
         elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
             words.add(node.name)  # a method ``get_v_shape`` of the class
+            attributes.add(node.name)
             dotted.add(f"self.{node.name}")
-    return dotted, words
+        elif kind is ast.ClassDef:
+            for statement in node.body:
+                if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+                    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                    attributes.update(n.id for t in targets for n in walk(t) if n.__class__ is ast.Name)
+    return dotted, words, attributes
 
 
 def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
@@ -249,6 +320,17 @@ def _function_breaks(function: ast.AST, owner: ast.ClassDef | None, classes: dic
         if names is None:
             names = _Names(function, owner, classes)
         found.extend(_classify(best[2], best[1], statement, names, pairs))
+    if any(s.v for s in sides):
+        found.extend(_query_kept(statements, sides, lambda: names or _Names(function, owner, classes), pairs))
+        found.extend(
+            Break(
+                "one-side-op", u.key, u.set_at,
+                f"`{tail(u.key.targets[0])}` is set on every path, its value twin `{u.value}` only in one branch "
+                f"(line {u.set_at}); line {u.read_at} reads both, so on the other path the value twin is unset",
+                f"set `{u.value}` beside `{tail(u.key.targets[0])}` on every path",
+            )
+            for u in unset_value_twins(function, pairs)
+        )
     key_only = {id(s) for s, side in zip(statements, sides) if side.k and not side.v and _effect(s)}
     if key_only:
         found.extend(_repeated_key_statements(function, key_only, lambda: names or _Names(function, owner, classes), pairs))
@@ -263,6 +345,52 @@ def _function_breaks(function: ast.AST, owner: ast.ClassDef | None, classes: dic
         )
     if found and not _attention_code(names or _Names(function, owner, classes), function, owner):
         return []
+    return found
+
+
+def _query_kept(statements: list[ast.stmt], sides: list[_Sides], known: Callable[[], _Names], pairs) -> list[Break]:
+    """``key = attn.norm_added_q(key)`` beside ``query = attn.norm_added_q(query)``, where
+    ``attn.norm_added_k`` exists: a K statement that repeats its Q twin but for one member it
+    kept on the query side. Only a kept member of an object counts (a norm, a projection, a
+    scale): Q and K differ in their ops and cuts by design. Asked in functions that name a K
+    name and its V counterpart (attention code of K and V, as the text condition reads it)."""
+    words = {w for s in statements for w in map(tail, walk(s)) if w is not None}
+    if not any(kv_side(w, pairs) == "k" and twin_name(w, pairs) in words for w in words):
+        return []
+    found: list[Break] = []
+    for statement, side in zip(statements, sides):
+        if not side.k or side.v:
+            continue
+        members = [
+            n for n in walk(statement)
+            if n.__class__ is ast.Attribute and query_to_key(n.attr) != n.attr and dotted_name(n) is not None
+        ]
+        if len(members) != 1:
+            continue
+        best: tuple[int, ast.stmt, _Diff] | None = None
+        for twin in statements:
+            distance = abs(twin.lineno - statement.lineno)
+            if twin is statement or distance > _WINDOW:
+                continue
+            diff = _one_difference(twin, statement, QUERY_TO_KEY)
+            if diff is _MIRROR:
+                best = None
+                break
+            if diff is not None and diff.kept_word is not None and (best is None or distance < best[0]):
+                best = (distance, twin, diff)
+        if best is None or best[2].v is not members[0]:
+            continue
+        member = members[0]
+        dotted = dotted_name(member)
+        twin_dotted = dotted[: -len(member.attr)] + query_to_key(member.attr)
+        if twin_dotted not in known().dotted:
+            continue
+        found.append(Break(
+            "twin-name", member, best[1].lineno,
+            f"the key side uses `{dotted}`, the name its query twin (line {best[1].lineno}) uses, "
+            f"though the key counterpart `{twin_dotted}` exists",
+            f"use `{twin_dotted}` on the key side",
+        ))
     return found
 
 
@@ -352,7 +480,7 @@ def _key_name_with_value_twin(statement: ast.stmt, names: _Names, pairs) -> tupl
             twin = twin_name(word, pairs)
             dotted = dotted_name(node)
             twin_dotted = None if dotted is None else dotted[: -len(word)] + twin
-            if twin_dotted in names.dotted or twin in names.words:
+            if names.exists(twin, twin_dotted, statement.lineno):
                 kept = (node, twin_dotted or twin)
     return kept
 
@@ -369,6 +497,7 @@ class _Diff:
     kept: bool = False  # a K expression of several names kept whole
     dropped: bool = False  # the twin's op (or cut) applied to what the V side has bare
     axes: bool = False  # a call moving axes (``transpose``) with other integer axes than the twin's
+    kept_word: str | None = None  # the K name the V side kept where the renaming changes it
 
 
 # The answer for a V statement that mirrors its K twin exactly.
@@ -396,15 +525,37 @@ def _one_difference(k_statement: ast.stmt, v_statement: ast.stmt, pairs) -> _Dif
         return None
     if not found:
         return _MIRROR
-    return found[0] if len(found) == 1 else None
+    return found[0]
 
 
 def twin_name(word: str, pairs) -> str:
-    """``word`` with its K side renamed to its V side (itself: no K-side word, or a fused one)."""
+    """``word`` with its K side renamed to its V side (itself: no K-side word, or a fused one);
+    with ``QUERY_TO_KEY`` for ``pairs``, its query side renamed to its key side."""
+    if pairs is QUERY_TO_KEY:
+        return query_to_key(word)
     twin = value_counterpart(word, pairs)
     if twin is None or _fused(word):
         return word
     return twin
+
+
+class _QueryToKey(tuple):
+    """The renaming of Q/K twins (``q_norm`` -> ``k_norm``), passed where K/V pairs go."""
+
+
+QUERY_TO_KEY = _QueryToKey()
+_Q_TO_K = {"q": "k", "Q": "K", "query": "key", "Query": "Key", "queries": "keys", "xq": "xk", "wq": "wk"}
+
+
+@lru_cache(maxsize=1 << 14)
+def query_to_key(word: str) -> str:
+    """``word`` with its one query part renamed to the key's (itself: none, or several)."""
+    parts = word.split("_")
+    hits = [i for i, part in enumerate(parts) if part in _Q_TO_K]
+    if len(hits) != 1:
+        return word
+    parts[hits[0]] = _Q_TO_K[parts[hits[0]]]
+    return "_".join(parts)
 
 
 _FUSED = re.compile(r"(?:^|_)(?:key_value|keys_values|k_v|K_V)(?:_|$)")
@@ -417,7 +568,9 @@ def _fused(word: str) -> bool:
 
 def _record(found: list[_Diff], diff: _Diff) -> None:
     found.append(diff)
-    if len(found) > 1:
+    # One place, or one K name kept wherever it stands (``[c.key_cache[i] for c in s if
+    # c.key_cache[i]]`` for the value list): a copy that swapped the other names.
+    if len(found) > 1 and (diff.kept_word is None or diff.kept_word != found[0].kept_word):
         raise _Differs
 
 
@@ -519,7 +672,7 @@ def _compare_fields(k: ast.AST, v: ast.AST, pairs, found: list[_Diff], path: lis
 def _compare_words(a: str, b: str, k: ast.AST, v: ast.AST, pairs, found: list, path: list) -> None:
     renamed = twin_name(a, pairs)
     if renamed != b:
-        _record(found, _Diff(k, v, tuple(path)))
+        _record(found, _Diff(k, v, tuple(path), kept_word=a if a == b and isinstance(v, (ast.Name, ast.Attribute)) else None))
     elif renamed != a:
         found.renamed = True  # a K name met by its V counterpart: the statements are twins
 
@@ -596,6 +749,8 @@ def _classify(diff: _Diff, twin: ast.stmt, statement: ast.stmt, names: _Names, p
         return _kept_key_name(k, v, parent, twin, statement, names, pairs)
     axis = axis_difference(k, v, path)
     if axis is not None:
+        if _kept_transposed(int_value(k), int_value(v), twin, statement, names):
+            return []
         return [Break("one-side-op", v, twin.lineno, axis, "move the value's axes as its key twin does")]
     dropped = dropped_op(k, pairs) if diff.dropped else None
     if dropped is not None:
@@ -607,6 +762,57 @@ def _classify(diff: _Diff, twin: ast.stmt, statement: ast.stmt, names: _Names, p
         return [Break("one-side-slice", v, twin.lineno, f"{cut} (key twin at line {twin.lineno})",
                       "cut the value's tokens and heads as its key twin does")]
     return []
+
+
+def _kept_transposed(k_axis: int, v_axis: int, twin: ast.stmt, statement: ast.stmt, names: _Names) -> bool:
+    """K and V working along the last two axes, each its own (``cat(.., dim=-1)`` beside
+    ``cat(.., dim=-2)``), where one side is kept transposed on purpose ([.., head_dim, seq], the
+    layout ``Q @ K`` or a transposed-value kernel wants): the statement stands under a test
+    naming a transposed layout (``if self.transpose_value:``), or the side working along the
+    last axis is named transposed (``k_t``) or was laid out earlier in the function with its
+    last axis moved (``key = key.reshape(..).transpose(-1, -2)``)."""
+    if {k_axis, v_axis} != {-1, -2} and not (min(k_axis, v_axis) >= 0 and abs(k_axis - v_axis) == 1):
+        return False
+    if any(_names_transposition(test) for s in (twin, statement) for test in names.tests_above(s)):
+        return True
+    last = twin if (k_axis == -1 or (k_axis >= 0 and k_axis > v_axis)) else statement
+    target = _target_name(last)
+    if target is None:
+        return False
+    if _transposed_word(target):
+        return True
+    return any(
+        _target_name(s) == target and s.lineno < last.lineno and _moves_last_axis(s.value)
+        for s in names.assignments
+    )
+
+
+def _names_transposition(test: ast.expr) -> bool:
+    return any(
+        word is not None and ("transpos" in word.lower() or "trans" in word.lower().split("_"))
+        for word in map(tail, walk(test))
+    )
+
+
+def _transposed_word(word: str) -> bool:
+    low = word.lower()
+    return "transpos" in low or any(part in ("t", "trans") for part in low.split("_")) or word[-1:] == "T" and len(word) <= 3
+
+
+def _target_name(statement: ast.stmt) -> str | None:
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+        return tail(statement.targets[0])
+    return None
+
+
+def _moves_last_axis(value: ast.expr) -> bool:
+    """A chain that moves the last axis: ``.transpose(-1, -2)``, ``.permute(0, 2, 3, 1)``."""
+    for node in walk(value):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MOVES:
+            axes = axis_list(node)
+            if axes is not None and moves_last_axis(node.func.attr, node):
+                return True
+    return False
 
 
 def _kept_key_name(k, v, parent, twin, statement, names: _Names, pairs) -> list[Break]:
@@ -627,7 +833,7 @@ def _kept_key_name(k, v, parent, twin, statement, names: _Names, pairs) -> list[
     twin_dotted = None if dotted is None else (dotted[: -len(v_word)] + twin_word)
     # The counterpart as written (``self.v_proj``, ``layer.v_scale``), or its name on any
     # object of the function or class (``cache.get_value_cache`` read from another cache).
-    if not (twin_dotted in names.dotted or twin_word in names.words):
+    if not names.exists(twin_word, twin_dotted, statement.lineno):
         return []
     shown = twin_dotted or twin_word
     where = "stored into" if isinstance(getattr(v, "ctx", None), ast.Store) or _in_target(v, statement) else "uses"
@@ -657,7 +863,7 @@ def _kept_key_expression(v: ast.AST, twin: ast.stmt, statement: ast.stmt, names:
         (word, twin_name(word, pairs)) for word, n in ((tail(n), n) for n in walk(v))
         if word is not None and id(n) not in shared and kv_side(word, pairs) == "k"
     ]
-    if not renamed or not all(twin_word in names.words for _, twin_word in renamed):
+    if not renamed or not all(names.exists(twin_word, None, statement.lineno) for _, twin_word in renamed):
         return []
     shown = ", ".join(sorted({f"`{w}`" for _, w in renamed}))
     return [Break(

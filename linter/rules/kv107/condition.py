@@ -24,7 +24,7 @@ import re
 from bisect import bisect_left, bisect_right
 
 from linter.model.names import TWIN_ATTENTION_WORDS, key_counterpart, kv_side
-from linter.model.symmetry import _WINDOW, twin_name
+from linter.model.symmetry import _WINDOW, query_to_key, twin_name
 from linter.model.twin_ops import AXIS_CALLS, CONCATS, MIRRORED_METHODS
 from linter.plan.file import _File
 from linter.plan.words import identifier_lines
@@ -163,9 +163,21 @@ def _near_twins(f: _File) -> bool:
     if statements is None:
         return True
     pairs = f.settings.extra_pairs
-    if _repeated(statements, f.identifiers, pairs) or _rebuilt(statements, pairs):
+    if _repeated(statements, f.identifiers, pairs) or _rebuilt(statements, pairs) or _unset(f.text, pairs):
         return True
     twins = {k: v for k in f.k_names if (v := twin_name(k, pairs)) != k}
+    if _any_break(statements, twins):
+        return True
+    # A K statement that kept its Q twin's member (``model.symmetry._query_kept``): a query
+    # name whose key counterpart occurs too.
+    identifiers = f.identifiers
+    query_twins = {q: k for q in identifiers if (k := query_to_key(q)) != q and k in identifiers}
+    return bool(query_twins) and _any_break(statements, query_twins)
+
+
+def _any_break(statements: list[tuple[int, list[str]]], twins: dict[str, str]) -> bool:
+    """Does a statement naming a counterpart in ``twins`` break with one naming its twin
+    within 12 lines, in one place ``model.symmetry`` reports?"""
     values = set(twins.values())
     k_lines: list[int] = []
     k_statements: list[tuple[list[str], set[str]]] = []
@@ -216,8 +228,8 @@ def _one_place_break(k_tokens: list[str], v_tokens: list[str], twins: dict[str, 
             return False
         value = v.index("=") + 1
         return original[value:] == v[value:] and "[" in v[value:] and ":" in v[value:]
-    if nk == nv and v_part == original[p:nk - s]:
-        return True  # the V side kept the K side's name or expression
+    if nk == nv and all(v[i] == k[i] or v[i] == original[i] for i in range(p, nk - s)):
+        return True  # the V side kept the K side's name or expression, in one place or more
     if nk > nv and (not v_part or holds(k_part, v_part)) and any(
         t == "[" or t in MIRRORED_METHODS or "repeat" in t.lower() for t in k_part
     ):
@@ -292,6 +304,23 @@ def _effect(tokens: list[str]) -> bool:
         elif t == "=" and not depth:
             return i > 1 and (tokens[i - 1] == "]" or tokens[i - 2] == ".")
     return tokens[-1] == ")"
+
+
+_PLAIN_ASSIGNMENT = re.compile(r"^([ \t]*)([^\W\d]\w*)[ \t]*=(?!=)", re.MULTILINE)
+
+
+def _unset(text: str, pairs) -> bool:
+    """A K name assigned on one line and its V twin on a line indented deeper (in a branch):
+    what ``reaching.unset_value_twins`` needs."""
+    indents: dict[str, list[int]] = {}
+    for match in _PLAIN_ASSIGNMENT.finditer(text):
+        indents.setdefault(match.group(2), []).append(len(match.group(1)))
+    for name, where in indents.items():
+        if kv_side(name, pairs) == "v":
+            key = key_counterpart(name, pairs)
+            if key in indents and max(where) > min(indents[key]):
+                return True
+    return False
 
 
 def _rebuilt(statements: list[tuple[int, list[str]]], pairs) -> bool:
