@@ -313,9 +313,7 @@ def _function_breaks(function: ast.AST, owner: ast.ClassDef | None, classes: dic
                 best = (distance, twin, diff)
         if best is None or mirrored:
             continue
-        if best[2].dropped and _shared_with_query(
-            best[1], [s for s in statements if abs(s.lineno - best[1].lineno) <= _WINDOW], pairs
-        ):
+        if best[2].dropped and _query_step(best[2].k, best[1], statement, statements, pairs):
             continue
         if names is None:
             names = _Names(function, owner, classes)
@@ -714,6 +712,26 @@ def _to_query(word: str, pairs) -> str:
     return "_".join(parts)
 
 
+def _query_step(op: object, twin: ast.stmt, statement: ast.stmt, statements: list[ast.stmt], pairs) -> bool:
+    """Is the op the V statement lacks a Q/K step? The query gets it too, and it is a head
+    expansion (linear attention expands Q and K to V's heads), or a layout move that Q and K
+    undo (or V takes) further down: RoPE's layout. A cut of Q and K alike, or a move none undoes,
+    is the layout all three need, V's included."""
+    if not _shared_with_query(twin, [s for s in statements if abs(s.lineno - twin.lineno) <= _WINDOW], pairs):
+        return False
+    if not isinstance(op, ast.Call) or not isinstance(op.func, ast.Attribute) or op.func.attr not in MOVES:
+        return isinstance(op, ast.Call)
+    names = {_target_name(twin), _target_name(statement)}
+    names |= {_to_query(n, pairs) for n in names if n is not None}
+    names.discard(None)
+    last = max(twin.lineno, statement.lineno)
+    return any(
+        node.__class__ is ast.Call and isinstance(node.func, ast.Attribute) and node.func.attr in MOVES
+        and root_word(node.func.value) in names
+        for s in statements if s.lineno > last for node in walk(s)
+    )
+
+
 def _shared_with_query(twin: ast.stmt, nearby: list[ast.stmt], pairs) -> bool:
     """Does the query get the K twin's statement too (``q = q.view(s).transpose(1, 2)`` beside
     ``k = k.view(s).transpose(1, 2)``)? Then the op the V statement lacks is a Q/K step (RoPE's
@@ -825,9 +843,11 @@ def _kept_key_name(k, v, parent, twin, statement, names: _Names, pairs) -> list[
     if isinstance(v, ast.Name) and v.id in names.loop_names:
         return []
     if isinstance(v, ast.Name) and isinstance(parent, ast.Call) and any(
-        is_query_name(tail(a)) for a in parent.args if a is not v
+        a is v and i and is_query_name(tail(parent.args[i - 1])) for i, a in enumerate(parent.args)
     ):
-        return []  # ``check(v_scale, query, key)``: the query and key as context, not a copy
+        # ``check(v_scale, query, key)``: the query and key as context, not a copy. The key as
+        # the first operand (``cast(k_tile, q, v_scale)`` for ``cast(v_tile, q, v_scale)``) is.
+        return []
     twin_word = twin_name(k_word, pairs)
     dotted = dotted_name(v)
     twin_dotted = None if dotted is None else (dotted[: -len(v_word)] + twin_word)
