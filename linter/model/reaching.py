@@ -80,29 +80,35 @@ def unset_value_twins(function: ast.AST, pairs) -> list[Unset]:
     the other path the V twin is unbound (or stale) where the K twin is fresh. Only plain
     assignments count; a read under a test (``v if c else None``) or in a nested block may
     share the branch's condition, and is not asked about."""
+    if not any(s.__class__ is ast.If for s in function.body):
+        return []
     found: list[Unset] = []
     keys: dict[str, ast.Assign] = {}     # K names assigned at the top level, so far
     values: set[str] = set()             # V names bound on every path, so far
     partial: dict[str, int] = {}         # V names assigned in some branches only
     bound = {a.arg for a in walk(function.args) if a.__class__ is ast.arg}
     for statement in function.body:
-        read = _plain_reads(statement)
-        for name in read:
-            key = key_counterpart(name, pairs) if kv_side(name, pairs) == "v" else None
-            if key in keys and key in read and name in partial and name not in values and name not in bound:
-                found.append(Unset(keys[key], name, partial[name], statement.lineno))
-                values.add(name)  # once per V name
+        if partial and keys:
+            read = _plain_reads(statement)
+            for name in read:
+                key = key_counterpart(name, pairs) if name in partial else None
+                if key in keys and key in read and name not in values and name not in bound:
+                    found.append(Unset(keys[key], name, partial[name], statement.lineno))
+                    values.add(name)  # once per V name
         if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
             name = statement.targets[0].id
             if kv_side(name, pairs) == "k":
                 keys[name] = statement
             values.add(name)
         elif isinstance(statement, ast.If):
-            for name, line in _assigned(statement).items():
-                if name not in values and not _defines(statement, name):
-                    partial.setdefault(name, line)
-                elif _defines(statement, name):
-                    values.add(name)
+            assigned = _assigned(statement, pairs)
+            if assigned:
+                always = _always(statement)
+                for name, line in assigned.items():
+                    if always is _EVERY or name in always:
+                        values.add(name)
+                    elif name not in values:
+                        partial.setdefault(name, line)
         else:
             values.update(n.id for n in walk(statement) if n.__class__ is ast.Name and not isinstance(n.ctx, ast.Load))
     return found
@@ -124,33 +130,46 @@ def _plain_reads(statement: ast.stmt) -> set[str]:
     return names
 
 
-def _assigned(statement: ast.stmt) -> dict[str, int]:
+def _assigned(statement: ast.stmt, pairs) -> dict[str, int]:
     """V-side names given a plain assignment anywhere under ``statement``, with the first line."""
     found: dict[str, int] = {}
     for node in walk(statement):
         if node.__class__ is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Name:
-            found.setdefault(node.targets[0].id, node.lineno)
+            name = node.targets[0].id
+            if name not in found and kv_side(name, pairs) == "v":
+                found[name] = node.lineno
     return found
 
 
-def _defines(statement: ast.stmt, name: str) -> bool:
-    """Is ``name`` bound on every path through ``statement`` that goes on after it?"""
-    if isinstance(statement, (ast.Return, ast.Raise, ast.Continue, ast.Break)):
-        return True  # no path goes on
-    if isinstance(statement, ast.If):
-        return _block_defines(statement.body, name) and _block_defines(statement.orelse, name)
-    if isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
-        return False  # the loop may not run; a binding in it is no binding on every path
-    if isinstance(statement, (ast.With, ast.AsyncWith)):
-        return _block_defines(statement.body, name)
-    if isinstance(statement, ast.Try):
-        return True  # handlers and their exits: not read here
-    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return statement.name == name
-    return any(
-        n.__class__ is ast.Name and n.id == name and not isinstance(n.ctx, ast.Load) for n in walk(statement)
-    )
+# Every name: what a statement that never goes on (``return``, ``raise``) binds on the paths
+# that go on after it.
+_EVERY = frozenset({"*"})
 
 
-def _block_defines(body: list[ast.stmt], name: str) -> bool:
-    return any(_defines(s, name) for s in body)
+def _always(statement: ast.stmt) -> frozenset[str]:
+    """The names bound on every path through ``statement`` that goes on after it."""
+    kind = statement.__class__
+    if kind in (ast.Return, ast.Raise, ast.Continue, ast.Break, ast.Try):
+        return _EVERY  # no path goes on (a ``try``'s handlers and exits are not read here)
+    if kind is ast.If:
+        body, orelse = _block_always(statement.body), _block_always(statement.orelse)
+        if body is _EVERY:
+            return orelse
+        return body if orelse is _EVERY else body & orelse
+    if kind in (ast.For, ast.AsyncFor, ast.While):
+        return frozenset()  # the loop may not run
+    if kind in (ast.With, ast.AsyncWith):
+        return _block_always(statement.body)
+    if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+        return frozenset({statement.name})
+    return frozenset(n.id for n in walk(statement) if n.__class__ is ast.Name and not isinstance(n.ctx, ast.Load))
+
+
+def _block_always(body: list[ast.stmt]) -> frozenset[str]:
+    names: set[str] = set()
+    for statement in body:
+        bound = _always(statement)
+        if bound is _EVERY:
+            return _EVERY
+        names |= bound
+    return frozenset(names)

@@ -258,17 +258,20 @@ def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
 class _Sides:
     """The K-side and V-side identifiers of one statement."""
 
-    __slots__ = ("k", "v")
+    __slots__ = ("k", "v", "query_member")
 
     def __init__(self, statement: ast.stmt, known: dict[str, str | None], pairs) -> None:
         self.k = False
         self.v = False
+        self.query_member = False  # an attribute with a query part (``attn.norm_q``)
         for node in walk(statement):
             kind = node.__class__
             if kind is ast.Name:
                 word = node.id
             elif kind is ast.Attribute:
                 word = node.attr
+                if not self.query_member and query_to_key(word) != word:
+                    self.query_member = True
             else:
                 continue
             side = known.get(word, "")
@@ -346,19 +349,20 @@ def _function_breaks(function: ast.AST, owner: ast.ClassDef | None, classes: dic
     return found
 
 
-def _query_kept(statements: list[ast.stmt], sides: list[_Sides], known: Callable[[], _Names], pairs) -> list[Break]:
+def _query_kept(statements: list[ast.stmt], sides: list["_Sides"], known: Callable[[], _Names], pairs) -> list[Break]:
     """``key = attn.norm_added_q(key)`` beside ``query = attn.norm_added_q(query)``, where
     ``attn.norm_added_k`` exists: a K statement that repeats its Q twin but for one member it
     kept on the query side. Only a kept member of an object counts (a norm, a projection, a
     scale): Q and K differ in their ops and cuts by design. Asked in functions that name a K
     name and its V counterpart (attention code of K and V, as the text condition reads it)."""
+    candidates = [s for s, side in zip(statements, sides) if side.k and not side.v and side.query_member]
+    if not candidates:
+        return []
     words = {w for s in statements for w in map(tail, walk(s)) if w is not None}
     if not any(kv_side(w, pairs) == "k" and twin_name(w, pairs) in words for w in words):
         return []
     found: list[Break] = []
-    for statement, side in zip(statements, sides):
-        if not side.k or side.v:
-            continue
+    for statement in candidates:
         members = [
             n for n in walk(statement)
             if n.__class__ is ast.Attribute and query_to_key(n.attr) != n.attr and dotted_name(n) is not None
