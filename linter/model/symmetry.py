@@ -44,7 +44,7 @@ from functools import lru_cache
 
 from linter.model.ast_reading import FUNCTIONS, blocks, bodies, int_value, root_word, tail
 from linter.model.ast_reading import dotted as dotted_name
-from linter.model.twin_ops import CONCATS, MOVES, axes_differ, moves_last_axis, axis_difference, axis_list, dropped_operand, slice_difference, transposed_for_scores
+from linter.model.twin_ops import CONCATS, MOVES, TRANSPOSES, axes_differ, moves_last_axis, axis_difference, axis_list, dropped_operand, slice_difference, transposed_for_scores
 from linter.model.twin_ops import dropped as dropped_op
 from linter.model.reaching import rebuilds, rebuilt_from_key, unset_value_twins
 from linter.plan.screen_facts import walk
@@ -134,6 +134,7 @@ class _Names:
         self._bound: dict[str, int] | None = None
         self._read: set[str] = set()
         self._tests: dict[int, list[ast.expr]] | None = None
+        self._branches: dict[int, tuple] = {}
         self._assignments: list[ast.Assign] = []
 
     @property
@@ -159,20 +160,32 @@ class _Names:
             self._read_blocks()
         return self._tests.get(id(statement), [])
 
+    def branch(self, statement: ast.stmt) -> tuple:
+        """The branches ``statement`` stands in, outermost first: (an ``if``, body or else)."""
+        if self._tests is None:
+            self._read_blocks()
+        return self._branches.get(id(statement), ())
+
     def _read_blocks(self) -> None:
         self._tests = {}
+        self._branches = {}
         self._assignments = []
-        todo: list[tuple[list[ast.stmt], list[ast.expr]]] = [(self.function.body, [])]
+        todo: list[tuple[list[ast.stmt], list[ast.expr], tuple]] = [(self.function.body, [], ())]
         while todo:
-            body, tests = todo.pop()
+            body, tests, branch = todo.pop()
             for statement in body:
                 if isinstance(statement, (*FUNCTIONS, ast.ClassDef)):
                     continue
                 self._tests[id(statement)] = tests
+                self._branches[id(statement)] = branch
                 if isinstance(statement, ast.Assign):
                     self._assignments.append(statement)
-                inner = [*tests, statement.test] if isinstance(statement, (ast.If, ast.While)) else tests
-                todo.extend((block, inner) for block in bodies(statement))
+                if isinstance(statement, (ast.If, ast.While)):
+                    inner = [*tests, statement.test]
+                    todo.append((statement.body, inner, (*branch, (id(statement), "body"))))
+                    todo.append((statement.orelse, inner, (*branch, (id(statement), "orelse"))))
+                else:
+                    todo.extend((block, tests, branch) for block in bodies(statement))
 
     def exists(self, word: str, dotted: str | None, line: int) -> bool:
         """Does the V counterpart ``word`` (``dotted`` as written) exist at ``line``? An
@@ -316,8 +329,11 @@ def _function_breaks(function: ast.AST, owner: ast.ClassDef | None, classes: dic
                 best = (distance, twin, diff)
         if best is None or mirrored:
             continue
-        if best[2].dropped and _query_step(best[2].k, best[1], statement, statements, pairs):
-            continue
+        if best[2].dropped:
+            if names is None:
+                names = _Names(function, owner, classes)
+            if _query_step(best[2].k, best[1], statement, statements, names, pairs):
+                continue
         if names is None:
             names = _Names(function, owner, classes)
         found.extend(_classify(best[2], best[1], statement, names, pairs))
@@ -716,24 +732,42 @@ def _to_query(word: str, pairs) -> str:
     return "_".join(parts)
 
 
-def _query_step(op: object, twin: ast.stmt, statement: ast.stmt, statements: list[ast.stmt], pairs) -> bool:
+def _query_step(op: object, twin: ast.stmt, statement: ast.stmt, statements: list[ast.stmt], names: _Names, pairs) -> bool:
     """Is the op the V statement lacks a Q/K step? The query gets it too, and it is a head
     expansion (linear attention expands Q and K to V's heads), or a layout move that Q and K
-    undo (or V takes) further down: RoPE's layout. A cut of Q and K alike, or a move none undoes,
-    is the layout all three need, V's included."""
+    undo (or V takes) further down on the same path: RoPE's layout. A cut of Q and K alike, or
+    a move none undoes, is the layout all three need, V's included."""
     if not _shared_with_query(twin, [s for s in statements if abs(s.lineno - twin.lineno) <= _WINDOW], pairs):
         return False
     if not isinstance(op, ast.Call) or not isinstance(op.func, ast.Attribute) or op.func.attr not in MOVES:
         return isinstance(op, ast.Call)
-    names = {_target_name(twin), _target_name(statement)}
-    names |= {_to_query(n, pairs) for n in names if n is not None}
-    names.discard(None)
+    axes = axis_list(op)
+    if axes is None:
+        return True  # axes not read: no claim
+    undo = _inverse(op.func.attr, axes)
+    targets = {_target_name(twin), _target_name(statement)}
+    targets |= {_to_query(n, pairs) for n in targets if n is not None}
+    targets.discard(None)
     last = max(twin.lineno, statement.lineno)
+    branch = names.branch(twin)
     return any(
-        node.__class__ is ast.Call and isinstance(node.func, ast.Attribute) and node.func.attr in MOVES
-        and root_word(node.func.value) in names
-        for s in statements if s.lineno > last for node in walk(s)
+        node.__class__ is ast.Call and isinstance(node.func, ast.Attribute) and node.func.attr == op.func.attr
+        and axis_list(node) in (axes, undo) and root_word(node.func.value) in targets
+        for s in statements if s.lineno > last and names.branch(s)[:len(branch)] == branch
+        for node in walk(s)
     )
+
+
+def _inverse(op: str, axes: list[int]) -> list[int]:
+    """The axes of the move that undoes ``op(*axes)``."""
+    if op == "permute" and sorted(axes) == list(range(len(axes))):
+        inverse = [0] * len(axes)
+        for i, a in enumerate(axes):
+            inverse[a] = i
+        return inverse
+    if op in ("movedim", "moveaxis") and len(axes) == 2:
+        return axes[::-1]
+    return axes[::-1] if op in TRANSPOSES else axes
 
 
 def _shared_with_query(twin: ast.stmt, nearby: list[ast.stmt], pairs) -> bool:
