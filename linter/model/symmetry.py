@@ -750,12 +750,19 @@ def _query_step(op: object, twin: ast.stmt, statement: ast.stmt, statements: lis
     targets.discard(None)
     last = max(twin.lineno, statement.lineno)
     branch = names.branch(twin)
-    return any(
-        node.__class__ is ast.Call and isinstance(node.func, ast.Attribute) and node.func.attr == op.func.attr
-        and axis_list(node) in (axes, undo) and root_word(node.func.value) in targets
+    value = _target_name(statement)
+    moves = [
+        root_word(node.func.value)
         for s in statements if s.lineno > last and names.branch(s)[:len(branch)] == branch
         for node in walk(s)
-    )
+        if node.__class__ is ast.Call and isinstance(node.func, ast.Attribute) and node.func.attr == op.func.attr
+        and axis_list(node) in (axes, undo) and root_word(node.func.value) in targets
+    ]
+    # Q and K moved and moved back while V stays (RoPE's layout), or V taking the move later:
+    # V ends in the layout K ends in. V moved back alone never had the move.
+    keys = 1 + sum(1 for word in moves if word != value and kv_side(word, pairs) == "k")
+    values = sum(1 for word in moves if word == value)
+    return bool(moves) and keys % 2 == values % 2
 
 
 def _inverse(op: str, axes: list[int]) -> list[int]:

@@ -94,7 +94,8 @@ def moves_last_axis(op: str, call: ast.Call) -> bool:
     axes = axis_list(call)
     if axes is None:
         return True  # axes not read: no claim
-    if op == "permute":
+    if op == "permute" or len(axes) > 2:
+        # ``x.transpose(0, 2, 1, 3)`` (MLX, NumPy) is a permutation of every axis.
         return axes[-1] not in (len(axes) - 1, -1)
     return -1 in axes or max(axes) >= 3
 

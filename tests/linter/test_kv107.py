@@ -183,6 +183,23 @@ def attend_step(self, query, key_states, value_states, past_key, past_value):
     scores = query @ key_states.transpose(-1, -2)
     return scores.softmax(-1) @ value_states, out_key, out_value
 """, "one-side-op", 6),
+    "the value left out of a layout move the query and key keep": ("""\
+def self_attention(self, query, key, value, cos, sin):
+    query = query.view(self.shape).transpose(1, 2)
+    key = key.view(self.shape).transpose(1, 2)
+    value = value.view(self.shape)
+    query, key = apply_rotary(query, key, cos, sin)
+    query, key, value = query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2)
+    return flash_attn_func(query, key, value)
+""", "one-side-op", 4),
+    "the value left out of an MLX-style transposition": ("""\
+def mlx_attention(self, q, k, v, cache):
+    q = q.transpose(0, 2, 1, 3)
+    k = k.transpose(0, 2, 1, 3)
+    v = v
+    k, v = cache.update_and_fetch(k, v)
+    return scaled_dot_product_attention(q, k, v, scale=self.scale)
+""", "one-side-op", 4),
 }
 
 SILENT = {
@@ -402,6 +419,15 @@ def cache_step(self, key_states, value_states, keep):
     if keep:
         return new_key, new_value
     return new_key, None
+""",
+    "the value taking the query's and key's move later": """\
+def self_attention(self, query, key, value, cos, sin):
+    query = query.view(self.shape).transpose(1, 2)
+    key = key.view(self.shape).transpose(1, 2)
+    value = value.view(self.shape)
+    query, key = apply_rotary(query, key, cos, sin)
+    value = value.transpose(1, 2)
+    return flash_attn_func(query, key, value)
 """,
 }
 

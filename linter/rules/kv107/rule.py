@@ -55,7 +55,7 @@ class BrokenKvTwin(Rule):
         "bound not updated. The shapes usually still agree, so nothing fails; the model "
         "attends over wrong values. Deliberate asymmetries are not reported: RoPE, a norm or a "
         "cast on K only (another callable), K transposed for `Q @ K^T` while V keeps its last "
-        "axis, an op the query shares with the key (RoPE's layout, Q and K expanded to V's "
+        "axis, an op the query shares with the key (RoPE's layout, where Q and K move back or V moves later; Q and K expanded to V's "
         "heads), a head-dim cut after an ellipsis (Dk != Dv), a bound naming a value size of its "
         "own, a fused buffer cut into parts, a mapping's `key`/`value` loop variables, a value "
         "that mirrors the key of its own branch, a value counterpart bound only further down "
@@ -189,6 +189,16 @@ def cache_step(self, key_states, value_states, keep):
         return new_key, new_value
     return new_key, None
 """),
+        # Q and K moved for the rotary embedding, V taking the same move afterwards.
+        Example("""\
+def self_attention(self, query, key, value, cos, sin):
+    query = query.view(self.shape).transpose(1, 2)
+    key = key.view(self.shape).transpose(1, 2)
+    value = value.view(self.shape)
+    query, key = apply_rotary(query, key, cos, sin)
+    value = value.transpose(1, 2)
+    return flash_attn_func(query, key, value)
+"""),
     )
     INVALID = (
         Example(bad, line=9),
@@ -296,6 +306,15 @@ def attention_step(self, key_states, value_states, past_key):
     out_key = key_states
     return key_states, out_key, out_value
 """, line=5),
+        # V left out of the move Q and K keep, then moved back with them.
+        Example("""\
+def self_attention(self, query, key, value, cos, sin):
+    query = query.view(self.shape).transpose(1, 2)
+    key = key.view(self.shape).transpose(1, 2)
+    value = value.view(self.shape)
+    query, key = apply_rotary(query, key, cos, sin)
+    return flash_attn_func(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2))
+""", line=4),
     )
 
     def visit_Module(self, node: cst.Module) -> None:
