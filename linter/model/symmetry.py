@@ -123,19 +123,40 @@ class _Names:
 
     def __init__(self, function: ast.AST, owner: ast.ClassDef | None, classes: dict[int, _Members]) -> None:
         self.function = function
-        if owner is None:
-            members = _members(function)
-        else:
-            members = classes.get(id(owner))
-            if members is None:
-                members = classes[id(owner)] = _members(owner)
-        self.dotted, self.words, self.attributes = members
+        self._owner = owner
+        self._classes = classes
+        self._members: _Members | None = None
         self._loop_names: set[str] | None = None
         self._bound: dict[str, int] | None = None
         self._read: set[str] = set()
         self._tests: dict[int, list[ast.expr]] | None = None
         self._branches: dict[int, tuple] = {}
         self._assignments: list[ast.Assign] = []
+
+    def _read_members(self) -> _Members:
+        # Read only when asked: a function whose breaks need no evidence never walks its class.
+        if self._members is None:
+            owner = self._owner
+            if owner is None:
+                self._members = _members(self.function)
+            else:
+                found = self._classes.get(id(owner))
+                if found is None:
+                    found = self._classes[id(owner)] = _members(owner)
+                self._members = found
+        return self._members
+
+    @property
+    def dotted(self) -> set[str]:
+        return self._read_members()[0]
+
+    @property
+    def words(self) -> set[str]:
+        return self._read_members()[1]
+
+    @property
+    def attributes(self) -> set[str]:
+        return self._read_members()[2]
 
     @property
     def loop_names(self) -> set[str]:
