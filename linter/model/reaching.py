@@ -65,3 +65,111 @@ def key_source(value: ast.expr, name: str, pairs) -> str | None:
     if any(n.__class__ is ast.Name and n.id == name for n in walk(value)):
         return None
     return key
+
+
+class Unset(NamedTuple):
+    key: ast.Assign   # the K name's assignment on every path
+    value: str        # its V twin, set only on some paths
+    set_at: int       # the line of the V twin's conditional assignment
+    read_at: int      # the line that reads both
+
+
+def unset_value_twins(function: ast.AST, pairs) -> list[Unset]:
+    """``new_k = k`` on every path beside ``new_v = ...`` set in one branch of an ``if``
+    alone, both read after it at the function's top level (``return o, new_k, new_v``): on
+    the other path the V twin is unbound (or stale) where the K twin is fresh. Only plain
+    assignments count; a read under a test (``v if c else None``) or in a nested block may
+    share the branch's condition, and is not asked about."""
+    if not any(s.__class__ is ast.If for s in function.body):
+        return []
+    found: list[Unset] = []
+    keys: dict[str, ast.Assign] = {}     # K names assigned at the top level, so far
+    values: set[str] = set()             # V names bound on every path, so far
+    partial: dict[str, int] = {}         # V names assigned in some branches only
+    bound = {a.arg for a in walk(function.args) if a.__class__ is ast.arg}
+    for statement in function.body:
+        if partial and keys:
+            read = _plain_reads(statement)
+            for name in read:
+                key = key_counterpart(name, pairs) if name in partial else None
+                if key in keys and key in read and name not in values and name not in bound:
+                    found.append(Unset(keys[key], name, partial[name], statement.lineno))
+                    values.add(name)  # once per V name
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+            name = statement.targets[0].id
+            if kv_side(name, pairs) == "k":
+                keys[name] = statement
+            values.add(name)
+        elif isinstance(statement, ast.If):
+            assigned = _assigned(statement, pairs)
+            if assigned:
+                always = _always(statement)
+                for name, line in assigned.items():
+                    if always is _EVERY or name in always:
+                        values.add(name)
+                    elif name not in values:
+                        partial.setdefault(name, line)
+        else:
+            values.update(n.id for n in walk(statement) if n.__class__ is ast.Name and not isinstance(n.ctx, ast.Load))
+    return found
+
+
+def _plain_reads(statement: ast.stmt) -> set[str]:
+    """The names a top-level statement reads outside tests, lambdas and comprehensions."""
+    if not isinstance(statement, (ast.Return, ast.Assign, ast.Expr)) or statement.value is None:
+        return set()
+    names: set[str] = set()
+    todo = [statement.value]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.IfExp, ast.BoolOp, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue
+        if node.__class__ is ast.Name:
+            names.add(node.id)
+        todo.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def _assigned(statement: ast.stmt, pairs) -> dict[str, int]:
+    """V-side names given a plain assignment anywhere under ``statement``, with the first line."""
+    found: dict[str, int] = {}
+    for node in walk(statement):
+        if node.__class__ is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Name:
+            name = node.targets[0].id
+            if name not in found and kv_side(name, pairs) == "v":
+                found[name] = node.lineno
+    return found
+
+
+# Every name: what a statement that never goes on (``return``, ``raise``) binds on the paths
+# that go on after it.
+_EVERY = frozenset({"*"})
+
+
+def _always(statement: ast.stmt) -> frozenset[str]:
+    """The names bound on every path through ``statement`` that goes on after it."""
+    kind = statement.__class__
+    if kind in (ast.Return, ast.Raise, ast.Continue, ast.Break, ast.Try):
+        return _EVERY  # no path goes on (a ``try``'s handlers and exits are not read here)
+    if kind is ast.If:
+        body, orelse = _block_always(statement.body), _block_always(statement.orelse)
+        if body is _EVERY:
+            return orelse
+        return body if orelse is _EVERY else body & orelse
+    if kind in (ast.For, ast.AsyncFor, ast.While):
+        return frozenset()  # the loop may not run
+    if kind in (ast.With, ast.AsyncWith):
+        return _block_always(statement.body)
+    if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+        return frozenset({statement.name})
+    return frozenset(n.id for n in walk(statement) if n.__class__ is ast.Name and not isinstance(n.ctx, ast.Load))
+
+
+def _block_always(body: list[ast.stmt]) -> frozenset[str]:
+    names: set[str] = set()
+    for statement in body:
+        bound = _always(statement)
+        if bound is _EVERY:
+            return _EVERY
+        names |= bound
+    return frozenset(names)

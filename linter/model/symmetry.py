@@ -40,12 +40,13 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 from linter.model.ast_reading import FUNCTIONS, blocks, bodies, int_value, root_word, tail
 from linter.model.ast_reading import dotted as dotted_name
-from linter.model.twin_ops import CONCATS, axes_differ, axis_difference, axis_list, dropped_operand, slice_difference, transposed_for_scores
+from linter.model.twin_ops import CONCATS, MOVES, TRANSPOSES, axes_differ, moves_last_axis, axis_difference, axis_list, dropped_operand, slice_difference, transposed_for_scores
 from linter.model.twin_ops import dropped as dropped_op
-from linter.model.reaching import rebuilds, rebuilt_from_key
+from linter.model.reaching import rebuilds, rebuilt_from_key, unset_value_twins
 from linter.plan.screen_facts import walk
 from linter.model.names import (
     METADATA_ATTRIBUTES,
@@ -87,7 +88,7 @@ def breaks(tree: ast.AST, extra_pairs: Iterable[tuple[str, str]] = ()) -> list[B
     """Every broken K/V twin in the attention functions of ``tree``."""
     pairs = tuple(extra_pairs)
     found: list[Break] = []
-    classes: dict[int, tuple[set[str], set[str]]] = {}
+    classes: dict[int, _Members] = {}
     for function, owner in _functions(tree, None):
         found.extend(_function_breaks(function, owner, classes, pairs))
     return found
@@ -117,18 +118,45 @@ def _functions(node: ast.AST, owner: ast.ClassDef | None) -> Iterator[tuple[ast.
 
 class _Names:
     """What a function and its class name: the evidence that a V counterpart exists. A class's
-    names are read once for all its methods (``classes``, by the class's identity)."""
+    members are read once for all its methods (``classes``, by the class's identity); a
+    method's own locals are read for it alone, with where each is first bound."""
 
-    def __init__(self, function: ast.AST, owner: ast.ClassDef | None, classes: dict[int, tuple[set[str], set[str]]]) -> None:
+    def __init__(self, function: ast.AST, owner: ast.ClassDef | None, classes: dict[int, _Members]) -> None:
         self.function = function
-        if owner is None:
-            self.dotted, self.words = _collect(function)
-        else:
-            found = classes.get(id(owner))
-            if found is None:
-                found = classes[id(owner)] = _collect(owner)
-            self.dotted, self.words = found
+        self._owner = owner
+        self._classes = classes
+        self._members: _Members | None = None
         self._loop_names: set[str] | None = None
+        self._bound: dict[str, int] | None = None
+        self._read: set[str] = set()
+        self._tests: dict[int, list[ast.expr]] | None = None
+        self._branches: dict[int, tuple] = {}
+        self._assignments: list[ast.Assign] = []
+
+    def _read_members(self) -> _Members:
+        # Read only when asked: a function whose breaks need no evidence never walks its class.
+        if self._members is None:
+            owner = self._owner
+            if owner is None:
+                self._members = _members(self.function)
+            else:
+                found = self._classes.get(id(owner))
+                if found is None:
+                    found = self._classes[id(owner)] = _members(owner)
+                self._members = found
+        return self._members
+
+    @property
+    def dotted(self) -> set[str]:
+        return self._read_members()[0]
+
+    @property
+    def words(self) -> set[str]:
+        return self._read_members()[1]
+
+    @property
+    def attributes(self) -> set[str]:
+        return self._read_members()[2]
 
     @property
     def loop_names(self) -> set[str]:
@@ -140,28 +168,105 @@ class _Names:
             }
         return self._loop_names
 
+    @property
+    def assignments(self) -> list[ast.Assign]:
+        """The function's assignments, nested blocks included."""
+        if self._tests is None:
+            self._read_blocks()
+        return self._assignments
 
-def _collect(root: ast.AST) -> tuple[set[str], set[str]]:
-    """The dotted names and the words (names, attributes, parameters, methods) under ``root``."""
+    def tests_above(self, statement: ast.stmt) -> list[ast.expr]:
+        """The tests of the ``if`` and ``while`` statements ``statement`` stands under."""
+        if self._tests is None:
+            self._read_blocks()
+        return self._tests.get(id(statement), [])
+
+    def branch(self, statement: ast.stmt) -> tuple:
+        """The branches ``statement`` stands in, outermost first: (an ``if``, body or else)."""
+        if self._tests is None:
+            self._read_blocks()
+        return self._branches.get(id(statement), ())
+
+    def _read_blocks(self) -> None:
+        self._tests = {}
+        self._branches = {}
+        self._assignments = []
+        todo: list[tuple[list[ast.stmt], list[ast.expr], tuple]] = [(self.function.body, [], ())]
+        while todo:
+            body, tests, branch = todo.pop()
+            for statement in body:
+                if isinstance(statement, (*FUNCTIONS, ast.ClassDef)):
+                    continue
+                self._tests[id(statement)] = tests
+                self._branches[id(statement)] = branch
+                if isinstance(statement, ast.Assign):
+                    self._assignments.append(statement)
+                if isinstance(statement, (ast.If, ast.While)):
+                    inner = [*tests, statement.test]
+                    todo.append((statement.body, inner, (*branch, (id(statement), "body"))))
+                    todo.append((statement.orelse, inner, (*branch, (id(statement), "orelse"))))
+                else:
+                    todo.extend((block, tests, branch) for block in bodies(statement))
+
+    def exists(self, word: str, dotted: str | None, line: int) -> bool:
+        """Does the V counterpart ``word`` (``dotted`` as written) exist at ``line``? An
+        attribute or method of the class (or of any object the function reads) exists
+        throughout; a local name only once a binding of it precedes ``line`` (a parameter, an
+        earlier assignment), or where the function reads it without binding it (a global). A
+        local of another method, or one bound only further down, is no evidence."""
+        if dotted is not None and "." in dotted and dotted in self.dotted:
+            return True
+        if word in self.attributes:
+            return True
+        if self._bound is None:
+            self._bound = {}
+            for node in walk(self.function):
+                kind = node.__class__
+                if kind is ast.Name:
+                    if node.ctx.__class__ is ast.Load:
+                        self._read.add(node.id)
+                    elif node.lineno < self._bound.get(node.id, node.lineno + 1):
+                        self._bound[node.id] = node.lineno
+                elif kind is ast.arg:
+                    self._bound[node.arg] = 0
+        first = self._bound.get(word)
+        if first is not None:
+            return first < line
+        return word in self._read
+
+
+_Members = tuple[set[str], set[str], set[str]]
+
+
+def _members(root: ast.AST) -> _Members:
+    """The dotted names of attributes, every word (names, attributes, parameters, methods:
+    whether the code is attention code), and the members (attributes, methods, class-level
+    names) under ``root``."""
     dotted: set[str] = set()
     words: set[str] = set()
+    attributes: set[str] = set()
     for node in walk(root):
         kind = node.__class__
         if kind is ast.Name:
             words.add(node.id)
-            dotted.add(node.id)
         elif kind is ast.Attribute:
             words.add(node.attr)
+            attributes.add(node.attr)
             name = dotted_name(node)
             if name is not None:
                 dotted.add(name)
         elif kind is ast.arg:
             words.add(node.arg)
-            dotted.add(node.arg)
         elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
             words.add(node.name)  # a method ``get_v_shape`` of the class
+            attributes.add(node.name)
             dotted.add(f"self.{node.name}")
-    return dotted, words
+        elif kind is ast.ClassDef:
+            for statement in node.body:
+                if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+                    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                    attributes.update(n.id for t in targets for n in walk(t) if n.__class__ is ast.Name)
+    return dotted, words, attributes
 
 
 def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
@@ -187,17 +292,20 @@ def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
 class _Sides:
     """The K-side and V-side identifiers of one statement."""
 
-    __slots__ = ("k", "v")
+    __slots__ = ("k", "v", "query_member")
 
     def __init__(self, statement: ast.stmt, known: dict[str, str | None], pairs) -> None:
         self.k = False
         self.v = False
+        self.query_member = False  # an attribute with a query part (``attn.norm_q``)
         for node in walk(statement):
             kind = node.__class__
             if kind is ast.Name:
                 word = node.id
             elif kind is ast.Attribute:
                 word = node.attr
+                if not self.query_member and query_to_key(word) != word:
+                    self.query_member = True
             else:
                 continue
             side = known.get(word, "")
@@ -242,13 +350,25 @@ def _function_breaks(function: ast.AST, owner: ast.ClassDef | None, classes: dic
                 best = (distance, twin, diff)
         if best is None or mirrored:
             continue
-        if best[2].dropped and _shared_with_query(
-            best[1], [s for s in statements if abs(s.lineno - best[1].lineno) <= _WINDOW], pairs
-        ):
-            continue
+        if best[2].dropped:
+            if names is None:
+                names = _Names(function, owner, classes)
+            if _query_step(best[2].k, best[1], statement, statements, names, pairs):
+                continue
         if names is None:
             names = _Names(function, owner, classes)
         found.extend(_classify(best[2], best[1], statement, names, pairs))
+    if any(s.v for s in sides):
+        found.extend(_query_kept(statements, sides, lambda: names or _Names(function, owner, classes), pairs))
+        found.extend(
+            Break(
+                "one-side-op", u.key, u.set_at,
+                f"`{tail(u.key.targets[0])}` is set on every path, its value twin `{u.value}` only in one branch "
+                f"(line {u.set_at}); line {u.read_at} reads both, so on the other path the value twin is unset",
+                f"set `{u.value}` beside `{tail(u.key.targets[0])}` on every path",
+            )
+            for u in unset_value_twins(function, pairs)
+        )
     key_only = {id(s) for s, side in zip(statements, sides) if side.k and not side.v and _effect(s)}
     if key_only:
         found.extend(_repeated_key_statements(function, key_only, lambda: names or _Names(function, owner, classes), pairs))
@@ -263,6 +383,53 @@ def _function_breaks(function: ast.AST, owner: ast.ClassDef | None, classes: dic
         )
     if found and not _attention_code(names or _Names(function, owner, classes), function, owner):
         return []
+    return found
+
+
+def _query_kept(statements: list[ast.stmt], sides: list["_Sides"], known: Callable[[], _Names], pairs) -> list[Break]:
+    """``key = attn.norm_added_q(key)`` beside ``query = attn.norm_added_q(query)``, where
+    ``attn.norm_added_k`` exists: a K statement that repeats its Q twin but for one member it
+    kept on the query side. Only a kept member of an object counts (a norm, a projection, a
+    scale): Q and K differ in their ops and cuts by design. Asked in functions that name a K
+    name and its V counterpart (attention code of K and V, as the text condition reads it)."""
+    candidates = [s for s, side in zip(statements, sides) if side.k and not side.v and side.query_member]
+    if not candidates:
+        return []
+    words = {w for s in statements for w in map(tail, walk(s)) if w is not None}
+    if not any(kv_side(w, pairs) == "k" and twin_name(w, pairs) in words for w in words):
+        return []
+    found: list[Break] = []
+    for statement in candidates:
+        members = [
+            n for n in walk(statement)
+            if n.__class__ is ast.Attribute and query_to_key(n.attr) != n.attr and dotted_name(n) is not None
+        ]
+        if len(members) != 1:
+            continue
+        best: tuple[int, ast.stmt, _Diff] | None = None
+        for twin in statements:
+            distance = abs(twin.lineno - statement.lineno)
+            if twin is statement or distance > _WINDOW:
+                continue
+            diff = _one_difference(twin, statement, QUERY_TO_KEY)
+            if diff is _MIRROR:
+                best = None
+                break
+            if diff is not None and diff.kept_word is not None and (best is None or distance < best[0]):
+                best = (distance, twin, diff)
+        if best is None or best[2].v is not members[0]:
+            continue
+        member = members[0]
+        dotted = dotted_name(member)
+        twin_dotted = dotted[: -len(member.attr)] + query_to_key(member.attr)
+        if twin_dotted not in known().dotted:
+            continue
+        found.append(Break(
+            "twin-name", member, best[1].lineno,
+            f"the key side uses `{dotted}`, the name its query twin (line {best[1].lineno}) uses, "
+            f"though the key counterpart `{twin_dotted}` exists",
+            f"use `{twin_dotted}` on the key side",
+        ))
     return found
 
 
@@ -352,7 +519,7 @@ def _key_name_with_value_twin(statement: ast.stmt, names: _Names, pairs) -> tupl
             twin = twin_name(word, pairs)
             dotted = dotted_name(node)
             twin_dotted = None if dotted is None else dotted[: -len(word)] + twin
-            if twin_dotted in names.dotted or twin in names.words:
+            if names.exists(twin, twin_dotted, statement.lineno):
                 kept = (node, twin_dotted or twin)
     return kept
 
@@ -369,6 +536,7 @@ class _Diff:
     kept: bool = False  # a K expression of several names kept whole
     dropped: bool = False  # the twin's op (or cut) applied to what the V side has bare
     axes: bool = False  # a call moving axes (``transpose``) with other integer axes than the twin's
+    kept_word: str | None = None  # the K name the V side kept where the renaming changes it
 
 
 # The answer for a V statement that mirrors its K twin exactly.
@@ -396,15 +564,37 @@ def _one_difference(k_statement: ast.stmt, v_statement: ast.stmt, pairs) -> _Dif
         return None
     if not found:
         return _MIRROR
-    return found[0] if len(found) == 1 else None
+    return found[0]
 
 
 def twin_name(word: str, pairs) -> str:
-    """``word`` with its K side renamed to its V side (itself: no K-side word, or a fused one)."""
+    """``word`` with its K side renamed to its V side (itself: no K-side word, or a fused one);
+    with ``QUERY_TO_KEY`` for ``pairs``, its query side renamed to its key side."""
+    if pairs is QUERY_TO_KEY:
+        return query_to_key(word)
     twin = value_counterpart(word, pairs)
     if twin is None or _fused(word):
         return word
     return twin
+
+
+class _QueryToKey(tuple):
+    """The renaming of Q/K twins (``q_norm`` -> ``k_norm``), passed where K/V pairs go."""
+
+
+QUERY_TO_KEY = _QueryToKey()
+_Q_TO_K = {"q": "k", "Q": "K", "query": "key", "Query": "Key", "queries": "keys", "xq": "xk", "wq": "wk"}
+
+
+@lru_cache(maxsize=1 << 14)
+def query_to_key(word: str) -> str:
+    """``word`` with its one query part renamed to the key's (itself: none, or several)."""
+    parts = word.split("_")
+    hits = [i for i, part in enumerate(parts) if part in _Q_TO_K]
+    if len(hits) != 1:
+        return word
+    parts[hits[0]] = _Q_TO_K[parts[hits[0]]]
+    return "_".join(parts)
 
 
 _FUSED = re.compile(r"(?:^|_)(?:key_value|keys_values|k_v|K_V)(?:_|$)")
@@ -417,7 +607,9 @@ def _fused(word: str) -> bool:
 
 def _record(found: list[_Diff], diff: _Diff) -> None:
     found.append(diff)
-    if len(found) > 1:
+    # One place, or one K name kept wherever it stands (``[c.key_cache[i] for c in s if
+    # c.key_cache[i]]`` for the value list): a copy that swapped the other names.
+    if len(found) > 1 and (diff.kept_word is None or diff.kept_word != found[0].kept_word):
         raise _Differs
 
 
@@ -519,7 +711,7 @@ def _compare_fields(k: ast.AST, v: ast.AST, pairs, found: list[_Diff], path: lis
 def _compare_words(a: str, b: str, k: ast.AST, v: ast.AST, pairs, found: list, path: list) -> None:
     renamed = twin_name(a, pairs)
     if renamed != b:
-        _record(found, _Diff(k, v, tuple(path)))
+        _record(found, _Diff(k, v, tuple(path), kept_word=a if a == b and isinstance(v, (ast.Name, ast.Attribute)) else None))
     elif renamed != a:
         found.renamed = True  # a K name met by its V counterpart: the statements are twins
 
@@ -561,6 +753,51 @@ def _to_query(word: str, pairs) -> str:
     return "_".join(parts)
 
 
+def _query_step(op: object, twin: ast.stmt, statement: ast.stmt, statements: list[ast.stmt], names: _Names, pairs) -> bool:
+    """Is the op the V statement lacks a Q/K step? The query gets it too, and it is a head
+    expansion (linear attention expands Q and K to V's heads), or a layout move that Q and K
+    undo (or V takes) further down on the same path: RoPE's layout. A cut of Q and K alike, or
+    a move none undoes, is the layout all three need, V's included."""
+    if not _shared_with_query(twin, [s for s in statements if abs(s.lineno - twin.lineno) <= _WINDOW], pairs):
+        return False
+    if not isinstance(op, ast.Call) or not isinstance(op.func, ast.Attribute) or op.func.attr not in MOVES:
+        return isinstance(op, ast.Call)
+    axes = axis_list(op)
+    if axes is None:
+        return True  # axes not read: no claim
+    undo = _inverse(op.func.attr, axes)
+    targets = {_target_name(twin), _target_name(statement)}
+    targets |= {_to_query(n, pairs) for n in targets if n is not None}
+    targets.discard(None)
+    last = max(twin.lineno, statement.lineno)
+    branch = names.branch(twin)
+    value = _target_name(statement)
+    moves = [
+        root_word(node.func.value)
+        for s in statements if s.lineno > last and names.branch(s)[:len(branch)] == branch
+        for node in walk(s)
+        if node.__class__ is ast.Call and isinstance(node.func, ast.Attribute) and node.func.attr == op.func.attr
+        and axis_list(node) in (axes, undo) and root_word(node.func.value) in targets
+    ]
+    # Q and K moved and moved back while V stays (RoPE's layout), or V taking the move later:
+    # V ends in the layout K ends in. V moved back alone never had the move.
+    keys = 1 + sum(1 for word in moves if word != value and kv_side(word, pairs) == "k")
+    values = sum(1 for word in moves if word == value)
+    return bool(moves) and keys % 2 == values % 2
+
+
+def _inverse(op: str, axes: list[int]) -> list[int]:
+    """The axes of the move that undoes ``op(*axes)``."""
+    if op == "permute" and sorted(axes) == list(range(len(axes))):
+        inverse = [0] * len(axes)
+        for i, a in enumerate(axes):
+            inverse[a] = i
+        return inverse
+    if op in ("movedim", "moveaxis") and len(axes) == 2:
+        return axes[::-1]
+    return axes[::-1] if op in TRANSPOSES else axes
+
+
 def _shared_with_query(twin: ast.stmt, nearby: list[ast.stmt], pairs) -> bool:
     """Does the query get the K twin's statement too (``q = q.view(s).transpose(1, 2)`` beside
     ``k = k.view(s).transpose(1, 2)``)? Then the op the V statement lacks is a Q/K step (RoPE's
@@ -596,6 +833,8 @@ def _classify(diff: _Diff, twin: ast.stmt, statement: ast.stmt, names: _Names, p
         return _kept_key_name(k, v, parent, twin, statement, names, pairs)
     axis = axis_difference(k, v, path)
     if axis is not None:
+        if _kept_transposed(int_value(k), int_value(v), twin, statement, names):
+            return []
         return [Break("one-side-op", v, twin.lineno, axis, "move the value's axes as its key twin does")]
     dropped = dropped_op(k, pairs) if diff.dropped else None
     if dropped is not None:
@@ -609,6 +848,57 @@ def _classify(diff: _Diff, twin: ast.stmt, statement: ast.stmt, names: _Names, p
     return []
 
 
+def _kept_transposed(k_axis: int, v_axis: int, twin: ast.stmt, statement: ast.stmt, names: _Names) -> bool:
+    """K and V working along the last two axes, each its own (``cat(.., dim=-1)`` beside
+    ``cat(.., dim=-2)``), where one side is kept transposed on purpose ([.., head_dim, seq], the
+    layout ``Q @ K`` or a transposed-value kernel wants): the statement stands under a test
+    naming a transposed layout (``if self.transpose_value:``), or the side working along the
+    last axis is named transposed (``k_t``) or was laid out earlier in the function with its
+    last axis moved (``key = key.reshape(..).transpose(-1, -2)``)."""
+    if {k_axis, v_axis} != {-1, -2} and not (min(k_axis, v_axis) >= 0 and abs(k_axis - v_axis) == 1):
+        return False
+    if any(_names_transposition(test) for s in (twin, statement) for test in names.tests_above(s)):
+        return True
+    last = twin if (k_axis == -1 or (k_axis >= 0 and k_axis > v_axis)) else statement
+    target = _target_name(last)
+    if target is None:
+        return False
+    if _transposed_word(target):
+        return True
+    return any(
+        _target_name(s) == target and s.lineno < last.lineno and _moves_last_axis(s.value)
+        for s in names.assignments
+    )
+
+
+def _names_transposition(test: ast.expr) -> bool:
+    return any(
+        word is not None and ("transpos" in word.lower() or "trans" in word.lower().split("_"))
+        for word in map(tail, walk(test))
+    )
+
+
+def _transposed_word(word: str) -> bool:
+    low = word.lower()
+    return "transpos" in low or any(part in ("t", "trans") for part in low.split("_")) or word[-1:] == "T" and len(word) <= 3
+
+
+def _target_name(statement: ast.stmt) -> str | None:
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+        return tail(statement.targets[0])
+    return None
+
+
+def _moves_last_axis(value: ast.expr) -> bool:
+    """A chain that moves the last axis: ``.transpose(-1, -2)``, ``.permute(0, 2, 3, 1)``."""
+    for node in walk(value):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MOVES:
+            axes = axis_list(node)
+            if axes is not None and moves_last_axis(node.func.attr, node):
+                return True
+    return False
+
+
 def _kept_key_name(k, v, parent, twin, statement, names: _Names, pairs) -> list[Break]:
     """``v = self.k_proj(x)`` beside ``k = self.k_proj(x)``: the V statement kept the K name."""
     k_word, v_word = tail(k), tail(v)
@@ -619,15 +909,17 @@ def _kept_key_name(k, v, parent, twin, statement, names: _Names, pairs) -> list[
     if isinstance(v, ast.Name) and v.id in names.loop_names:
         return []
     if isinstance(v, ast.Name) and isinstance(parent, ast.Call) and any(
-        is_query_name(tail(a)) for a in parent.args if a is not v
+        a is v and i and is_query_name(tail(parent.args[i - 1])) for i, a in enumerate(parent.args)
     ):
-        return []  # ``check(v_scale, query, key)``: the query and key as context, not a copy
+        # ``check(v_scale, query, key)``: the query and key as context, not a copy. The key as
+        # the first operand (``cast(k_tile, q, v_scale)`` for ``cast(v_tile, q, v_scale)``) is.
+        return []
     twin_word = twin_name(k_word, pairs)
     dotted = dotted_name(v)
     twin_dotted = None if dotted is None else (dotted[: -len(v_word)] + twin_word)
     # The counterpart as written (``self.v_proj``, ``layer.v_scale``), or its name on any
     # object of the function or class (``cache.get_value_cache`` read from another cache).
-    if not (twin_dotted in names.dotted or twin_word in names.words):
+    if not names.exists(twin_word, twin_dotted, statement.lineno):
         return []
     shown = twin_dotted or twin_word
     where = "stored into" if isinstance(getattr(v, "ctx", None), ast.Store) or _in_target(v, statement) else "uses"
@@ -657,7 +949,7 @@ def _kept_key_expression(v: ast.AST, twin: ast.stmt, statement: ast.stmt, names:
         (word, twin_name(word, pairs)) for word, n in ((tail(n), n) for n in walk(v))
         if word is not None and id(n) not in shared and kv_side(word, pairs) == "k"
     ]
-    if not renamed or not all(twin_word in names.words for _, twin_word in renamed):
+    if not renamed or not all(names.exists(twin_word, None, statement.lineno) for _, twin_word in renamed):
         return []
     shown = ", ".join(sorted({f"`{w}`" for _, w in renamed}))
     return [Break(

@@ -13,7 +13,7 @@ from linter.plan.screen_facts import walk
 # Calls whose integer arguments name axes: a twin that moves other axes breaks the symmetry.
 AXIS_CALLS = frozenset({
     "transpose", "swapaxes", "swapdims", "permute", "movedim", "moveaxis", "cat", "concat",
-    "concatenate", "stack", "flatten", "unflatten", "repeat_interleave",
+    "concatenate", "stack", "flatten", "unflatten", "repeat_interleave", "roll",
 })
 
 
@@ -58,9 +58,19 @@ def axis_difference(k, v, path: tuple[ast.AST, ...]) -> str | None:
     op = None if call is None else tail(call.func)
     if op not in AXIS_CALLS or op in MOVES:
         return None
-    if not any(holds(arg, v) for arg in (*call.args[1:], *(kw.value for kw in call.keywords))):
+    if not any(holds(arg, v) for arg in _axis_arguments(call, op)):
         return None
     return f"the value side's `{op}` works along dim {int_value(v)} where its key twin's uses dim {int_value(k)}"
+
+
+def _axis_arguments(call: ast.Call, op: str) -> list[ast.expr]:
+    """Where ``call``'s axes stand: ``roll``'s ``dims`` only (its ``shifts`` count elements)."""
+    if op != "roll":
+        return [*call.args[1:], *(kw.value for kw in call.keywords)]
+    axes = [kw.value for kw in call.keywords if kw.arg == "dims"]
+    # ``torch.roll(x, shifts, dims)`` or ``x.roll(shifts, dims)``.
+    at = 2 if isinstance(call.func, ast.Attribute) and root_word(call.func.value) == "torch" else 1
+    return axes + call.args[at:at + 1]
 
 
 def transposed_for_scores(op: str, k_axes: list[int], v_axes: list[int]) -> bool:
@@ -84,7 +94,8 @@ def moves_last_axis(op: str, call: ast.Call) -> bool:
     axes = axis_list(call)
     if axes is None:
         return True  # axes not read: no claim
-    if op == "permute":
+    if op == "permute" or len(axes) > 2:
+        # ``x.transpose(0, 2, 1, 3)`` (MLX, NumPy) is a permutation of every axis.
         return axes[-1] not in (len(axes) - 1, -1)
     return -1 in axes or max(axes) >= 3
 

@@ -147,6 +147,59 @@ def project(self, hidden):
     value = key.view(-1, self.heads, self.dim)
     return key, value
 """, "v-rebuilt-from-k", 4),
+    "a cache rolled along another axis for the key": ("""\
+class SlidingCache:
+    def shift(self, n):
+        self.v = torch.roll(self.v, shifts=-n, dims=1)
+        self.k = torch.roll(self.k, shifts=-n, dims=2)
+""", "one-side-op", 3),
+    "the key's list gathered for the value, the key name kept in both places": ("""\
+class LayeredCache:
+    def __init__(self):
+        self.key_cache, self.value_cache = [], []
+
+    def merge(self, parts, layer):
+        keys = [p.key_cache[layer] for p in parts if p.key_cache[layer] is not None]
+        values = [p.key_cache[layer] for p in parts if p.key_cache[layer] is not None]
+        return torch.cat(keys), torch.cat(values)
+""", "twin-name", 7),
+    "the key normed with the query's norm, the key's norm tested": ("""\
+def joint_attention(attn, query, key, value, ctx_query, ctx_key, ctx_value):
+    if attn.ctx_norm_q is not None:
+        ctx_query = attn.ctx_norm_q(ctx_query)
+    if attn.ctx_norm_k is not None:
+        ctx_key = attn.ctx_norm_q(ctx_key)
+    key = torch.cat([ctx_key, key], dim=1)
+    value = torch.cat([ctx_value, value], dim=1)
+    return query, key, value
+""", "twin-name", 5),
+    "the new value kept for the cache in one branch only": ("""\
+def attend_step(self, query, key_states, value_states, past_key, past_value):
+    if self.value_transposed:
+        out_value = value_states.transpose(-1, -2)
+        value_states = out_value
+    key_states = torch.cat([past_key, key_states], dim=-2)
+    out_key = key_states
+    scores = query @ key_states.transpose(-1, -2)
+    return scores.softmax(-1) @ value_states, out_key, out_value
+""", "one-side-op", 6),
+    "the value left out of a layout move the query and key keep": ("""\
+def self_attention(self, query, key, value, cos, sin):
+    query = query.view(self.shape).transpose(1, 2)
+    key = key.view(self.shape).transpose(1, 2)
+    value = value.view(self.shape)
+    query, key = apply_rotary(query, key, cos, sin)
+    query, key, value = query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2)
+    return flash_attn_func(query, key, value)
+""", "one-side-op", 4),
+    "the value left out of an MLX-style transposition": ("""\
+def mlx_attention(self, q, k, v, cache):
+    q = q.transpose(0, 2, 1, 3)
+    k = k.transpose(0, 2, 1, 3)
+    v = v
+    k, v = cache.update_and_fetch(k, v)
+    return scaled_dot_product_attention(q, k, v, scale=self.scale)
+""", "one-side-op", 4),
 }
 
 SILENT = {
@@ -310,6 +363,72 @@ def merge(key, value, other_key, other_value):
     return key, value
 """,
     "twins too far apart": "def f(k, v):\n    k = k[:, :n]\n" + "    x = 1\n" * 14 + "    v = v[:, :n - 1]\n",
+    "the value's head dim bound only after the statement": """\
+def conv_attention(self, x, n_feat, heads):
+    d_k = n_feat // heads
+    k = self.key_linear(x)
+    v = self.value_linear(x)
+    k_h = k.view(x.shape[0], -1, heads, d_k)
+    v_h = v.view(x.shape[0], -1, heads, d_k)
+    batch, length, d_v = v.shape
+    return k_h, v_h, self.conv(v.view(batch, d_v, length))
+""",
+    "the value's head dim a local of another method": """\
+class CrossAttention(nn.Module):
+    def mix(self, v):
+        n, t, d_v = v.shape
+        return self.conv(v.view(n, d_v, t))
+
+    def forward(self, memory, heads, d_k):
+        k, v = memory.chunk(2, -1)
+        k_h = k.view(memory.shape[0], -1, heads, d_k)
+        v_h = v.view(memory.shape[0], -1, heads, d_k)
+        return k_h, v_h
+""",
+    "the value cached transposed under a transposed-layout switch": """\
+def decode(self, key_states, value_states, past_key, past_value):
+    key_states = torch.cat([past_key, key_states], dim=-2)
+    if self.transposed_v_cache:
+        value_states = torch.cat([past_value, value_states], dim=-1)
+    else:
+        value_states = torch.cat([past_value, value_states], dim=-2)
+    return key_states, value_states
+""",
+    "the key kept transposed since its projection": """\
+def attend_with_cache(self, key_layer, value_layer, past_key, past_value, n):
+    key_layer = key_layer.reshape(n, -1, self.head_dim).transpose(-1, -2)
+    value_layer = value_layer.reshape(n, -1, self.head_dim)
+    key_layer = torch.cat([past_key, key_layer], dim=-1)
+    value_layer = torch.cat([past_value, value_layer], dim=-2)
+    return key_layer, value_layer
+""",
+    "the value twin set on every path, one path through a return": """\
+def cache_step(self, key_states, value_states, past):
+    if past is None:
+        new_value = value_states
+    else:
+        return None
+    new_key = key_states
+    return new_key, new_value
+""",
+    "the value twin read only under the branch's own test": """\
+def cache_step(self, key_states, value_states, keep):
+    if keep:
+        new_value = value_states.contiguous()
+    new_key = key_states
+    if keep:
+        return new_key, new_value
+    return new_key, None
+""",
+    "the value taking the query's and key's move later": """\
+def self_attention(self, query, key, value, cos, sin):
+    query = query.view(self.shape).transpose(1, 2)
+    key = key.view(self.shape).transpose(1, 2)
+    value = value.view(self.shape)
+    query, key = apply_rotary(query, key, cos, sin)
+    value = value.transpose(1, 2)
+    return flash_attn_func(query, key, value)
+""",
 }
 
 

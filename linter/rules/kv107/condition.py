@@ -24,7 +24,7 @@ import re
 from bisect import bisect_left, bisect_right
 
 from linter.model.names import TWIN_ATTENTION_WORDS, key_counterpart, kv_side
-from linter.model.symmetry import _WINDOW, twin_name
+from linter.model.symmetry import _WINDOW, query_to_key, twin_name
 from linter.model.twin_ops import AXIS_CALLS, CONCATS, MIRRORED_METHODS
 from linter.plan.file import _File
 from linter.plan.words import identifier_lines
@@ -166,6 +166,21 @@ def _near_twins(f: _File) -> bool:
     if _repeated(statements, f.identifiers, pairs) or _rebuilt(statements, pairs):
         return True
     twins = {k: v for k in f.k_names if (v := twin_name(k, pairs)) != k}
+    if _any_break(statements, twins):
+        return True
+    # A K statement that kept its Q twin's member (``model.symmetry._query_kept``): a query
+    # name whose key counterpart occurs too.
+    identifiers = f.identifiers
+    query_twins = {q: k for q in identifiers if "q" in q.lower() and (k := query_to_key(q)) != q and k in identifiers}
+    if query_twins and _any_break(statements, query_twins, kept_only=True):
+        return True
+    names = [*twins, *twins.values()]
+    return bool(names) and _unset(f.text, names, pairs)
+
+
+def _any_break(statements: list[tuple[int, list[str]]], twins: dict[str, str], kept_only: bool = False) -> bool:
+    """Does a statement naming a counterpart in ``twins`` break with one naming its twin
+    within 12 lines, in one place ``model.symmetry`` reports?"""
     values = set(twins.values())
     k_lines: list[int] = []
     k_statements: list[tuple[list[str], set[str]]] = []
@@ -181,12 +196,12 @@ def _near_twins(f: _File) -> bool:
         for at in range(bisect_left(k_lines, v_line - _WINDOW), bisect_right(k_lines, v_line + _WINDOW)):
             k_tokens, k_words = k_statements[at]
             if k_tokens is not v_tokens and any(twins[w] in v_present for w in k_words):
-                if _one_place_break(k_tokens, v_tokens, twins):
+                if _one_place_break(k_tokens, v_tokens, twins, kept_only):
                     return True
     return False
 
 
-def _one_place_break(k_tokens: list[str], v_tokens: list[str], twins: dict[str, str]) -> bool:
+def _one_place_break(k_tokens: list[str], v_tokens: list[str], twins: dict[str, str], kept_only: bool = False) -> bool:
     """Do the two statements differ, the K side renamed, in one stretch of a kind
     ``model.symmetry`` reports?"""
     k_at, v_at = _comparable(k_tokens), _comparable(v_tokens)
@@ -210,14 +225,18 @@ def _one_place_break(k_tokens: list[str], v_tokens: list[str], twins: dict[str, 
     ):
         return False
     if not k_part and not v_part:
+        if kept_only:
+            return False
         # Mirrors: a break only where both cut the same rows of a fused tensor, the values
         # alike before the renaming too.
         if "=" not in v:
             return False
         value = v.index("=") + 1
         return original[value:] == v[value:] and "[" in v[value:] and ":" in v[value:]
-    if nk == nv and v_part == original[p:nk - s]:
-        return True  # the V side kept the K side's name or expression
+    if nk == nv and all(v[i] == k[i] or v[i] == original[i] for i in range(p, nk - s)):
+        return True  # the V side kept the K side's name or expression, in one place or more
+    if kept_only:
+        return False
     if nk > nv and (not v_part or holds(k_part, v_part)) and any(
         t == "[" or t in MIRRORED_METHODS or "repeat" in t.lower() for t in k_part
     ):
@@ -292,6 +311,60 @@ def _effect(tokens: list[str]) -> bool:
         elif t == "=" and not depth:
             return i > 1 and (tokens[i - 1] == "]" or tokens[i - 2] == ".")
     return tokens[-1] == ")"
+
+
+_DEF_LINE = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]+\w+[ \t]*\(", re.MULTILINE)
+
+
+def _unset(text: str, names: list[str], pairs) -> bool:
+    """What ``reaching.unset_value_twins`` needs: a K name assigned at a function's top level
+    (indent I), its V twin assigned deeper (in a branch) with no parameter of that name and no
+    assignment of it at indent I between the ``def`` and there, and after it, before the
+    next such assignment, text that reads both."""
+    assigned: dict[str, list[tuple[int, int]]] = {}
+    plain = re.compile(rf"^([ \t]*)({'|'.join(map(re.escape, names))})[ \t]*=(?!=)", re.MULTILINE)
+    for match in plain.finditer(text):
+        assigned.setdefault(match.group(2), []).append((match.end(), len(match.group(1))))
+    definitions: list[tuple[int, int, int]] | None = None
+    for name, where in assigned.items():
+        key = key_counterpart(name, pairs) if kv_side(name, pairs) == "v" else None
+        if key not in assigned:
+            continue
+        word, key_word = re.compile(rf"\b{re.escape(name)}\b"), re.compile(rf"\b{re.escape(key)}\b")
+        for at, indent in where:
+            for top in {i for _, i in assigned[key] if i < indent}:
+                if definitions is None:
+                    definitions = [(m.start(), len(m.group(1)), m.end()) for m in _DEF_LINE.finditer(text)]
+                start, header = next(((d, h) for d, i, h in reversed(definitions) if d < at and i < top), (0, 0))
+                end = _closing(text, header) if header else None
+                if end is not None and word.search(text, header, end):
+                    continue  # a parameter: bound on every path
+                if any(start < p < at and i == top for p, i in where):
+                    continue  # bound at the top level before the branch
+                end = next((d for d, i, _ in definitions if d > at and i < top), len(text))
+                if not any(start < p < end and i == top for p, i in assigned[key]):
+                    continue  # the K name is set at this indent in another function only
+                stop = min((p for p, i in where if p > at and i == top), default=end)
+                if _top_level_read(text, at, stop, top, word, key_word):
+                    return True
+    return False
+
+
+def _top_level_read(text: str, start: int, stop: int, top: int, word: re.Pattern, key_word: re.Pattern) -> bool:
+    """Does a statement at indent ``top`` between ``start`` and ``stop`` read both words?"""
+    lines = re.compile(rf"^[ \t]{{0,{top}}}(?=\S)", re.MULTILINE)
+    at = start
+    while True:
+        match = lines.search(text, at, stop)
+        if match is None:
+            return False
+        end = lines.search(text, match.end() + 1, stop)
+        until = stop if end is None else end.start()
+        if match.end() - match.start() == top and word.search(text, match.end(), until) and key_word.search(text, match.end(), until):
+            return True
+        if end is None:
+            return False
+        at = end.start()
 
 
 def _rebuilt(statements: list[tuple[int, list[str]]], pairs) -> bool:

@@ -41,7 +41,13 @@ class BrokenKvTwin(Rule):
         "shape helper or cache used for the value) and of KV102's (one slice bound differing) are "
         "special cases where the key twin stands nearby; KV107 needs no unused twin, only one "
         "that exists. KV106's scale fallback (`v_scale or k_scale`) has no key twin statement and "
-        "stays KV106's."
+        "stays KV106's. "
+        "The same renaming pairs a key statement with its query twin (`query = attn.norm_q(query)`, "
+        "`key = attn.norm_q(key)` where `attn.norm_k` exists): only a member kept on the query "
+        "side is reported there, since Q and K differ in ops and cuts by design. And a key name "
+        "set on every path whose value twin is set in one branch only, both read after it "
+        "(`new_k = k` beside `if t: new_v = ...`, then `return new_k, new_v`), is reported at "
+        "the key's assignment."
     )
     why = (
         "K and V are written as pairs of near-identical lines, and copy-paste between them is "
@@ -49,10 +55,15 @@ class BrokenKvTwin(Rule):
         "bound not updated. The shapes usually still agree, so nothing fails; the model "
         "attends over wrong values. Deliberate asymmetries are not reported: RoPE, a norm or a "
         "cast on K only (another callable), K transposed for `Q @ K^T` while V keeps its last "
-        "axis, an op the query shares with the key (RoPE's layout, Q and K expanded to V's "
+        "axis, an op the query shares with the key (RoPE's layout, where Q and K move back or V moves later; Q and K expanded to V's "
         "heads), a head-dim cut after an ellipsis (Dk != Dv), a bound naming a value size of its "
         "own, a fused buffer cut into parts, a mapping's `key`/`value` loop variables, a value "
-        "that mirrors the key of its own branch."
+        "that mirrors the key of its own branch, a value counterpart bound only further down "
+        "(or a local of another method: no evidence at the statement), K or V kept transposed "
+        "([.., head_dim, seq]) on purpose, so that one side works along axis -1 where the "
+        "other works along -2: under a test naming a transposed layout (`if "
+        "self.transpose_value:`), or for a side named transposed (`k_t`) or laid out earlier "
+        "with its last axis moved."
     )
     bad = """\
 class Attention(nn.Module):
@@ -143,6 +154,51 @@ def load(self, layer):
     self.k_scale = layer.kv_scale
     self.v_scale = layer.kv_scale
 """),
+        # The value's own head dim is bound only further down: no evidence at the statement.
+        Example("""\
+def conv_attention(self, x, n_feat, heads):
+    d_k = n_feat // heads
+    k_h = self.key_linear(x).view(x.shape[0], -1, heads, d_k)
+    v_h = self.value_linear(x).view(x.shape[0], -1, heads, d_k)
+    batch, length, d_v = x.shape
+    return k_h, v_h, d_v
+"""),
+        # The value cached transposed ([.., head_dim, seq]) under its layout switch.
+        Example("""\
+def decode(self, key_states, value_states, past_key, past_value):
+    key_states = torch.cat([past_key, key_states], dim=-2)
+    if self.transposed_v_cache:
+        value_states = torch.cat([past_value, value_states], dim=-1)
+    return key_states, value_states
+"""),
+        # The key kept transposed since its projection: its tokens are its last axis.
+        Example("""\
+def attend_with_cache(self, key_layer, value_layer, past_key, past_value, n):
+    key_layer = key_layer.reshape(n, -1, self.head_dim).transpose(-1, -2)
+    key_layer = torch.cat([past_key, key_layer], dim=-1)
+    value_layer = torch.cat([past_value, value_layer], dim=-2)
+    return key_layer, value_layer
+"""),
+        # The new value read only under the test that set it.
+        Example("""\
+def cache_step(self, key_states, value_states, keep):
+    if keep:
+        new_value = value_states.contiguous()
+    new_key = key_states
+    if keep:
+        return new_key, new_value
+    return new_key, None
+"""),
+        # Q and K moved for the rotary embedding, V taking the same move afterwards.
+        Example("""\
+def self_attention(self, query, key, value, cos, sin):
+    query = query.view(self.shape).transpose(1, 2)
+    key = key.view(self.shape).transpose(1, 2)
+    value = value.view(self.shape)
+    query, key = apply_rotary(query, key, cos, sin)
+    value = value.transpose(1, 2)
+    return flash_attn_func(query, key, value)
+"""),
     )
     INVALID = (
         Example(bad, line=9),
@@ -213,6 +269,51 @@ def project(self, x):
     v = self.v_proj(x)
     v = k.contiguous()
     return k, v
+""", line=4),
+        # The key rolled along another axis than the value.
+        Example("""\
+class SlidingCache:
+    def shift(self, n):
+        self.v = torch.roll(self.v, shifts=-n, dims=1)
+        self.k = torch.roll(self.k, shifts=-n, dims=2)
+""", line=3),
+        # The key's list gathered for the value: the key name kept wherever it stands.
+        Example("""\
+class LayeredCache:
+    def __init__(self):
+        self.key_cache, self.value_cache = [], []
+
+    def merge(self, parts, layer):
+        keys = [p.key_cache[layer] for p in parts if p.key_cache[layer] is not None]
+        values = [p.key_cache[layer] for p in parts if p.key_cache[layer] is not None]
+        return keys, values
+""", line=7),
+        # The key normed with the query's norm although the key's norm is tested.
+        Example("""\
+def joint_attention(attn, key, value, ctx_query, ctx_key, ctx_value):
+    if attn.ctx_norm_q is not None:
+        ctx_query = attn.ctx_norm_q(ctx_query)
+    if attn.ctx_norm_k is not None:
+        ctx_key = attn.ctx_norm_q(ctx_key)
+    return torch.cat([ctx_key, key], dim=1), torch.cat([ctx_value, value], dim=1)
+""", line=5),
+        # The new value kept for the cache in one branch only, the new key on every path.
+        Example("""\
+def attention_step(self, key_states, value_states, past_key):
+    if self.value_transposed:
+        out_value = value_states.transpose(-1, -2)
+    key_states = torch.cat([past_key, key_states], dim=-2)
+    out_key = key_states
+    return key_states, out_key, out_value
+""", line=5),
+        # V left out of the move Q and K keep, then moved back with them.
+        Example("""\
+def self_attention(self, query, key, value, cos, sin):
+    query = query.view(self.shape).transpose(1, 2)
+    key = key.view(self.shape).transpose(1, 2)
+    value = value.view(self.shape)
+    query, key = apply_rotary(query, key, cos, sin)
+    return flash_attn_func(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2))
 """, line=4),
     )
 
