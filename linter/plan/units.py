@@ -193,6 +193,8 @@ def _screened_units(
     whose live rules all reason within one function (``METHOD_SCOPED``) is cut further: its
     header and the methods a screen lets through, nothing else.
     """
+    if not plan.ranges:
+        return [], True, frozenset()  # most files: nothing to split the text for
     from linter.plan.screens import METHOD_SCOPED, reporting
 
     lines = text.split("\n")
