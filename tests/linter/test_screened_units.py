@@ -156,6 +156,20 @@ def test_a_fix_in_a_definition_parsed_without_the_others_lands_on_the_file_s_row
     assert fast.text.count("\n") == module.count("\n") + 1
 
 
+def test_a_rule_that_places_findings_by_the_module_s_lines_keeps_the_file_s_rows() -> None:
+    # KV107 reads CPython's tree of the module's text and places its findings by its line
+    # numbers: the text libcst gets must keep every row of the file for it.
+    from linter.rules import rule_class
+
+    example = rule_class("KV107").INVALID[0]
+    helpers = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n\n" for i in range(60))
+    module = "import torch\n\n\n" + helpers + example.code
+    job = job_for(Settings(select=frozenset({"KV107"})))
+    fast = check_stdin(module.encode(), "m.py", job).findings
+    slow = check_stdin(module.encode(), "m.py", replace(job, prefilter=False)).findings
+    assert fast == slow and [f.span.row for f in fast] == [module[:module.index(example.code)].count("\n") + example.line]
+
+
 # A class whose live rules each reason within one method is read member by member by the plan:
 # only the members meeting a condition under the class's header are parsed.
 MEMBERS = '''\
