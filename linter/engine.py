@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 from linter.finding import Finding
 from linter.rules import all_rules
@@ -25,16 +25,29 @@ class SourceError(Exception):
 
 
 class _LazyPositions:
-    """Node -> CodeRange, computed for the whole module on the first finding only."""
+    """Node -> CodeRange, computed for the whole module on the first finding only; with
+    ``rows``, the file's row of each line of the module's text, on the file's rows."""
 
-    def __init__(self, wrapper: MetadataWrapper) -> None:
+    def __init__(self, wrapper: MetadataWrapper, rows: tuple[int, ...] | None = None) -> None:
         self._wrapper = wrapper
         self._ranges = None
+        self._rows = rows
 
     def __call__(self, node: cst.CSTNode) -> CodeRange:
         if self._ranges is None:
             self._ranges = self._wrapper.resolve(PositionProvider)
-        return self._ranges[node]
+        found = self._ranges[node]
+        if self._rows is None:
+            return found
+        return CodeRange(
+            CodePosition(self._row(found.start.line), found.start.column),
+            CodePosition(self._row(found.end.line), found.end.column),
+        )
+
+    def _row(self, line: int) -> int:
+        rows = self._rows
+        # Past the last kept line (the module's end), the rows run on from it.
+        return rows[line - 1] if line <= len(rows) else rows[-1] + line - len(rows) if rows else line
 
 
 def selected_rules(codes: Iterable[str] | None = None) -> list[type[Rule]]:
@@ -43,10 +56,13 @@ def selected_rules(codes: Iterable[str] | None = None) -> list[type[Rule]]:
 
 
 def lint_module(
-    module: cst.Module, path: str, settings: Settings, rules: Iterable[type[Rule]]
+    module: cst.Module, path: str, settings: Settings, rules: Iterable[type[Rule]],
+    rows: tuple[int, ...] | None = None,
 ) -> list[Finding]:
+    """The findings of ``rules`` on ``module``; ``rows``: the file's row of each line of the
+    module's text, where it holds only some of the file's lines."""
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    context = RuleContext(path=path, settings=settings, position=_LazyPositions(wrapper))
+    context = RuleContext(path=path, settings=settings, position=_LazyPositions(wrapper, rows), rows=rows)
     visitors = [rule(context) for rule in rules]
     if not visitors:
         return []

@@ -259,7 +259,7 @@ def _lint_text(text: str, path: str, job: Job) -> list[Finding]:
         return []
     for parse in plan.parses(text, path, job):
         try:
-            findings = _parse_and_lint(parse.text, path, job, parse.python, parse.rules)
+            findings = _parse_and_lint(parse.text, path, job, parse.python, parse.rules, parse.rows)
         except _Unlintable:
             if parse.last:
                 raise
@@ -284,12 +284,13 @@ def _classes_of(job: Job, rules: frozenset[str | None]) -> tuple[type[Rule], ...
 
 def _parse_and_lint(
     text: str, path: str, job: Job, python: ast.Module | SyntaxError | None = None,
-    rules: frozenset[str | None] | None = None,
+    rules: frozenset[str | None] | None = None, rows: tuple[int, ...] | None = None,
 ) -> list[Finding]:
     """Findings of libcst's pass over ``text``; ``python`` is ``python_tree(text)`` where the
     caller already has it (None: not yet checked). ``rules``: the codes of the job's rules that
     may report (None stands for the rules of unknown conditions); None: all of them. Each rule
-    visits every node, so a pass that runs one rule instead of fifteen costs a fraction."""
+    visits every node, so a pass that runs one rule instead of fifteen costs a fraction.
+    ``rows``: the file's row of each line of ``text`` (None: its own)."""
     if python is None:
         python = python_tree(text, path)
     import libcst as cst
@@ -298,7 +299,7 @@ def _parse_and_lint(
 
     try:
         module = cst.parse_module(text)
-        return lint_module(module, path, job.settings, job.rule_classes if rules is None else _classes_of(job, rules))
+        return lint_module(module, path, job.settings, job.rule_classes if rules is None else _classes_of(job, rules), rows)
     except cst.ParserSyntaxError as exc:
         raise _Unlintable(_syntax_problem(path, exc, python if isinstance(python, SyntaxError) else None)) from None
     except RecursionError:

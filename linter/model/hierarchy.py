@@ -100,7 +100,8 @@ def imported_classes(module: cst.Module, path: str, names: set[str], absolute: b
     """The classes among ``names`` that ``module`` (at ``path``) imports by a relative
     ``from .x import Name`` at its top level (with ``absolute``, also ``from pkg.x import
     Name`` anywhere in the file, ``pkg`` being the package ``path`` belongs to), read from the
-    imported file when it exists. A file that cannot be read or parsed contributes nothing."""
+    imported file when it exists (``_Classes``: each class parsed alone). A file that cannot
+    be read or parsed contributes nothing."""
     found: dict[str, ClassModel] = {}
     for small in _imports(module, absolute):
         if isinstance(small.names, cst.ImportStar) or not (small.relative or absolute):
@@ -118,8 +119,9 @@ def imported_classes(module: cst.Module, path: str, names: set[str], absolute: b
             target = absolute_module_file(path, _parts(small.module))
         classes = _classes_at(target)
         for real, local in wanted.items():
-            if real in classes:
-                found[local] = classes[real]
+            model = classes.get(real)
+            if model is not None:
+                found[local] = model
     return found
 
 
@@ -225,12 +227,64 @@ def _parts(dotted: cst.Attribute | cst.Name | None) -> list[str]:
     return parts
 
 
-def _classes_at(path: str | None) -> dict[str, ClassModel]:
-    return {} if path is None else read_once(path, _classes_of, {})
+def _classes_at(path: str | None) -> _Classes:
+    return _NO_CLASSES if path is None else read_once(path, _Classes, _NO_CLASSES)
 
 
-def _classes_of(text: str) -> dict[str, ClassModel]:
-    try:
-        return _build(cst.parse_module(text))
-    except (cst.ParserSyntaxError, RecursionError):
-        return {}
+class _Classes:
+    """A module's top-level classes by name (``module_classes``'s reading), each parsed when
+    its name is first asked for: a file asks for one or two bases of a module, and parsing the
+    whole module (transformers' modular files import from modeling files of thousands of
+    lines, one of them a second of libcst) cost more than the rule's own pass. Each class is
+    parsed alone; where one does not parse alone, or a ``class`` line binds a name the
+    segments missed, the whole module is parsed (nothing where that fails too), as the
+    ``ast`` screens read the same file (``plan.module_facts._Tops``)."""
+
+    def __init__(self, text: str = "") -> None:
+        from linter.plan.code_only import code_only
+        from linter.plan.lines import _LONE_CR
+        from linter.plan.segments import bound_name, top_level_segments
+
+        self._text = text
+        # Old Mac line ends: the whole module is read (``code_only`` counts "\n" only).
+        self._cut = bool(text) and _LONE_CR.search(text) is None
+        self._spans: dict[str, list[tuple[int, int]]] = {}
+        for segment in top_level_segments(code_only(text)) if self._cut else ():
+            name = bound_name(segment) if segment.kind == "class" else None
+            if name is not None:
+                self._spans.setdefault(name, []).append((segment.start, segment.end))
+        self._found: dict[str, ClassModel | None] = {}
+        self._whole: dict[str, ClassModel] | None = None
+
+    def get(self, name: str) -> ClassModel | None:
+        if name not in self._found:
+            self._found[name] = self._read(name)
+        return self._found[name]
+
+    def _read(self, name: str) -> ClassModel | None:
+        spans = self._spans.get(name, [])
+        if self._cut and len(spans) > 1:
+            return None  # bound twice: ``module_classes`` keeps neither
+        if self._cut and not spans and not re.search(_TOP_CLASS.format(re.escape(name)), self._text):
+            return None
+        if self._cut and spans:
+            start, end = spans[0]
+            try:
+                parsed = cst.parse_module("\n".join(self._text.split("\n")[start:end]) + "\n")
+            except (cst.ParserSyntaxError, RecursionError):
+                parsed = None
+            if parsed is not None and len(parsed.body) == 1 and isinstance(parsed.body[0], cst.ClassDef) and parsed.body[0].name.value == name:
+                return class_model(parsed.body[0])
+        # A class that does not parse alone: the module as a whole says.
+        if self._whole is None:
+            try:
+                self._whole = _build(cst.parse_module(self._text))
+            except (cst.ParserSyntaxError, RecursionError):
+                self._whole = {}
+        return self._whole.get(name)
+
+
+_NO_CLASSES = _Classes()
+# A top-level ``class`` line of a name (``format``ted with it): a name the segments did not
+# find bound but that such a line binds (the segments misread) sends the whole module.
+_TOP_CLASS = r"(?m)^\f*class[ \t]+{}(?!\w)"

@@ -46,6 +46,10 @@ if TYPE_CHECKING:
 # At most this many lines outside the planned definitions: libcst parses the definitions in
 # place at once instead of as an excerpt first (which, on a finding, is parsed in place again).
 _IN_PLACE_FIRST = 50
+# The rules that place their findings by the module's own lines (KV107 reads CPython's tree of
+# the module's text), not through the engine's positions, and rules of unknown ways (None): a
+# parse they may report on keeps every row of the file, the lines left out empty.
+_OWN_ROWS: frozenset[str | None] = frozenset({"KV107", None})
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,9 @@ class Parse:
     probe: bool = False
     # The whole file: its verdict, a syntax error included, is the file's.
     last: bool = False
+    # The file's row (1-based) of each line of ``text`` where it holds only some of the file's
+    # lines (``units._in_place``); None: the file's own rows.
+    rows: tuple[int, ...] | None = None
 
 
 def parses(text: str, path: str, job: Job) -> Iterator[Parse]:
@@ -95,7 +102,8 @@ def parses(text: str, path: str, job: Job) -> Iterator[Parse]:
         units, _, live = _screened_units(text, plan, job, python)
         segments = top_level_segments(_code_only(text))
         units = [*units, *_definitions_holding(segments, frozenset().union(*seeds.values()))]
-        yield Parse(_in_place(text, units, segments), live | seeds.keys(), PARSED)
+        kept, rows = _in_place(text, units, segments, keep_rows=not _OWN_ROWS.isdisjoint(live | seeds.keys()))
+        yield Parse(kept, live | seeds.keys(), PARSED, rows=rows)
         # The cut was wrong: the whole file gives the verdict.
         live = seeds.keys() | _reporting(python, job, plan.rules - plan.module_rules, path, text)
     else:
@@ -115,6 +123,7 @@ def parses(text: str, path: str, job: Job) -> Iterator[Parse]:
         if python is None:
             python = _python_tree(text, path)
         if not isinstance(python, SyntaxError):
-            yield Parse(_in_place(text, units), live, PARSED)
+            kept, rows = _in_place(text, units, keep_rows=not _OWN_ROWS.isdisjoint(live))
+            yield Parse(kept, live, PARSED, rows=rows)
     if live:
         yield Parse(text, live, python, last=True)

@@ -135,7 +135,7 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
     report everything they would on all of it."""
     known = _known(tuple(rules), settings.extra_attention_callables)
     raw = _File(text, settings)
-    lone_cr = _LONE_CR.search(text) is not None
+    lone_cr = "\r" in text and _LONE_CR.search(text) is not None
     reduced: _File | None = None
 
     def paired() -> bool:

@@ -23,12 +23,19 @@ if TYPE_CHECKING:
     from linter.runner import Job
 
 
-def _in_place(text: str, units: list[tuple[int, int]], segments: list[Segment] | None = None) -> str:
-    """``text`` with only the lines of ``units`` and of the module's own statements (imports,
-    assignments, ``if``/``try`` blocks) kept, every other line left empty: the rules see each
-    kept definition where it stands, with the module's names around it, so their findings'
-    positions and fixes are the file's own without parsing the definitions no rule can report
-    in. ``segments``: the text's ``top_level_segments`` where the caller has them."""
+def _in_place(
+    text: str, units: list[tuple[int, int]], segments: list[Segment] | None = None, keep_rows: bool = False,
+) -> tuple[str, tuple[int, ...] | None]:
+    """The lines of ``units`` and of the module's own statements (imports, assignments,
+    ``if``/``try`` blocks) of ``text``, in order, and the file's row (1-based) of each: the
+    rules see each kept definition among the module's names, and the engine places their
+    findings on the file's own rows (``engine.lint_module``'s ``rows``), so positions and
+    fixes are the file's without parsing the definitions no rule can report in. The lines
+    left out are whole top-level definitions: dropping them, rather than leaving them empty,
+    spares libcst a node per line (a third of its parse and half of its position pass on
+    transformers' files). With ``keep_rows``, for a rule that places its findings by the
+    module's own lines, every other line is left empty instead, and the rows are None.
+    ``segments``: the text's ``top_level_segments`` where the caller has them."""
     lines = text.split("\n")
     kept = bytearray(len(lines))
     for start, end in units:
@@ -36,7 +43,10 @@ def _in_place(text: str, units: list[tuple[int, int]], segments: list[Segment] |
     for segment in segments if segments is not None else top_level_segments(code_only(text)):
         if not segment.definition:
             kept[segment.start:segment.end] = b"\1" * (segment.end - segment.start)
-    return "\n".join(line if keep else "" for line, keep in zip(lines, kept))
+    if keep_rows:
+        return "\n".join(line if keep else "" for line, keep in zip(lines, kept)), None
+    rows = tuple(row for row, keep in enumerate(kept, 1) if keep)
+    return "\n".join(lines[row - 1] for row in rows) + "\n", rows
 
 
 def _cut_of_whole(
@@ -183,6 +193,8 @@ def _screened_units(
     whose live rules all reason within one function (``METHOD_SCOPED``) is cut further: its
     header and the methods a screen lets through, nothing else.
     """
+    if not plan.ranges:
+        return [], True, frozenset()  # most files: nothing to split the text for
     from linter.plan.screens import METHOD_SCOPED, reporting
 
     lines = text.split("\n")

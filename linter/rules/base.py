@@ -7,6 +7,8 @@ examples and the test suite runs every rule against its own examples.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
@@ -40,6 +42,14 @@ class RuleContext:
     # Where a node sits. Resolved lazily by the engine: most parsed files have no finding, and
     # libcst's position pass costs more than the parse itself.
     position: Callable[[cst.CSTNode], CodeRange]
+    # The file's row (1-based) of each line of the module's text where the runner parsed only
+    # some of the file's lines (``position`` gives the file's rows already); None: the
+    # module's lines are the file's.
+    rows: tuple[int, ...] | None = None
+
+    def line_of(self, row: int) -> int:
+        """The 0-based line of the module's text that holds the file's row ``row``."""
+        return row - 1 if self.rows is None else bisect_left(self.rows, row)
 
 
 @dataclass(frozen=True)

@@ -100,9 +100,9 @@ def test_libcst_runs_only_the_rules_the_screens_left_live(monkeypatch) -> None:
     ran = []
     real = engine.lint_module
 
-    def recording(module, path, settings, rules):
+    def recording(module, path, settings, rules, *rest):
         ran.append(sorted(r.code for r in rules))
-        return real(module, path, settings, rules)
+        return real(module, path, settings, rules, *rest)
 
     monkeypatch.setattr(engine, "lint_module", recording)
     fast = check_stdin(CLASS.encode(), "attention.py", job).findings
@@ -131,10 +131,43 @@ def test_a_finding_in_a_kept_definition_is_reported_from_it_in_place_not_from_th
     fast = check_stdin(module.encode(), "m.py", JOB).findings
     assert fast == slow and [f.code for f in fast] == ["KV102"]
     in_place = seen[-1]
-    # Same lines where kept (the module's import and constant, the cut class), empty elsewhere.
-    assert module not in seen and in_place.count("\n") == module.count("\n")
+    # The kept lines (the module's import and constant, the cut class) in the file's order,
+    # the other definitions left out; the finding sits on the file's row all the same.
+    assert module not in seen and in_place.count("\n") < module.count("\n")
+    kept = [line for line in in_place.split("\n") if line]
+    assert kept == [line for line in module.split("\n") if line in kept]
     assert "WINDOW = 128" in in_place and "import torch" in in_place and "keys = cache_k[:b, :p + s]" in in_place
     assert "def unrelated" not in in_place and "def reset" not in in_place and "def tail" not in in_place
+
+
+def test_a_fix_in_a_definition_parsed_without_the_others_lands_on_the_file_s_rows() -> None:
+    # The in-place text leaves the unrelated definitions out; the fix's inserted line is
+    # indented as its own row of the file and lands there, as parsing the whole file puts it.
+    module = (
+        "import torch\n\n\n" + "".join(f"def helper_{i}(x):\n    return x + {i}\n\n\n" for i in range(30))
+        + "def f(q, k, v, t):\n\tk = k[:t]\n\treturn flash_attn_func(q, k, v)\n"
+        + "".join(f"\n\ndef tail_{i}(x):\n    return x - {i}\n" for i in range(30))
+    )
+    job = job_for(Settings(select=frozenset({"KV101"})), fix=True, unsafe_fixes=True)
+    fast = check_stdin(module.encode(), "m.py", job)
+    slow = check_stdin(module.encode(), "m.py", replace(job, prefilter=False))
+    assert fast.findings == slow.findings and [f.code for f in fast.findings] == []
+    assert fast.text == slow.text and "\tk = k[:t]\n\tv = v[:t]\n\treturn flash_attn_func" in fast.text
+    assert fast.text.count("\n") == module.count("\n") + 1
+
+
+def test_a_rule_that_places_findings_by_the_module_s_lines_keeps_the_file_s_rows() -> None:
+    # KV107 reads CPython's tree of the module's text and places its findings by its line
+    # numbers: the text libcst gets must keep every row of the file for it.
+    from linter.rules import rule_class
+
+    example = rule_class("KV107").INVALID[0]
+    helpers = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n\n" for i in range(60))
+    module = "import torch\n\n\n" + helpers + example.code
+    job = job_for(Settings(select=frozenset({"KV107"})))
+    fast = check_stdin(module.encode(), "m.py", job).findings
+    slow = check_stdin(module.encode(), "m.py", replace(job, prefilter=False)).findings
+    assert fast == slow and [f.span.row for f in fast] == [module[:module.index(example.code)].count("\n") + example.line]
 
 
 # A class whose live rules each reason within one method is read member by member by the plan:

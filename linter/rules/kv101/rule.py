@@ -249,7 +249,7 @@ def eager_attention(q, k, v, scale):
         """Row ``row``'s indentation as written (tabs or spaces), read from the module's text."""
         if self._source_lines is None:
             self._source_lines = self._module.code.splitlines()
-        text = self._source_lines[row - 1]
+        text = self._source_lines[self.context.line_of(row)]
         return text[: len(text) - len(text.lstrip(" \t"))]
 
     def check_scope(self, scope: Scope) -> None:

@@ -5,6 +5,7 @@ V twin, returned twice, or returned as ``self.`` attribute.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 from linter.model.names import is_kv_tensor_name, kv_side, value_counterpart
 from linter.plan.chains import bracket_groups
@@ -28,13 +29,15 @@ _RETURNED_PAIR = re.compile(
 _COMMENT = re.compile(r"#[^\n]*\n")
 
 
-def _returned_twice(text: str) -> set[str]:
-    """The names some ``return`` gives as the last part of its first element and as a part of
-    its second (``return k, k``, ``return self.k, k.view(...)``): one pass for every name."""
+def _returned_twice(text: str, among: Collection[str] | None = None) -> set[str]:
+    """The names (of ``among``, where given) some ``return`` gives as the last part of its
+    first element and as a part of its second (``return k, k``, ``return self.k,
+    k.view(...)``): one pass for every name."""
     return {
         match.group(1)
         for match in _RETURNED_PAIR.finditer(text)
-        if match.group(1) in _IDENTIFIER.findall(_COMMENT.sub(" ", match.group(2)))
+        if (among is None or match.group(1) in among)
+        and match.group(1) in _IDENTIFIER.findall(_COMMENT.sub(" ", match.group(2)))
     }
 
 
@@ -52,7 +55,7 @@ def _kv104(f: _File) -> bool:
         if _assigned_through_a_subscript(f, k) or not f.followers(k).isdisjoint(_WRITTEN_BY) or k in f.assigned_names(v):
             return True
         if returned_twice is None:
-            returned_twice = _returned_twice(f.text)
+            returned_twice = _returned_twice(f.text, f.k_names)
         if k in returned_twice:
             return True
         if k in f.returned_attributes:

@@ -49,6 +49,10 @@ def _kv204_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, extra) -> bool:
                 for v in (value, *(value.elts if isinstance(value, (ast.Tuple, ast.List)) else ()))
             ):
                 chosen.update(n.id for t in targets for n in walk(t) if type(n) is ast.Name)
+    # The states each view's receiver may project come from the bindings alone: the lengths
+    # the names carry (a fixpoint over every binding, the screen's dear part) are read only
+    # for a function with a view of a projection of the optional input.
+    views = [(call, states) for call in views if (states := _kv204_states(call.func.value, bound, extra, 0) & (optional | chosen))]
     if not views:
         return False
     lengths: dict[str, set[str]] = {}
@@ -61,10 +65,7 @@ def _kv204_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, extra) -> bool:
                 grew = True
         if not grew:
             break
-    for call in views:
-        states = _kv204_states(call.func.value, bound, extra, 0) & (optional | chosen)
-        if not states:
-            continue
+    for call, states in views:
         carried = {t for a in (*call.args, *(kw.value for kw in call.keywords)) for n in walk(a) if type(n) is ast.Name for t in lengths.get(n.id, ())}
         if any(t not in states or len(states) > 1 for t in carried if kv_side(t, extra) is None):
             return True
