@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from linter.plan.screen_facts import walk
+from linter.model.ast_walk import walk
 
 
 def root_word(node: ast.AST) -> str | None:

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from linter.model.ast_reading import blocks, chain_root, root_word
 from linter.model.names import key_counterpart, kv_side
-from linter.plan.screen_facts import walk
+from linter.model.ast_walk import walk
 
 
 class Rebuilt(NamedTuple):

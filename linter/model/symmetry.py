@@ -47,7 +47,7 @@ from linter.model.ast_reading import dotted as dotted_name
 from linter.model.twin_ops import CONCATS, MOVES, TRANSPOSES, axes_differ, moves_last_axis, axis_difference, axis_list, dropped_operand, slice_difference, transposed_for_scores
 from linter.model.twin_ops import dropped as dropped_op
 from linter.model.reaching import rebuilds, rebuilt_from_key, unset_value_twins
-from linter.plan.screen_facts import walk
+from linter.model.ast_walk import walk
 from linter.model.names import (
     METADATA_ATTRIBUTES,
     TWIN_ATTENTION_WORDS,

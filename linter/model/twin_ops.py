@@ -8,7 +8,7 @@ import ast
 
 from linter.model.ast_reading import holds, int_value, root_word, tail
 from linter.model.names import kv_side
-from linter.plan.screen_facts import walk
+from linter.model.ast_walk import walk
 
 # Calls whose integer arguments name axes: a twin that moves other axes breaks the symmetry.
 AXIS_CALLS = frozenset({

@@ -29,16 +29,6 @@ from linter.plan.code_only import code_only as _code_only
 from linter.plan.python_tree import PARSED
 from linter.plan.python_tree import python_tree as _python_tree
 from linter.plan.segments import top_level_segments
-from linter.plan.text_plan import excerpt, parse_plan
-from linter.plan.units import (
-    _cut_of_whole,
-    _definitions_holding,
-    _in_place,
-    _module_seeds,
-    _reporting,
-    _screened_units,
-    _text_screened,
-)
 
 if TYPE_CHECKING:
     from linter.runner import Job
@@ -76,6 +66,20 @@ def parses(text: str, path: str, job: Job) -> Iterator[Parse]:
     """What libcst parses of ``text``, in order: the runner takes the first that parses (but a
     ``probe`` with findings) as the file's answer. Lazy: the next parse is planned only when
     the runner asks for it. Raises ``python_tree.Unlintable`` for a file libcst must not read."""
+    # Imported here, not at the top: the text plan imports every rule's text condition, and a
+    # condition imports the plan's helpers (``linter.plan.file``), so a condition imported on its
+    # own would otherwise meet this package half-initialised.
+    from linter.plan.text_plan import excerpt, parse_plan
+    from linter.plan.units import (
+        _cut_of_whole,
+        _definitions_holding,
+        _in_place,
+        _module_seeds,
+        _reporting,
+        _screened_units,
+        _text_screened,
+    )
+
     if not job.prefilter:
         yield Parse(text, None, None, last=True)
         return

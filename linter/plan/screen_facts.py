@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
+from linter.model.ast_walk import _children, _push_children, walk  # noqa: F401 (the screens import them from here)
 from linter.model.names import (
     METADATA_ATTRIBUTES,
     QUIET_CALLS,
@@ -32,59 +33,6 @@ Screen = Callable[["Facts", Settings], bool]
 # The lines a tree was parsed from, and how many come before its first: line ``n`` of the tree
 # is ``lines[offset + n - 1]``.
 Source = tuple[list[str], int]
-
-# Per node class, its fields that hold nodes: (name, whether a list). Read from the class's ASDL
-# signature (``Name(identifier id, expr_context ctx)``): identifiers, strings, constants and
-# ints are never nodes, and ``ctx`` no screen asks about; so the walks test no value's type.
-_CHILDREN: dict[type, tuple[tuple[str, bool], ...]] = {}
-_PRIMITIVES = frozenset({"identifier", "string", "constant", "int"})
-_SIGNATURE = re.compile(r"(\w+)([*?]?) (\w+)")
-
-
-def _children(kind: type) -> tuple[tuple[str, bool], ...]:
-    found = _CHILDREN.get(kind)
-    if found is None:
-        signature = (kind.__doc__ or "").split("\n", 1)[0]
-        typed = {name: (type_, mark) for type_, mark, name in _SIGNATURE.findall(signature)}
-        if set(typed) != set(kind._fields):
-            raise TypeError(f"cannot read the fields of ast.{kind.__name__} from {signature!r}")
-        found = _CHILDREN[kind] = tuple(
-            (name, typed[name][1] == "*") for name in kind._fields
-            if name != "ctx" and typed[name][0] not in _PRIMITIVES
-        )
-    return found
-
-
-def _push_children(node: ast.AST, kind: type, stack: list) -> None:
-    """Put ``node``'s child nodes (of class ``kind``) on ``stack``, as ``walk`` does."""
-    for name, many in _CHILDREN.get(kind) or _children(kind):
-        value = getattr(node, name, None)
-        if many:
-            stack.extend(value or ())
-        elif value is not None:
-            stack.append(value)
-
-
-def walk(node: ast.AST) -> Iterator[ast.AST]:
-    """Every node under ``node`` (itself included), each after its parent, as ``ast.walk``
-    gives them less the ``Load``/``Store`` contexts no screen asks about: about five times
-    faster than ``ast.walk``, whose per-node generators were the screens' largest cost."""
-    todo = [node]
-    pop, append, extend = todo.pop, todo.append, todo.extend
-    children = _CHILDREN
-    while todo:
-        current = pop()
-        if current is None:
-            continue  # ``kw_defaults`` and ``Dict.keys`` hold None for a missing node
-        yield current
-        kind = current.__class__
-        for name, many in children.get(kind) or _children(kind):
-            value = getattr(current, name, None)
-            if many:
-                extend(value or ())
-            elif value is not None:
-                append(value)
-
 
 _SHAPE_METHODS = frozenset({"view", "reshape"})
 _REARRANGE = frozenset({"rearrange"})
