@@ -294,6 +294,35 @@ class Attention(nn.Module):
         value = split_heads(self.v_proj(hidden), self.num_kv_heads, self.head_dim)
         return self.attn(self.q_proj(hidden), key, value)
 """),
+        # A helper called with keywords only, and one building the shape from a prefix held
+        # in a local (``lead + (n, d)``): the same counts on both sides.
+        Example("""\
+def split_heads(x, n, d):
+    lead = x.shape[:-1]
+    return x.view(lead + (n, d))
+
+
+class Attention(nn.Module):
+    def _shape(self, tensor, seq_len, bsz):
+        return tensor.view(bsz, seq_len, self.num_kv_heads, self.head_dim).transpose(1, 2)
+
+    def forward(self, hidden, bsz):
+        key = self._shape(tensor=self.k_proj(hidden), seq_len=-1, bsz=bsz)
+        value = self._shape(tensor=self.v_proj(hidden), seq_len=-1, bsz=bsz)
+        k_rot = split_heads(self.k_rot(hidden), self.num_kv_heads, self.rope_dim)
+        return self.attn(self.q_proj(hidden), key, value, k_rot)
+"""),
+        # A helper returning a window of the cache rather than a view: nothing to compare.
+        Example("""\
+def last_tokens(cache, n):
+    return cache[:, -n:]
+
+
+def decode(self, q, k_cache, v_cache, n):
+    k = last_tokens(k_cache, n)
+    v = v_cache[:, -n:].view(v_cache.shape[0], n, self.num_kv_heads, self.head_dim)
+    return sdpa(q, k, v)
+"""),
     )
     INVALID = (
         Example(bad, line=9),
