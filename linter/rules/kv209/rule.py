@@ -323,6 +323,23 @@ def decode(self, q, k_cache, v_cache, n):
     v = v_cache[:, -n:].view(v_cache.shape[0], n, self.num_kv_heads, self.head_dim)
     return sdpa(q, k, v)
 """),
+        # A helper whose returns view into different counts (one K/V head for multi-query,
+        # the passed count otherwise): which one a call gets is known only at run time.
+        Example("""\
+def split_kv_heads(x, num_heads, head_dim, multi_query):
+    b, s, _ = x.shape
+    if multi_query:
+        return x.view(b, s, 1, head_dim)
+    return x.view(b, s, num_heads, head_dim)
+
+
+class Attention(nn.Module):
+    def forward(self, hidden):
+        b, s, _ = hidden.shape
+        key = split_kv_heads(self.k_proj(hidden), self.num_heads, self.head_dim, self.multi_query)
+        value = self.v_proj(hidden).view(b, s, self.num_kv_heads, self.head_dim)
+        return self.attn(self.q_proj(hidden), key, value)
+"""),
     )
     INVALID = (
         Example(bad, line=9),
