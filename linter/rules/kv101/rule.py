@@ -184,6 +184,15 @@ def eager_attention(q, k, v, scale):
     probs = torch.softmax(scores, dim=-1)
     return torch.matmul(probs, v)
 """),
+        # K and V reach the kernel whole from the enclosing function (a closure recomputed in
+        # the backward pass), and as the two halves of a cache entry.
+        Example("class Attention(nn.Module):\n    def forward(self, q, k, v, past_key_value):\n"
+                "        def attend(query):\n"
+                "            return F.scaled_dot_product_attention(query, k, v)\n\n"
+                "        def attend_past(query):\n"
+                "            return F.scaled_dot_product_attention(query, past_key_value[0], past_key_value[1])\n\n"
+                "        out = checkpoint(attend, q, use_reentrant=False)\n"
+                "        return out + checkpoint(attend_past, q, use_reentrant=False)\n"),
     )
     INVALID = (
         Example("def f(q, k, v, t):\n    k = k[:t]\n    return flash_attn_func(q, k, v)\n", line=2,
@@ -239,6 +248,11 @@ def eager_attention(q, k, v, scale):
                 "    scores = torch.einsum(\"bhlk,bhtk->bhlt\", [query, key[:, :, :n]])\n"
                 "    scores *= scale\n    probs = nn.functional.softmax(scores, dim=-1)\n"
                 "    return torch.einsum(\"bhlt,bhtv->bhlv\", [probs, value])\n", line=2),
+        # A closure cuts the key it shares with the enclosing function; the value stays whole.
+        Example("def forward(self, q, k, v, window):\n    def attend(query):\n"
+                "        k_win = k[:, :, -window:]\n"
+                "        return F.scaled_dot_product_attention(query, k_win, v)\n\n"
+                "    return checkpoint(attend, q, use_reentrant=False)\n", line=3),
     )
 
     def visit_Module(self, node: cst.Module) -> None:
