@@ -193,6 +193,11 @@ def eager_attention(q, k, v, scale):
                 "            return F.scaled_dot_product_attention(query, past_key_value[0], past_key_value[1])\n\n"
                 "        out = checkpoint(attend, q, use_reentrant=False)\n"
                 "        return out + checkpoint(attend_past, q, use_reentrant=False)\n"),
+        # The key trimmed to the tokens in use, the value rebuilt from its prefix and the new
+        # tokens: both already describe the same tokens.
+        Example("def extend_attention(q, k, v, v_prefix, n):\n    k = k[:, :n]\n"
+                "    v = torch.cat([v_prefix, v], dim=1)\n"
+                "    return flash_attn_func(q, k, v)\n"),
     )
     INVALID = (
         Example("def f(q, k, v, t):\n    k = k[:t]\n    return flash_attn_func(q, k, v)\n", line=2,
