@@ -143,6 +143,21 @@ def single_sequence_attention(q, k, v):
     q, k, v = q[None], k[None], v[None]
     return F.scaled_dot_product_attention(q, k, v)[0]
 """),
+        # Q, K and V split from the fused projection's output: no K or V tensor is cut.
+        Example("""\
+class Attention(nn.Module):
+    def forward(self, hidden):
+        q, k, v = self.qkv_proj(hidden).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
+        return self.attn(q, k, v)
+"""),
+        # MLA with V padded to K's head dim for the kernel: each side's head-dim split has its
+        # own sizes by design.
+        Example("""\
+def mla_prefill(q, k, v, nope_dim, rope_dim, pad):
+    k_nope, k_rope = torch.split(k, [nope_dim, rope_dim], dim=-1)
+    v, _ = torch.split(v, [nope_dim, pad], dim=-1)
+    return flash_attn_func(q, torch.cat([k_nope, k_rope], dim=-1), v)
+"""),
     )
     INVALID = (
         Example("def attention(q, k, v, n):\n    k = k[:n]\n    v = v[:n - 1]\n"
