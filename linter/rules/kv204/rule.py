@@ -232,6 +232,25 @@ class DecoderAttention(nn.Module):
         v = self.v_proj(normed).view(bsz, seq_len, self.num_heads, self.head_dim)
         return k, v
 """),
+        # The encoder states cast to the query's dtype (a non-view call naming `q`) and viewed
+        # with their own length left to -1; the output viewed back with the query's.
+        Example("""\
+class CrossAttention(nn.Module):
+    def __init__(self, hidden, num_heads, head_dim):
+        super().__init__()
+        self.num_heads, self.head_dim = num_heads, head_dim
+        self.q_proj = nn.Linear(hidden, num_heads * head_dim)
+        self.k_proj = nn.Linear(hidden, num_heads * head_dim)
+        self.v_proj = nn.Linear(hidden, num_heads * head_dim)
+
+    def forward(self, hidden_states, encoder_hidden_states=None):
+        bsz, q_len, _ = hidden_states.size()
+        q = self.q_proj(hidden_states).view(bsz, q_len, self.num_heads, self.head_dim)
+        k = self.k_proj(encoder_hidden_states).type_as(q).view(bsz, -1, self.num_heads, self.head_dim)
+        v = self.v_proj(encoder_hidden_states).type_as(q).view(bsz, -1, self.num_heads, self.head_dim)
+        out = eager_attention_forward(self, q, k, v)
+        return out.reshape(bsz, q_len, -1)
+"""),
     )
     INVALID = (
         Example(bad, line=13),
@@ -249,6 +268,42 @@ class CrossAttention(nn.Module):
         k = self.k_proj(current)
         k = k.view(bsz, tgt_len, self.heads, self.head_dim)
         v = self.v_proj(current).view(bsz, -1, self.heads, self.head_dim)
+        return k, v
+""", line=12),
+        # The query's shape kept in a tuple (`(*input_shape, -1, d)`) and reused for the encoder
+        # states: -1 then takes their length into the head axis.
+        Example("""\
+class CrossAttention(nn.Module):
+    def __init__(self, hidden, num_heads, head_dim):
+        super().__init__()
+        self.num_heads, self.head_dim = num_heads, head_dim
+        self.q_proj = nn.Linear(hidden, num_heads * head_dim)
+        self.k_proj = nn.Linear(hidden, num_heads * head_dim)
+        self.v_proj = nn.Linear(hidden, num_heads * head_dim)
+
+    def forward(self, hidden_states, encoder_hidden_states=None):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        q = self.q_proj(hidden_states).view(hidden_shape)
+        k = self.k_proj(encoder_hidden_states).view(hidden_shape)
+        v = self.v_proj(encoder_hidden_states).view(hidden_shape)
+        return q, k, v
+""", line=13),
+        # The query's length read as `size(1)`.
+        Example("""\
+class CrossAttention(nn.Module):
+    def __init__(self, hidden, num_heads, head_dim):
+        super().__init__()
+        self.num_heads, self.head_dim = num_heads, head_dim
+        self.q_proj = nn.Linear(hidden, num_heads * head_dim)
+        self.k_proj = nn.Linear(hidden, num_heads * head_dim)
+        self.v_proj = nn.Linear(hidden, num_heads * head_dim)
+
+    def forward(self, hidden_states, encoder_hidden_states=None):
+        bsz = hidden_states.size(0)
+        tgt_len = hidden_states.size(1)
+        k = self.k_proj(encoder_hidden_states).view(bsz, tgt_len, self.num_heads, self.head_dim)
+        v = self.v_proj(encoder_hidden_states).view(bsz, -1, self.num_heads, self.head_dim)
         return k, v
 """, line=12),
     )
