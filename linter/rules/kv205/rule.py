@@ -129,6 +129,20 @@ class Attention(nn.Module):
         xk = xk.unsqueeze(3).expand(bsz, seqlen, self.n_kv_heads, self.n_rep, self.head_dim)
         return xq, xk.reshape(bsz, seqlen, self.n_heads, self.head_dim)
 """),
+        # Multi-query attention: the single KV head copied across the query's heads (a repeat,
+        # no view), then split as the query is.
+        Example("""\
+class MultiQueryAttention(nn.Module):
+    def __init__(self, hidden, num_heads, head_dim):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.head_dim = num_heads, 1, head_dim
+        self.k_proj = nn.Linear(hidden, self.num_kv_heads * head_dim)
+
+    def forward(self, x, b, s):
+        k = self.k_proj(x)
+        k = k.repeat(1, 1, self.num_heads)
+        return k.view(b, s, self.num_heads, self.head_dim)
+"""),
     )
     INVALID = (
         Example(bad, line=11),
