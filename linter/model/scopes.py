@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from linter.model.einsum import Einsum, einsum_of, is_scores, is_weighted_sum
+from linter.model.functions import params_of
 from linter.model.names import (
     LATENT_ATTENTION,
     METADATA_ATTRIBUTES,
@@ -29,7 +30,12 @@ from linter.model.names import (
     value_counterpart,
 )
 from linter.model.pairs import callee_tail, dotted_name, is_attention_call, source_of
-from linter.model.reshapes import PIECEWISE, reshape_of, see_through, strip_shape_keeping
+from linter.model.reshapes import (
+    PIECEWISE,
+    reshape_of,
+    see_through,
+    strip_shape_keeping,
+)
 from linter.model.tensor_roots import tensor_root
 
 # Iterables whose loop targets are keys, indices or counters, not tensors.
@@ -353,21 +359,12 @@ def _build(node: cst.FunctionDef | cst.Module, enclosing: tuple[str, ...]) -> Sc
     scope = Scope(node, enclosing)
     walker = _Walker(scope)
     if isinstance(node, cst.FunctionDef):
-        for param in _params(node.params):
+        for param in params_of(node.params):
             walker.bind(param.name.value, None, "param")
         walker.walk(node.body)
     else:
         walker.walk_all(node.body)
     return scope
-
-
-def _params(params: cst.Parameters) -> Iterator[cst.Param]:
-    yield from params.posonly_params
-    yield from params.params
-    yield from params.kwonly_params
-    for star in (params.star_arg, params.star_kwarg):
-        if isinstance(star, cst.Param):
-            yield star
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
