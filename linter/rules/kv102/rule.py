@@ -43,7 +43,10 @@ class KVSliceMismatch(ScopeTracking, Rule):
         "ignored; only attention code is checked, hand-written attention (`q @ k.transpose(-2, "
         "-1)`, a softmax, `@ v`, or the same written with `einsum`) included. The same axis moves before both subscripts "
         "(`k.transpose(1, 2)[:, :n]`) are seen through, and `split`/`chunk`/`tensor_split`/"
-        "`narrow` of K and V along one token/head axis are compared by their sizes. The key "
+        "`narrow` of K and V along one token/head axis are compared by their sizes. A key rebuilt "
+        "from a window of K by a call (`roped_k = rope(cache_k[:, :end])`, with no `roped_v`) "
+        "stands in for K: its cuts are compared with V's, and the window only when it is never "
+        "cut again. The key "
         "tensor's own name in a value bound is not renamed: `cache_v[:, a:cache_k.size(1)]` "
         "sizes the value by the key."
     )
@@ -158,6 +161,15 @@ def mla_prefill(q, k, v, nope_dim, rope_dim, pad):
     v, _ = torch.split(v, [nope_dim, pad], dim=-1)
     return flash_attn_func(q, torch.cat([k_nope, k_rope], dim=-1), v)
 """),
+        # RoPE applied to the cached window makes a new key; its cuts, not the window, pair with V's.
+        Example("def forward(self, q, k, v, cache, sink, end, start):\n"
+                "    temp_k = cache['k'].clone()\n    temp_v = cache['v'].clone()\n"
+                "    temp_k[:, start:end] = k\n    temp_v[:, start:end] = v\n"
+                "    roped_temp_k = apply_rope(temp_k[:, :end], self.freqs)\n"
+                "    lo = max(sink, end - self.window)\n"
+                "    keys = torch.cat([roped_temp_k[:, :sink], roped_temp_k[:, lo:end]], dim=1)\n"
+                "    values = torch.cat([temp_v[:, :sink], temp_v[:, lo:end]], dim=1)\n"
+                "    return F.scaled_dot_product_attention(q, keys, values)\n"),
     )
     INVALID = (
         Example("def attention(q, k, v, n):\n    k = k[:n]\n    v = v[:n - 1]\n"
@@ -206,6 +218,32 @@ def decode_attention(q, k, v, n):
         # Chains: the same axis move on both sides, then different bounds.
         Example("def attention(q, k, v, n):\n    k = k.transpose(1, 2)[:, :n]\n    v = v.transpose(1, 2)[:, :n - 1]\n"
                 "    return F.scaled_dot_product_attention(q, k, v)\n", line=2),
+        # The key rebuilt by RoPE is cut one token longer than the value.
+        Example("def forward(self, q, cache_k, cache_v, lo, end):\n"
+                "    roped_k = apply_rope(cache_k[:, :end], self.freqs)\n"
+                "    return F.scaled_dot_product_attention(q, roped_k[:, lo:end], cache_v[:, lo:end - 1])\n",
+                line=3),
+        # A window that starts past the start shifts the rebuilt key's indices: not merged.
+        Example("def forward(self, q, cache_k, cache_v, lo, end, n):\n"
+                "    roped_k = apply_rope(cache_k[:, lo:end], self.freqs)\n"
+                "    return F.scaled_dot_product_attention(q, roped_k[:, :n], cache_v[:, lo:end - 1])\n",
+                line=2),
+        # A key window with its own value twin is compared as itself.
+        Example("def forward(self, q, cache_k, cache_v, lo, end):\n"
+                "    keys = apply_rope(cache_k[:, :end], self.freqs)\n    values = cache_v[:, :end - 1]\n"
+                "    return F.scaled_dot_product_attention(q, keys[:, lo:], values[:, lo:])\n", line=2),
+        # A plain alias of a window is no rebuilt key.
+        Example("def forward(self, q, cache_k, cache_v, lo, end):\n    k_win = cache_k[:, :end]\n"
+                "    return F.scaled_dot_product_attention(q, k_win[:, lo:end], cache_v[:, lo:end - 1])\n",
+                line=2),
+        # Two keys feed one rebuilt key: neither stands in for it.
+        Example("def forward(self, q, cache_k, new_k, cache_v, new_v, n, end):\n"
+                "    roped_k = apply_rope(torch.cat([cache_k[:, :end], new_k[:, :n]], dim=1))\n"
+                "    values = torch.cat([cache_v[:, :end - 1], new_v[:, :n]], dim=1)\n"
+                "    return F.scaled_dot_product_attention(q, roped_k[:, :end], values)\n", line=2),
+        # Rebuilt by RoPE and never cut again: the window is the key's extent.
+        Example("def forward(self, q, k, v, n):\n    roped_k = apply_rope(k[:, :n], self.freqs)\n"
+                "    return F.scaled_dot_product_attention(q, roped_k, v[:, :n - 1])\n", line=2),
     )
 
     def check_scope(self, scope: Scope) -> None:
@@ -220,11 +258,39 @@ def decode_attention(q, k, v, n):
                 continue
             side = kv_side(access.base.rsplit(".", 1)[-1], self.extra_pairs)
             (keys if side == "k" else values).setdefault(access.base, []).append(access)
+        self._merge_derived_keys(scope, keys)
         for base, k_accesses in keys.items():
             partner = counterpart_of_dotted(base, self.extra_pairs)
             for found in mismatches(k_accesses, values.get(partner or "", []), self._compare, self._row):
                 self._report(found)
         self._check_cuts(scope)
+
+    def _merge_derived_keys(self, scope: Scope, keys: dict[str, list[Access]]) -> None:
+        """``roped_k = rope(cache_k[:, :end])``, then ``roped_k[:, a:end]`` beside
+        ``cache_v[:, a:end]``: a K name with no V twin, made by a call from a window of K, is K
+        transformed (RoPE applied to the cached window). Its cuts are K's cuts, compared with
+        V's; the window it was made from is not, because V is cut from the whole cache instead.
+        Where the derived name is never cut itself, the window stays the key's extent."""
+        for name, bindings in scope.bindings.items():
+            derived = keys.get(name)
+            # A name in ``keys`` has a K side, hence a V counterpart.
+            if not derived or scope.is_bound_or_used(counterpart_of_dotted(name, self.extra_pairs) or ""):
+                continue
+            fed = [
+                (base, access)
+                for binding in bindings
+                if isinstance(binding.value, cst.Call)
+                for base, accesses in keys.items()
+                if base != name
+                for access in accesses
+                if not access.store and binding.value_orders[0] < access.order < binding.value_orders[1]
+            ]
+            # Only a prefix window keeps the derived key's indices equal to K's.
+            if len({base for base, _ in fed}) != 1 or not all(_is_prefix(a.node) for _, a in fed):
+                continue
+            window = {id(access) for _, access in fed}
+            base = fed[0][0]
+            keys[base] = [a for a in keys[base] if id(a) not in window] + keys.pop(name)
 
     def _check_cuts(self, scope: Scope) -> None:
         """``torch.split(k, [a, b], dim=1)`` beside ``torch.split(v, [a, b - 1], dim=1)``: the
@@ -309,6 +375,11 @@ def decode_attention(q, k, v, n):
 
 # Cuts of one tensor into pieces or a window, compared between K and V by their sizes.
 _CUTS = frozenset({"split", "chunk", "tensor_split", "narrow"})
+
+
+def _is_prefix(node: cst.Subscript) -> bool:
+    """``k[:, :end]``: every slice starts at the start, so indices into the cut are K's."""
+    return all(isinstance(e.slice, cst.Slice) and e.slice.lower is None and e.slice.step is None for e in node.slice)
 
 
 def _only_slices(node: cst.Subscript) -> bool:
