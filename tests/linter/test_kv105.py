@@ -82,3 +82,14 @@ def test_a_missing_broken_or_twice_defined_helper_contributes_nothing(tmp_path):
     assert _lint(caller, text) == []
     (tmp_path / "engine" / "attention" / "utils.py").unlink()
     assert _lint(caller, text) == []
+
+
+def test_an_imported_call_with_no_arguments_beside_the_helper_call_is_passed_over(tmp_path):
+    # ``get_forward_context()`` takes no key; the imported helper beside it still cuts one.
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "engine" / "forward_context.py").write_text("def get_forward_context():\n    return _CONTEXT\n")
+    caller, text = _package(tmp_path)
+    text = "from engine.forward_context import get_forward_context\n" + text.replace(
+        "        k = trim_keys(k, n)\n", "        context = get_forward_context()\n        k = trim_keys(k, n)\n")
+    caller.write_text(text)
+    assert [f.span.row for f in _lint(caller, text)] == [8]

@@ -221,3 +221,18 @@ def test_one_mismatched_value_view_is_one_finding():
         "    v = v.view(b, s, self.num_heads, self.head_dim)\n"
     )
     assert [f.span.row for f in lint_source(source, codes=["KV202"])] == [3]
+
+
+def test_calls_that_would_raise_at_run_time_are_read_as_no_view():
+    # Code being edited: a rearrange without its pattern, a torch.reshape or an unflatten
+    # without arguments. They are no views; the mismatch beside them is still reported.
+    source = (
+        "def forward(self, hidden_states, b, s):\n"
+        "    k = self.k_proj(hidden_states).view(b, s, self.num_kv_heads, self.head_dim)\n"
+        "    v = self.v_proj(hidden_states).view(b, s, self.num_heads, self.head_dim)\n"
+        "    k_heads = rearrange(k)\n"
+        "    v_flat = torch.reshape()\n"
+        "    k_split = k.unflatten()\n"
+        "    return self.attn(self.q, k, v)\n"
+    )
+    assert [f.span.row for f in lint_source(source, codes=["KV202"])] == [2]

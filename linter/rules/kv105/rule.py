@@ -89,6 +89,18 @@ def sliding_attention(q, k, v, window):
         # MLA: K is the latent and V the same tensor.
         Example("def recent(x, n):\n    return x[-n:]\n\n\n"
                 "def mla_decode(q, kv, n):\n    kv = recent(kv, n)\n    return flash_attn_func(q, kv, kv)\n"),
+        # A helper taking its tensor by keyword only: no position to read the argument from,
+        # so it is not summarised (and here K and V both go through it).
+        Example("""\
+def keep_recent(*, tokens, window):
+    return tokens[:, -window:]
+
+
+def sliding_window_attention(q, k, v, window):
+    k = keep_recent(tokens=k, window=window)
+    v = keep_recent(tokens=v, window=window)
+    return flash_attn_func(q, k, v)
+"""),
         # A plain slice of the key in a scope that calls a helper: KV101's finding (which it
         # cannot fix here, the value being no plain name), not this rule's.
         Example("""\

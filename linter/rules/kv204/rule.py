@@ -251,6 +251,65 @@ class CrossAttention(nn.Module):
         out = eager_attention_forward(self, q, k, v)
         return out.reshape(bsz, q_len, -1)
 """),
+        # The query's shape kept whole as `shape`; K and V read the encoder's own length
+        # through an attribute chain (`encoder_hidden_states.shape[1]`) whose last name is no
+        # local of that name.
+        Example("""\
+class CrossAttention(nn.Module):
+    def __init__(self, hidden, num_heads, head_dim):
+        super().__init__()
+        self.num_heads, self.head_dim = num_heads, head_dim
+        self.q_proj = nn.Linear(hidden, num_heads * head_dim)
+        self.k_proj = nn.Linear(hidden, num_heads * head_dim)
+        self.v_proj = nn.Linear(hidden, num_heads * head_dim)
+
+    def forward(self, hidden_states, encoder_hidden_states=None):
+        shape = hidden_states.shape
+        bsz = shape[0]
+        q = self.q_proj(hidden_states).view(bsz, shape[1], self.num_heads, self.head_dim)
+        k = self.k_proj(encoder_hidden_states).view(bsz, encoder_hidden_states.shape[1], self.num_heads, self.head_dim)
+        v = self.v_proj(encoder_hidden_states).view(bsz, encoder_hidden_states.shape[1], self.num_heads, self.head_dim)
+        return F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+"""),
+        # A forward written at module level and patched onto the class: no class owns it
+        # here, so its `self` has no projections to read.
+        Example("""\
+class CrossAttention(nn.Module):
+    def __init__(self, hidden, num_heads, head_dim):
+        super().__init__()
+        self.num_heads, self.head_dim = num_heads, head_dim
+        self.q_proj = nn.Linear(hidden, num_heads * head_dim)
+        self.k_proj = nn.Linear(hidden, num_heads * head_dim)
+        self.v_proj = nn.Linear(hidden, num_heads * head_dim)
+
+
+def cross_attention_forward(self, hidden_states, encoder_hidden_states=None):
+    bsz, tgt_len, _ = hidden_states.size()
+    q = self.q_proj(hidden_states).view(bsz, tgt_len, self.num_heads, self.head_dim)
+    k = self.k_proj(encoder_hidden_states).view(bsz, -1, self.num_heads, self.head_dim)
+    v = self.v_proj(encoder_hidden_states).view(bsz, -1, self.num_heads, self.head_dim)
+    return F.scaled_dot_product_attention(q, k, v)
+
+
+CrossAttention.forward = cross_attention_forward
+"""),
+        # Keys projected per channel group in a comprehension: the projected states are bound
+        # by it, not before the view, and are the query's own tokens.
+        Example("""\
+class GroupedKeyAttention(nn.Module):
+    def __init__(self, hidden, num_heads, head_dim, groups):
+        super().__init__()
+        self.num_heads, self.head_dim, self.groups = num_heads, head_dim, groups
+        self.q_proj = nn.Linear(hidden, num_heads * head_dim)
+        self.k_proj = nn.Linear(hidden // groups, num_heads * head_dim // groups)
+
+    def forward(self, hidden_states, attention_mask=None):
+        bsz, tgt_len, _ = hidden_states.size()
+        q = self.q_proj(hidden_states).view(bsz, tgt_len, self.num_heads, self.head_dim)
+        keys = [self.k_proj(part).view(bsz, tgt_len, -1, self.head_dim)
+                for part in hidden_states.chunk(self.groups, dim=-1)]
+        return q, torch.cat(keys, dim=2)
+"""),
     )
     INVALID = (
         Example(bad, line=13),

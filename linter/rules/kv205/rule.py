@@ -143,6 +143,25 @@ class MultiQueryAttention(nn.Module):
         k = k.repeat(1, 1, self.num_heads)
         return k.view(b, s, self.num_heads, self.head_dim)
 """),
+        # Grouped-query self-attention and multi-head cross-attention in one module: each
+        # projection is judged by its own declared size.
+        Example("""\
+class DecoderBlockAttention(nn.Module):
+    def __init__(self, hidden, num_heads, num_kv_heads, head_dim):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.head_dim = num_heads, num_kv_heads, head_dim
+        self.k_proj = nn.Linear(hidden, num_kv_heads * head_dim)
+        self.v_proj = nn.Linear(hidden, num_kv_heads * head_dim)
+        self.cross_k_proj = nn.Linear(hidden, num_heads * head_dim)
+        self.cross_v_proj = nn.Linear(hidden, num_heads * head_dim)
+
+    def forward(self, hidden_states, encoder_hidden_states, b, s, t):
+        k = self.k_proj(hidden_states).view(b, s, self.num_kv_heads, self.head_dim)
+        v = self.v_proj(hidden_states).view(b, s, self.num_kv_heads, self.head_dim)
+        cross_k = self.cross_k_proj(encoder_hidden_states).view(b, t, self.num_heads, self.head_dim)
+        cross_v = self.cross_v_proj(encoder_hidden_states).view(b, t, self.num_heads, self.head_dim)
+        return k, v, cross_k, cross_v
+"""),
     )
     INVALID = (
         Example(bad, line=11),
