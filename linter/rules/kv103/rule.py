@@ -144,6 +144,32 @@ def write_kv(k_buffer, v_buffer, loc, k, v):
                 "            torch_npu.npu_scatter_nd_update_(dst.view(-1, width), loc.view(-1, 1), src.view(-1, width))\n"
                 "        scatter(self.k_buf[layer], cache_k, self.latent_dim)\n"
                 "        scatter(self.v_buf[layer], cache_v, self.rope_dim)\n"),
+        # The same helper at module level: not bound in the method, still not torch's `scatter`.
+        Example("def scatter(cache, values, width, loc):\n"
+                "    torch_npu.npu_scatter_nd_update_(cache.view(-1, width), loc.view(-1, 1), values.view(-1, width))\n"
+                "\n\n"
+                "class LatentKVPool:\n"
+                "    def store(self, layer, loc, cache_k, cache_v):\n"
+                "        scatter(self.k_buf[layer], cache_k, self.latent_dim, loc)\n"
+                "        scatter(self.v_buf[layer], cache_v, self.rope_dim, loc)\n"),
+        # Shapes of two cache layouts (the key's head size split by x): sizes, not slots.
+        Example("def paged_cache_dims(key_cache_shape, value_cache_shape):\n"
+                "    # key [blocks, kv_heads, head_size // x, block_size, x], value [blocks, kv_heads, head_size, block_size]\n"
+                "    num_blocks = key_cache_shape[0]\n    block_size = key_cache_shape[3]\n"
+                "    head_size = value_cache_shape[2]\n    return num_blocks, block_size, head_size\n"),
+        # The same token selection on both caches, the keys read through a permute (tokens last
+        # for the score product): the subscripts index different axes.
+        Example("def sparse_decode(q, k_cache, v_cache, topk):\n"
+                "    k = k_cache.permute(1, 2, 0)[:, :, topk]\n    v = v_cache[topk]\n"
+                "    weights = torch.softmax(torch.einsum(\"hd,hdt->ht\", q, k), dim=-1)\n"
+                "    return torch.einsum(\"ht,thd->hd\", weights, v)\n"),
+        # A gather inside a log call is displayed, never attended over.
+        Example("class PagedKVPool:\n"
+                "    def gather_kv(self, layer, idx):\n"
+                "        k = self.k_cache[layer].index_select(0, idx)\n"
+                "        v = self.v_cache[layer].index_select(0, idx)\n"
+                "        logger.debug(\"first gathered key row: %s\", self.k_cache[layer].index_select(0, idx[:1]))\n"
+                "        return k, v\n"),
     )
     INVALID = (
         Example("def attention(k_pool, v_pool, layer, block_ids, slot_ids):\n"

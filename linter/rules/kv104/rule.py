@@ -258,6 +258,63 @@ class MLAKVCache:
         k_cache = self.latent_cache[layer]
         return k_cache, k_cache
 """),
+        # A checkpoint's scales loaded by name: `value` is the state dict's entry, not the V side.
+        Example("""\
+class KVCacheScales(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.k_scale = nn.Parameter(torch.ones(()), requires_grad=False)
+        self.v_scale = nn.Parameter(torch.ones(()), requires_grad=False)
+
+    def load_kv_scales(self, state_dict, prefix):
+        for name, value in state_dict.items():
+            if name == prefix + "k_scale":
+                self.k_scale.copy_(value)
+            elif name == prefix + "v_scale":
+                self.v_scale.copy_(value)
+"""),
+        # MLA in a [tokens, heads, dim] layout: the latent value fills the key's first dims,
+        # indexed axis by axis rather than through `...`.
+        Example("""\
+def build_mla_key(k_input, v_input, k_pe, kv_lora_rank):
+    k_input[:, :, :kv_lora_rank] = v_input
+    k_input[:, :, kv_lora_rank:] = k_pe
+    return k_input, v_input
+"""),
+        # One pool for MHA and MLA models: without a value buffer the key's latent is the value.
+        Example("""\
+class TokenToKVPool:
+    def __init__(self, k_buffer, v_buffer, kv_lora_rank):
+        self.k_buffer = k_buffer
+        self.v_buffer = v_buffer  # None for MLA models
+        self.kv_lora_rank = kv_lora_rank
+
+    def get_value_buffer(self, layer_id):
+        if self.v_buffer is None:
+            return self.k_buffer[layer_id][..., : self.kv_lora_rank]
+        else:
+            return self.v_buffer[layer_id]
+"""),
+        # The indexer's key-only cache restored page by page: `value` is each mapping entry.
+        Example("""\
+class IndexerKeyCache:
+    def __init__(self, k_cache):
+        self.k_cache = k_cache
+
+    def load_pages(self, pages):
+        for layer_id, value in pages.items():
+            self.k_cache[layer_id] = value
+"""),
+        # One checkpoint scale for both sides: the value's scale parameter set from the key's.
+        # A scale is bookkeeping, not a value tensor.
+        Example("""\
+def quantize_kv(key, value, k_scale, v_scale, shared_kv_scale):
+    if shared_kv_scale:
+        v_scale = k_scale.view(1)
+    key = (key / k_scale).to(torch.float8_e4m3fn)
+    value = (value / v_scale).to(torch.float8_e4m3fn)
+    return key, value
+"""),
     )
     INVALID = (
         Example(bad, line=9),
