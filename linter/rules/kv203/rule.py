@@ -125,11 +125,28 @@ def _receiver_names(expr: cst.BaseExpression) -> list[str]:
 _LAYOUT_FLAG = re.compile(r"multi_query|mqa|gqa", re.IGNORECASE)
 
 
-def _mentions_kv_heads(expr: cst.BaseExpression) -> bool:
-    return any(
-        is_kv_head_count_name(word) or _LAYOUT_FLAG.search(word)
-        for word in _IDENTIFIER.findall(source_of(expr))
-    )
+def _switches_layout(test: cst.BaseExpression) -> bool:
+    """Does a branch or assert test the KV head count (or a ``multi_query`` flag) for itself,
+    not only as a tensor's expected shape?"""
+    return any(is_kv_head_count_name(word) or _LAYOUT_FLAG.search(word) for word in _test_words(test))
+
+
+# A read of a tensor's shape: ``k.shape[1]``, ``k.size(1)``.
+_SHAPE_READ = re.compile(r"\.\s*(shape|size|dim|numel)\b")
+
+
+def _test_words(expr: cst.CSTNode) -> list[str]:
+    """The words of a test, less the comparisons that check a tensor's shape against the head
+    counts (``k_cache.shape[1:] != (self.num_kv_heads, self.head_dim)``): they validate
+    the input of a path that may well be GQA, not choose between MHA and GQA layouts."""
+    if isinstance(expr, cst.Comparison) and any(
+        isinstance(side, (cst.Tuple, cst.List)) or _SHAPE_READ.search(source_of(side))
+        for side in (expr.left, *(c.comparator for c in expr.comparisons))
+    ):
+        return []
+    if isinstance(expr, (cst.Name, cst.BaseString)) or not expr.children:
+        return _IDENTIFIER.findall(source_of(expr))
+    return [word for child in expr.children for word in _test_words(child)]
 
 
 @dataclass
@@ -198,7 +215,8 @@ class GqaEqualQkvSplit(Rule):
         "or a projection (`weight`, `bias`, `proj`, `wk`): an activation's dim 0 is its "
         "tokens. Silent "
         "when the function branches on or asserts the KV head count (or a `multi_query` "
-        "flag), when Q, K and V already sit on their own axis (`view(b, s, 3, h, d)`), and "
+        "flag), other than as a tensor's expected shape (`k_cache.shape[1] != "
+        "self.num_kv_heads` validates a path, it does not pick a layout), when Q, K and V already sit on their own axis (`view(b, s, 3, h, d)`), and "
         "when the KV head count only appears as a keyword name (`total_num_kv_heads=num_heads`)."
     )
     why = (
@@ -306,6 +324,21 @@ class LegacyAttention(nn.Module):
     )
     INVALID = (
         Example(bad, line=7),
+        # A fused fast path checks the cache's shape against the KV head count, then splits
+        # the packed QKV into thirds all the same.
+        Example("""\
+class FusedRopeAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_kv_heads = config.num_key_value_heads
+        self.head_dim = config.head_dim
+
+    def fused_forward(self, packed_qkv, k_cache):
+        if k_cache.dim() != 3 or k_cache.shape[1:] != (self.num_kv_heads, self.head_dim):
+            return None
+        _, k, v = packed_qkv.chunk(3, dim=-1)
+        return k, v
+""", line=10),
         # A checkpoint's fused weight and bias cut into thirds on dim 0 (their output features).
         Example("""\
 class Qwen2VisionBlock(nn.Module):
@@ -392,7 +425,7 @@ def attention(qkv, num_kv_heads):
         self._guard(node.test)
 
     def _guard(self, test: cst.BaseExpression) -> None:
-        if self._functions and _mentions_kv_heads(test):
+        if self._functions and _switches_layout(test):
             self._functions[-1].guarded = True
 
     def visit_Assign(self, node: cst.Assign) -> None:
