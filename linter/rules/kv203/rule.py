@@ -135,18 +135,26 @@ def _switches_layout(test: cst.BaseExpression) -> bool:
 _SHAPE_READ = re.compile(r"\.\s*(shape|size|dim|numel)\b")
 
 
-def _test_words(expr: cst.CSTNode) -> list[str]:
+def _test_words(test: cst.BaseExpression) -> list[str]:
     """The words of a test, less the comparisons that check a tensor's shape against the head
     counts (``k_cache.shape[1:] != (self.num_kv_heads, self.head_dim)``): they validate
     the input of a path that may well be GQA, not choose between MHA and GQA layouts."""
-    if isinstance(expr, cst.Comparison) and any(
-        isinstance(side, (cst.Tuple, cst.List)) or _SHAPE_READ.search(source_of(side))
-        for side in (expr.left, *(c.comparator for c in expr.comparisons))
-    ):
-        return []
-    if isinstance(expr, (cst.Name, cst.BaseString)) or not expr.children:
-        return _IDENTIFIER.findall(source_of(expr))
-    return [word for child in expr.children for word in _test_words(child)]
+    text = source_of(test)
+    checks = _ShapeChecks()
+    test.visit(checks)
+    for check in checks.found:
+        text = text.replace(check, " ")
+    return _IDENTIFIER.findall(text)
+
+
+class _ShapeChecks(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: list[str] = []
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        sides = (node.left, *(c.comparator for c in node.comparisons))
+        if any(isinstance(side, (cst.Tuple, cst.List)) or _SHAPE_READ.search(source_of(side)) for side in sides):
+            self.found.append(source_of(node))
 
 
 @dataclass
@@ -297,6 +305,34 @@ class PackedAttention(nn.Module):
         q, k, v = qkv.chunk(3, dim=0)
         return q, k, v
 """),
+        # Stacked on axis 2 by a view, then cut to the last tokens: the thirds are Q, K, V.
+        Example("""\
+class PrefixAttention(nn.Module):
+    def __init__(self, config):
+        self.num_key_value_heads = config.num_key_value_heads
+
+    def forward(self, x, b, s, n):
+        q, k, v = self.qkv(x).view(b, s, 3, self.num_heads, self.head_dim)[:, -n:].chunk(3, dim=2)
+        return q, k, v
+"""),
+        # The stacked shape given as one tuple.
+        Example("""\
+class ViTAttention(nn.Module):
+    def __init__(self, config):
+        self.num_key_value_heads = config.num_key_value_heads
+
+    def forward(self, x, b, s):
+        qkv = self.qkv(x).reshape((b, s, 3, self.num_heads, self.head_dim))
+        q, k, v = qkv.chunk(3, dim=2)
+        return q, k, v
+"""),
+        # A helper for plain multi-head attention: its KV head count is the query's.
+        Example("""\
+def encoder_attention(qkv, num_heads, head_dim):
+    num_kv_heads = num_heads
+    q, k, v = qkv.chunk(3, dim=-1)
+    return q.unflatten(-1, (num_heads, head_dim)), k.unflatten(-1, (num_kv_heads, head_dim)), v
+"""),
         # Head counts made equal by assignment: no GQA, so equal thirds are right.
         Example("""\
 class EncoderAttention(nn.Module):
@@ -324,6 +360,38 @@ class LegacyAttention(nn.Module):
     )
     INVALID = (
         Example(bad, line=7),
+        # The parts handed straight to the attention call, never unpacked.
+        Example("""\
+class CoreAttention(nn.Module):
+    def __init__(self, config):
+        self.num_query_groups = config.num_query_groups
+
+    def forward(self, hidden_states, mask):
+        qkv = self.linear_qkv(hidden_states)
+        return self.core_attention(*qkv.chunk(3, dim=-1), mask)
+""", line=7),
+        # A checkpoint loader: only the parts' names say they are weights.
+        Example("""\
+class LlamaForCausalLM(nn.Module):
+    def __init__(self, config):
+        self.num_key_value_heads = config.num_key_value_heads
+
+    def load_weights(self, weights):
+        for name, tensor in weights:
+            if name.endswith("qkv.weight"):
+                q_w, k_w, v_w = tensor.chunk(3, dim=0)
+                self.stage(name, q_w, k_w, v_w)
+""", line=8),
+        # Only the fused tensor's own name says it is a weight.
+        Example("""\
+class GQAttention(nn.Module):
+    def __init__(self, num_kv_heads):
+        self.num_kv_heads = num_kv_heads
+
+    def split_weight(self, qkv_weight):
+        q, k, v = qkv_weight.chunk(3, dim=0)
+        return q, k, v
+""", line=6),
         # A fused fast path checks the cache's shape against the KV head count, then splits
         # the packed QKV into thirds all the same.
         Example("""\
