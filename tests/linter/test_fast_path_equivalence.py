@@ -163,12 +163,16 @@ _KV203_REPORTED = {
     "over lines": "        q, k, v = qkv.split(\n            [h,\n             h, h],  # equal\n            dim=-1,\n        )",
     "line continuations": "        q, k, v = qkv.split([h, \\\n            h, h], \\\n            -1)",
     "no qkv root, k and v targets": "        x = qkv\n        query, key, value = x.split([h, h, h], dim=-1)",
+    "fused weight on dim 0": "        q, k, v = self.qkv_proj.weight.chunk(3, dim=0)",
+    "fused bias, no dim": "        qb, kb, vb = self.qkv_proj.bias.data.chunk(3)",
+    "weights named by the parts": "        wq, wk, wv = torch.split(state[0], [h, h, h])",
 }
 _KV203_NOT_REPORTED = {
     "unequal sizes": "        q, k, v = qkv.split([h, h // 2, h // 2], dim=-1)",
     "dim 0": "        q, k, v = qkv.chunk(3, dim=0)",
     "dim by name": "        q, k, v = qkv.chunk(3, dim=self.axis)",
     "no dim": "        q, k, v = qkv.chunk(3)",
+    "weight that is no fused QKV": "        q = k = v = 0\n        a, b, c = self.out_proj.weight.chunk(3, dim=0)",
     "two parts": "        q, kv = qkv.chunk(2, dim=-1)\n        k, v = kv, kv",
 }
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from linter.model.heads import equal_to_query
-from linter.model.names import Role, head_count_side, is_kv_head_count_name, kv_side, name_role
+from linter.model.names import SAME_TENSOR_METHODS, Role, head_count_side, is_kv_head_count_name, kv_side, name_role
 from linter.model.pairs import dotted_name, normalized, source_of
 from linter.rules.base import Example, Rule
 from linter.model.sizes import Aliases, factors, int_value
@@ -68,11 +68,14 @@ def _unpacked_names(target: cst.BaseExpression | None) -> list[str] | None:
     return names
 
 
+def _names_qkv(name: str) -> bool:
+    low = name.lower()
+    return "qkv" in low or "query_key_value" in low
+
+
 def _is_qkv(receiver_root: str | None, targets: list[str] | None) -> bool:
-    if receiver_root is not None:
-        low = receiver_root.lower()
-        if "qkv" in low or "query_key_value" in low:
-            return True
+    if receiver_root is not None and _names_qkv(receiver_root):
+        return True
     return (
         targets is not None
         and len(targets) == 3
@@ -81,21 +84,85 @@ def _is_qkv(receiver_root: str | None, targets: list[str] | None) -> bool:
     )
 
 
+# Name parts of a weight or bias (``qkv_proj.weight``, ``in_proj_bias``, ``wq``, ``q_proj``).
+_WEIGHT_PARTS = frozenset({"weight", "weights", "bias", "biases", "proj", "w", "wq", "wk", "wv", "wqkv"})
+
+
+def _weight_named(name: str) -> bool:
+    return not _WEIGHT_PARTS.isdisjoint(name.lower().split("_"))
+
+
+def _is_weight(receiver: cst.BaseExpression, targets: list[str] | None) -> bool:
+    """Is the split tensor a fused QKV weight or bias: a name in the receiver says so
+    (``self.qkv_proj.weight``, ``loaded_weight``), or the three parts it is unpacked into do
+    (``q_proj, k_proj, v_proj``, ``wq, wk, wv``)?"""
+    if targets is not None and len(targets) == 3 and all(_weight_named(t) for t in targets[1:]):
+        return True
+    return any(_weight_named(name) for name in _receiver_names(receiver))
+
+
+def _receiver_names(expr: cst.BaseExpression) -> list[str]:
+    """The names along a receiver's chain of attributes, subscripts and shape-keeping calls
+    (``self.qkv.weight.data[rank]`` -> data, weight, qkv, self); not its arguments or strings."""
+    names = []
+    while True:
+        if isinstance(expr, cst.Name):
+            return [*names, expr.value]
+        if isinstance(expr, cst.Attribute):
+            names.append(expr.attr.value)
+            expr = expr.value
+        elif isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and (
+            expr.func.attr.value in SAME_TENSOR_METHODS
+        ):
+            expr = expr.func.value
+        else:
+            return names
+
+
 # Flags that switch between MHA and MQA/GQA layouts (GPTBigCode's ``multi_query``).
 _LAYOUT_FLAG = re.compile(r"multi_query|mqa|gqa", re.IGNORECASE)
 
 
-def _mentions_kv_heads(expr: cst.BaseExpression) -> bool:
-    return any(
-        is_kv_head_count_name(word) or _LAYOUT_FLAG.search(word)
-        for word in _IDENTIFIER.findall(source_of(expr))
-    )
+def _switches_layout(test: cst.BaseExpression) -> bool:
+    """Does a branch or assert test the KV head count (or a ``multi_query`` flag) for itself,
+    not only as a tensor's expected shape?"""
+    return any(is_kv_head_count_name(word) or _LAYOUT_FLAG.search(word) for word in _test_words(test))
+
+
+# A read of a tensor's shape: ``k.shape[1]``, ``k.size(1)``.
+_SHAPE_READ = re.compile(r"\.\s*(shape|size|dim|numel)\b")
+
+
+def _test_words(test: cst.BaseExpression) -> list[str]:
+    """The words of a test, less the comparisons that check a tensor's shape against the head
+    counts (``k_cache.shape[1:] != (self.num_kv_heads, self.head_dim)``): they validate
+    the input of a path that may well be GQA, not choose between MHA and GQA layouts."""
+    text = source_of(test)
+    checks = _ShapeChecks()
+    test.visit(checks)
+    for check in checks.found:
+        text = text.replace(check, " ")
+    return _IDENTIFIER.findall(text)
+
+
+class _ShapeChecks(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: list[str] = []
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        sides = (node.left, *(c.comparator for c in node.comparisons))
+        if any(isinstance(side, (cst.Tuple, cst.List)) or _SHAPE_READ.search(source_of(side)) for side in sides):
+            self.found.append(source_of(node))
 
 
 @dataclass
 class _Candidate:
     call: cst.Call
     receiver: str
+    # Split on dim 0: a fused weight or bias, not a projection's output.
+    weight: bool = False
 
 
 @dataclass
@@ -148,9 +215,16 @@ class GqaEqualQkvSplit(Rule):
         "(`qkv.chunk(3, dim=-1)`, `torch.chunk(qkv, 3, -1)`, `qkv.tensor_split(3, -1)`, "
         "`q, k, v = qkv.split(self.hidden_size, dim=-1)`, `qkv.split([h, h, h], -1)`) inside a "
         "class (or, outside classes, a module) that has a separate KV head count such as "
-        "`num_key_value_heads`, `num_kv_heads`, `n_kv_heads` or `num_query_groups`. Silent "
+        "`num_key_value_heads`, `num_kv_heads`, `n_kv_heads` or `num_query_groups`; and a "
+        "fused QKV weight or bias cut into equal thirds along its output features, dim 0 "
+        "(`self.qkv_proj.weight.chunk(3, dim=0)`, `wq, wk, wv = loaded_weight.chunk(3)`), "
+        "in such a class. A split on dim 0 counts only where a name along the split "
+        "tensor's chain or the K and V parts it is unpacked into reads as a weight, a bias "
+        "or a projection (`weight`, `bias`, `proj`, `wk`): an activation's dim 0 is its "
+        "tokens. Silent "
         "when the function branches on or asserts the KV head count (or a `multi_query` "
-        "flag), when Q, K and V already sit on their own axis (`view(b, s, 3, h, d)`), and "
+        "flag), other than as a tensor's expected shape (`k_cache.shape[1] != "
+        "self.num_kv_heads` validates a path, it does not pick a layout), when Q, K and V already sit on their own axis (`view(b, s, 3, h, d)`), and "
         "when the KV head count only appears as a keyword name (`total_num_kv_heads=num_heads`)."
     )
     why = (
@@ -218,6 +292,47 @@ class Attention(nn.Module):
         else:
             q, k, v = qkv.split([self.q_size, self.kv_size, self.kv_size], dim=-1)
 """),
+        # Dim 0 of an activation is its tokens: Q, K and V stacked there by a cat, not a
+        # fused projection's features.
+        Example("""\
+class PackedAttention(nn.Module):
+    def __init__(self, num_kv_heads):
+        self.num_kv_heads = num_kv_heads
+
+    def forward(self, q, k, v):
+        qkv = torch.cat([q, k, v], dim=0)
+        qkv = self.rotary(qkv)
+        q, k, v = qkv.chunk(3, dim=0)
+        return q, k, v
+"""),
+        # Stacked on axis 2 by a view, then cut to the last tokens: the thirds are Q, K, V.
+        Example("""\
+class PrefixAttention(nn.Module):
+    def __init__(self, config):
+        self.num_key_value_heads = config.num_key_value_heads
+
+    def forward(self, x, b, s, n):
+        q, k, v = self.qkv(x).view(b, s, 3, self.num_heads, self.head_dim)[:, -n:].chunk(3, dim=2)
+        return q, k, v
+"""),
+        # The stacked shape given as one tuple.
+        Example("""\
+class ViTAttention(nn.Module):
+    def __init__(self, config):
+        self.num_key_value_heads = config.num_key_value_heads
+
+    def forward(self, x, b, s):
+        qkv = self.qkv(x).reshape((b, s, 3, self.num_heads, self.head_dim))
+        q, k, v = qkv.chunk(3, dim=2)
+        return q, k, v
+"""),
+        # A helper for plain multi-head attention: its KV head count is the query's.
+        Example("""\
+def encoder_attention(qkv, num_heads, head_dim):
+    num_kv_heads = num_heads
+    q, k, v = qkv.chunk(3, dim=-1)
+    return q.unflatten(-1, (num_heads, head_dim)), k.unflatten(-1, (num_kv_heads, head_dim)), v
+"""),
         # Head counts made equal by assignment: no GQA, so equal thirds are right.
         Example("""\
 class EncoderAttention(nn.Module):
@@ -245,6 +360,77 @@ class LegacyAttention(nn.Module):
     )
     INVALID = (
         Example(bad, line=7),
+        # The parts handed straight to the attention call, never unpacked.
+        Example("""\
+class CoreAttention(nn.Module):
+    def __init__(self, config):
+        self.num_query_groups = config.num_query_groups
+
+    def forward(self, hidden_states, mask):
+        qkv = self.linear_qkv(hidden_states)
+        return self.core_attention(*qkv.chunk(3, dim=-1), mask)
+""", line=7),
+        # A checkpoint loader: only the parts' names say they are weights.
+        Example("""\
+class LlamaForCausalLM(nn.Module):
+    def __init__(self, config):
+        self.num_key_value_heads = config.num_key_value_heads
+
+    def load_weights(self, weights):
+        for name, tensor in weights:
+            if name.endswith("qkv.weight"):
+                q_w, k_w, v_w = tensor.chunk(3, dim=0)
+                self.stage(name, q_w, k_w, v_w)
+""", line=8),
+        # Only the fused tensor's own name says it is a weight.
+        Example("""\
+class GQAttention(nn.Module):
+    def __init__(self, num_kv_heads):
+        self.num_kv_heads = num_kv_heads
+
+    def split_weight(self, qkv_weight):
+        q, k, v = qkv_weight.chunk(3, dim=0)
+        return q, k, v
+""", line=6),
+        # A fused fast path checks the cache's shape against the KV head count, then splits
+        # the packed QKV into thirds all the same.
+        Example("""\
+class FusedRopeAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_kv_heads = config.num_key_value_heads
+        self.head_dim = config.head_dim
+
+    def fused_forward(self, packed_qkv, k_cache):
+        if k_cache.dim() != 3 or k_cache.shape[1:] != (self.num_kv_heads, self.head_dim):
+            return None
+        _, k, v = packed_qkv.chunk(3, dim=-1)
+        return k, v
+""", line=10),
+        # A checkpoint's fused weight and bias cut into thirds on dim 0 (their output features).
+        Example("""\
+class Qwen2VisionBlock(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_key_value_heads = config.num_key_value_heads
+        self.qkv_proj = nn.Linear(config.hidden_size, self.qkv_width, bias=True)
+
+    def load_fused(self, loaded_weight, loaded_bias):
+        wq, wk, wv = loaded_weight.chunk(3)
+        q_bias, k_bias, v_bias = torch.split(loaded_bias, self.head_dim * self.num_heads, dim=0)
+        return (wq, wk, wv), (q_bias, k_bias, v_bias)
+""", line=8),
+        Example("""\
+class GQAttention(nn.Module):
+    def __init__(self, hidden_size, num_heads, num_kv_heads):
+        super().__init__()
+        self.num_kv_heads = num_kv_heads
+        self.qkv_proj = nn.Linear(hidden_size, (num_heads + 2 * num_kv_heads) * 64)
+
+    def unfuse(self):
+        q_w, k_w, v_w = self.qkv_proj.weight.chunk(3, dim=0)
+        return q_w, k_w, v_w
+""", line=8),
         Example("""\
 class Attention(nn.Module):
     def __init__(self, hidden_size, n_kv_heads):
@@ -307,7 +493,7 @@ def attention(qkv, num_kv_heads):
         self._guard(node.test)
 
     def _guard(self, test: cst.BaseExpression) -> None:
-        if self._functions and _mentions_kv_heads(test):
+        if self._functions and _switches_layout(test):
             self._functions[-1].guarded = True
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -344,21 +530,29 @@ def attention(qkv, num_kv_heads):
             return
         first = _argument(args, 0, "split_size_or_sections" if tail == "split" else (
             "chunks" if tail == "chunk" else "indices_or_sections"))
-        dim = int_value(_argument(args, 1, "dim"))
-        # Without a feature dim (dim 0, or one we cannot read) this is not a QKV split.
-        if first is None or dim is None or dim == 0:
+        dim_arg = _argument(args, 1, "dim")
+        dim = 0 if dim_arg is None else int_value(dim_arg)  # torch splits dim 0 by default
+        if first is None or dim is None:
             return
         target = self._targets[-1] if self._targets else None
         targets = _unpacked_names(target)
+        # An activation's dim 0 is its tokens (or Q, K and V already stacked there); a fused
+        # weight or bias keeps its output features, Q then K then V, on dim 0.
+        if dim == 0 and not _is_weight(receiver, targets):
+            return
+        # A weight is named by its layer: ``self.qkv_proj.weight``.
+        chain = _receiver_names(receiver) if dim == 0 else []
         if not self._equal_thirds(tail, first, targets):
             return
         root = tensor_root(receiver)
-        if not _is_qkv(root, targets) or _has_stacked_axis(receiver):
+        if not (_is_qkv(root, targets) or any(map(_names_qkv, chain))) or _has_stacked_axis(receiver):
             return
         function = self._functions[-1] if self._functions else None
         if function is not None and root is not None and function.stacked.get(root):
             return
-        candidate = _Candidate(node, root or source_of(receiver))
+        # A weight's root (``weight``) says less than its chain (``self.qkv_proj.weight``).
+        shown = source_of(receiver) if dim == 0 or root is None else root
+        candidate = _Candidate(node, shown, weight=dim == 0)
         if function is None:
             self._owners[-1].candidates.append(candidate)
         else:
@@ -396,10 +590,11 @@ def attention(qkv, num_kv_heads):
             text = source_of(candidate.call)
             self.report(
                 candidate.call,
-                f"fused QKV output `{candidate.receiver}` is split into three equal parts by "
+                f"fused QKV {'weight' if candidate.weight else 'output'} `{candidate.receiver}` "
+                f"is split into three equal parts by "
                 f"`{text}`, but this code has a separate KV head count `{heads}`: when it is "
                 "smaller than the query head count, equal thirds cut through Q, K and V",
-                suggestion=_suggestion(owner, heads),
+                suggestion=_suggestion(owner, heads, "0" if candidate.weight else "-1"),
                 related=[(owner.kv_heads[heads], f"KV head count `{heads}` used here")],
             )
 
@@ -409,13 +604,13 @@ def attention(qkv, num_kv_heads):
 _TP_SIZE = re.compile(r"(^|_)tp(_|$)|tensor_parallel|world_size")
 
 
-def _suggestion(owner: _Owner, heads: str) -> str:
+def _suggestion(owner: _Owner, heads: str, axis: str) -> str:
     """A split by sizes that names only what the class defines on ``self`` (in scope in every
     method), with per-rank sizes where the counts are divided across tensor-parallel ranks;
     ``<...>`` placeholders stand for what the class does not name."""
     attrs = owner.self_attrs
     if {"q_size", "kv_size"} <= attrs:
-        return "split by sizes: `.split([self.q_size, self.kv_size, self.kv_size], dim=-1)`"
+        return f"split by sizes: `.split([self.q_size, self.kv_size, self.kv_size], dim={axis})`"
     tp = any(_TP_SIZE.search(name) for name in attrs | set(owner.kv_heads) | set(owner.assigned))
     # Under tensor parallelism ``total_*`` counts are global; the split needs this rank's.
     usable = sorted(a for a in attrs if not (tp and a.startswith("total")))
@@ -424,7 +619,7 @@ def _suggestion(owner: _Owner, heads: str) -> str:
     kv = next((f"self.{a}" for a in usable if name_role(a) is Role.KV_HEADS and not head_count_side(a)),
               f"<KV heads{per_rank}>")
     dim = next((f"self.{a}" for a in usable if a in ("head_dim", "head_size")), "<head dim>")
-    return f"split by sizes: `.split([{q} * {dim}, {kv} * {dim}, {kv} * {dim}], dim=-1)`"
+    return f"split by sizes: `.split([{q} * {dim}, {kv} * {dim}, {kv} * {dim}], dim={axis})`"
 
 
 def _target_name(target: cst.BaseExpression) -> str | None:

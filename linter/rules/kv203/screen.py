@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from linter.model.ast_sizes import int_value
 from linter.model.heads import equal_to_query
 from linter.model.names import (
+    SAME_TENSOR_METHODS,
     Role,
     is_kv_head_count_name,
     kv_side,
@@ -29,10 +30,10 @@ def _argument(args: list[ast.expr], keywords: list[ast.keyword], index: int, key
     return args[index] if index < len(args) else None
 
 
-def _kv203_first(call: ast.Call) -> tuple[str, ast.expr] | None:
-    """The method (``chunk``, ``split``, ``tensor_split``) and its parts or sizes argument of
-    a split along a feature axis, as KV203's ``visit_Call`` reads them; None for any other
-    call."""
+def _kv203_first(call: ast.Call) -> tuple[str, ast.expr, int] | None:
+    """The method (``chunk``, ``split``, ``tensor_split``), its parts or sizes argument and
+    its literal dim (0 where none is given) of a split, as KV203's ``visit_Call`` reads them;
+    None for any other call."""
     func = call.func
     if not isinstance(func, ast.Attribute) or func.attr not in _SPLITS:
         return None
@@ -45,8 +46,52 @@ def _kv203_first(call: ast.Call) -> tuple[str, ast.expr] | None:
     if any(isinstance(a, ast.Starred) for a in args) or any(kw.arg is None for kw in keywords):
         return None
     first = _argument(args, keywords, 0, _FIRST_KEYWORD[func.attr])
-    dim = int_value(_argument(args, keywords, 1, "dim"))
-    return None if first is None or dim is None or dim == 0 else (func.attr, first)
+    dim_arg = _argument(args, keywords, 1, "dim")
+    dim = 0 if dim_arg is None else int_value(dim_arg)
+    return None if first is None or dim is None else (func.attr, first, dim)
+
+
+def _kv203_receiver(call: ast.Call) -> ast.expr:
+    receiver = call.func.value  # type: ignore[attr-defined]
+    if isinstance(receiver, ast.Name) and receiver.id == "torch" and call.args:
+        receiver = call.args[0].value if type(call.args[0]) is ast.Starred else call.args[0]
+    return receiver
+
+
+# KV203's ``_WEIGHT_PARTS``.
+_WEIGHT_PARTS = frozenset({"weight", "weights", "bias", "biases", "proj", "w", "wq", "wk", "wv", "wqkv"})
+
+
+def _kv203_weight_named(name: str) -> bool:
+    return not _WEIGHT_PARTS.isdisjoint(name.lower().split("_"))
+
+
+def _kv203_weight(call: ast.Call, names: list[str | None] | None) -> bool:
+    """``_is_weight``: the split tensor's receiver chain, or the three names it is unpacked
+    into (the second and third), name a weight or bias."""
+    if names is not None and len(names) == 3 and None not in names and all(
+        _kv203_weight_named(n) for n in names[1:]  # type: ignore[arg-type]
+    ):
+        return True
+    return any(_kv203_weight_named(n) for n in _kv203_chain(call))
+
+
+def _kv203_chain(call: ast.Call) -> list[str]:
+    """``_receiver_names``: the names along the split tensor's chain of attributes, subscripts
+    and shape-keeping calls."""
+    expr, chain = _kv203_receiver(call), []
+    while True:
+        if isinstance(expr, ast.Name):
+            return [*chain, expr.id]
+        if isinstance(expr, ast.Attribute):
+            chain.append(expr.attr)
+            expr = expr.value
+        elif isinstance(expr, ast.Subscript):
+            expr = expr.value
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in SAME_TENSOR_METHODS:
+            expr = expr.func.value
+        else:
+            return chain
 
 
 def _kv203_split(call: ast.Call, three_targets: bool, function: ast.AST | None) -> bool:
@@ -56,7 +101,7 @@ def _kv203_split(call: ast.Call, three_targets: bool, function: ast.AST | None) 
     read = _kv203_first(call)
     if read is None:
         return False
-    method, first = read
+    method, first, _ = read
     if method != "split":
         return int_value(first) == 3
     if isinstance(first, ast.Name) and function is not None:
@@ -118,7 +163,12 @@ def _kv203(facts: Facts, settings: Settings) -> bool:
                 three.update(calls)
     splits = [
         call for call in facts.calls
-        if _kv203_first(call) is not None and _kv203_qkv(call, unpacked.get(id(call)))
+        if (read := _kv203_first(call)) is not None and (
+            read[2] != 0 and _kv203_qkv(call, unpacked.get(id(call)))
+            or read[2] == 0 and _kv203_weight(call, unpacked.get(id(call))) and (
+                _kv203_qkv(call, unpacked.get(id(call))) or any(map(_kv203_names_qkv, _kv203_chain(call)))
+            )
+        )
     ]
     if not splits:
         return False
@@ -221,15 +271,16 @@ def _kv203_heads(node: ast.Assign, facts: Facts) -> set[str] | None:
     return {w for w in _IDENTIFIER.findall(text) if name_role(w) in _HEAD_ROLES}
 
 
+def _kv203_names_qkv(name: str) -> bool:
+    low = name.lower()
+    return "qkv" in low or "query_key_value" in low
+
+
 def _kv203_qkv(call: ast.Call, names: list[str | None] | None) -> bool:
     """``_is_qkv``: the receiver's root names a fused QKV (``qkv``, ``query_key_value``), or
     the parts are unpacked into three names whose second is K-side and third V-side."""
-    func = call.func
-    receiver = func.value
-    if isinstance(receiver, ast.Name) and receiver.id == "torch" and call.args:
-        receiver = call.args[0].value if type(call.args[0]) is ast.Starred else call.args[0]
-    root = _tensor_root(receiver)
-    if root is not None and ("qkv" in root.lower() or "query_key_value" in root.lower()):
+    root = _tensor_root(_kv203_receiver(call))
+    if root is not None and _kv203_names_qkv(root):
         return True
     return (
         names is not None and len(names) == 3 and None not in names
