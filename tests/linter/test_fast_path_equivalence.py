@@ -140,7 +140,9 @@ class SelfAttention(nn.Module):
         self.num_heads = config.num_attention_heads
         self.num_key_value_heads = config.num_key_value_heads
         self.head_dim = config.hidden_size // self.num_heads
-        self.qkv_proj = nn.Linear(config.hidden_size, 3 * config.hidden_size)
+        self.qkv_proj = nn.Linear(
+            config.hidden_size, (self.num_heads + 2 * self.num_key_value_heads) * self.head_dim
+        )
 
     def forward(self, hidden_states):
         qkv = self.qkv_proj(hidden_states)

@@ -101,6 +101,29 @@ def _is_weight(receiver: cst.BaseExpression, targets: list[str] | None) -> bool:
     return any(_weight_named(name) for name in _receiver_names(receiver))
 
 
+def _self_attr(expr: cst.BaseExpression) -> str | None:
+    """``self.to_qkv`` -> ``to_qkv``."""
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        return expr.attr.value
+    return None
+
+
+_OUT_WIDTH = ("out_features", "output_size", "out_dim", "out_channels")
+
+
+def _three_equal_widths(call: cst.Call) -> bool:
+    """``Linear(dim, dim * 3)`` or ``Linear(dim, out_features=3 * inner)``: three equal widths out."""
+    width = next((a.value for a in call.args if a.keyword is not None and a.keyword.value in _OUT_WIDTH), None)
+    if width is None:
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        width = positional[1] if len(positional) > 1 else None
+    return (
+        isinstance(width, cst.BinaryOperation)
+        and isinstance(width.operator, cst.Multiply)
+        and 3 in (int_value(width.left), int_value(width.right))
+    )
+
+
 def _receiver_names(expr: cst.BaseExpression) -> list[str]:
     """The names along a receiver's chain of attributes, subscripts and shape-keeping calls
     (``self.qkv.weight.data[rank]`` -> data, weight, qkv, self); not its arguments or strings."""
@@ -163,6 +186,8 @@ class _Candidate:
     receiver: str
     # Split on dim 0: a fused weight or bias, not a projection's output.
     weight: bool = False
+    # ``self.X`` layers the split tensor comes from (its output, or its weight's chain).
+    layers: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -178,6 +203,9 @@ class _Owner:
     assigned: dict[str, list[set[str]]] = field(default_factory=dict)
     # ``self.x = ...`` attributes: names a suggestion may use in any method.
     self_attrs: set[str] = field(default_factory=set)
+    # Layers built three equal widths wide (``self.to_qkv = Linear(dim, dim * 3)``): Q, K and V
+    # get one width each by construction, so equal thirds read them right.
+    equal_layers: set[str] = field(default_factory=set)
 
     def record(self, targets: list[str], value: cst.BaseExpression) -> None:
         """``a = b = value``: each target reads the value's head counts and the other targets'."""
@@ -202,6 +230,8 @@ class _Function:
     aliases: Aliases = field(default_factory=Aliases)
     # A branch or assert on the KV head count means the author handles GQA explicitly here.
     guarded: bool = False
+    # ``qkv, _ = self.to_qkv(x)``: name -> the ``self`` layer whose output it is.
+    made_by: dict[str, str] = field(default_factory=dict)
 
 
 class GqaEqualQkvSplit(Rule):
@@ -261,6 +291,38 @@ class Attention(nn.Module):
 
     VALID = (
         Example(good),
+        # The fused projection is built three equal widths wide (self-attention only; cross
+        # attention has its own K/V projection): equal thirds read it right.
+        Example("""\
+class CrossOrSelfAttention(nn.Module):
+    def __init__(self, dim, head_dim, context_dim=None):
+        self.num_heads = dim // head_dim
+        self.kv_heads = (context_dim or dim) // head_dim
+        if context_dim is None:
+            self.to_qkv = nn.Linear(dim, dim * 3, bias=False)
+        else:
+            self.to_q = nn.Linear(dim, dim, bias=False)
+            self.to_kv = nn.Linear(context_dim, context_dim * 2, bias=False)
+
+    def forward(self, x, context=None):
+        if context is None:
+            qkv, _ = self.to_qkv(x)
+            q, k, v = qkv.chunk(3, dim=-1)
+        else:
+            q = self.to_q(x)
+            k, v = self.to_kv(context).chunk(2, dim=-1)
+        return attend(q, k, v, self.num_heads, self.kv_heads)
+"""),
+        # The same, its weight cut on dim 0 when loading a checkpoint.
+        Example("""\
+class Block(nn.Module):
+    def __init__(self, dim, num_kv_heads):
+        self.num_kv_heads = num_kv_heads
+        self.qkv = nn.Linear(dim, out_features=3 * dim)
+
+    def load(self, state):
+        wq, wk, wv = self.qkv.weight.chunk(3, dim=0)
+"""),
         # Plain multi-head attention: no KV head count anywhere.
         Example("""\
 class Attention(nn.Module):
@@ -510,6 +572,13 @@ def attention(qkv, num_kv_heads):
         if self._functions and isinstance(target, cst.Name):
             self._functions[-1].stacked[target.value] = _has_stacked_axis(node.value)
             self._functions[-1].aliases.record(target, node.value)
+        if isinstance(node.value, cst.Call):
+            layer = _self_attr(node.value.func)
+            first = target.elements[0].value if isinstance(target, (cst.Tuple, cst.List)) and target.elements else target
+            if self._functions and layer and isinstance(first, cst.Name):
+                self._functions[-1].made_by[first.value] = layer
+            if isinstance(target, cst.Attribute) and _self_attr(target) and _three_equal_widths(node.value):
+                owner.equal_layers.add(target.attr.value)
 
     def leave_Assign(self, original_node: cst.Assign) -> None:
         self._targets.pop()
@@ -552,7 +621,9 @@ def attention(qkv, num_kv_heads):
             return
         # A weight's root (``weight``) says less than its chain (``self.qkv_proj.weight``).
         shown = source_of(receiver) if dim == 0 or root is None else root
-        candidate = _Candidate(node, shown, weight=dim == 0)
+        made_by = function.made_by.get(root) if function is not None and root is not None else None
+        layers = frozenset(chain) if dim == 0 else frozenset({made_by} if made_by else ())
+        candidate = _Candidate(node, shown, weight=dim == 0, layers=layers)
         if function is None:
             self._owners[-1].candidates.append(candidate)
         else:
@@ -587,6 +658,8 @@ def attention(qkv, num_kv_heads):
             return
         heads = counts[0]
         for candidate in owner.candidates:
+            if candidate.layers & owner.equal_layers:
+                continue
             text = source_of(candidate.call)
             self.report(
                 candidate.call,
