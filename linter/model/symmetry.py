@@ -127,6 +127,7 @@ class _Names:
         self._classes = classes
         self._members: _Members | None = None
         self._loop_names: set[str] | None = None
+        self._equal: dict[str, set[str]] | None = None
         self._bound: dict[str, int] | None = None
         self._read: set[str] = set()
         self._tests: dict[int, list[ast.expr]] | None = None
@@ -157,6 +158,26 @@ class _Names:
     @property
     def attributes(self) -> set[str]:
         return self._read_members()[2]
+
+    def asserted_equal(self, a: str, b: str) -> bool:
+        """``assert HEAD_DIM_K == HEAD_DIM_V``: the function guarantees the two are one value."""
+        if self._equal is None:
+            groups: dict[str, set[str]] = {}
+            for node in walk(self.function):
+                if not isinstance(node, ast.Assert):
+                    continue
+                for compare in walk(node.test):
+                    if not isinstance(compare, ast.Compare):
+                        continue
+                    operands = [compare.left, *compare.comparators]
+                    for op, left, right in zip(compare.ops, operands, operands[1:]):
+                        words = (tail(left), tail(right))
+                        if isinstance(op, ast.Eq) and None not in words:
+                            merged = groups.get(words[0], {words[0]}) | groups.get(words[1], {words[1]})
+                            for word in merged:
+                                groups[word] = merged
+            self._equal = groups
+        return b in self._equal.get(a, ())
 
     @property
     def loop_names(self) -> set[str]:
@@ -915,6 +936,8 @@ def _kept_key_name(k, v, parent, twin, statement, names: _Names, pairs) -> list[
         # the first operand (``cast(k_tile, q, v_scale)`` for ``cast(v_tile, q, v_scale)``) is.
         return []
     twin_word = twin_name(k_word, pairs)
+    if names.asserted_equal(k_word, twin_word):
+        return []
     dotted = dotted_name(v)
     twin_dotted = None if dotted is None else (dotted[: -len(v_word)] + twin_word)
     # The counterpart as written (``self.v_proj``, ``layer.v_scale``), or its name on any

@@ -97,6 +97,17 @@ class Attention(nn.Module):
 
     VALID = (
         Example(good),
+        # The wrapper asserts the head dims equal, then describes V's tiles with K's: one value.
+        Example("""\
+def attention_forward(q, k, v, o, block_m):
+    HEAD_DIM_Q, HEAD_DIM_K = q.shape[-1], k.shape[-1]
+    HEAD_DIM_V = v.shape[-1]
+    assert HEAD_DIM_Q == HEAD_DIM_K == HEAD_DIM_V
+    rows = k.shape[0] * k.shape[1] * k.shape[2]
+    desc_k = TensorDescriptor(k, shape=[rows, HEAD_DIM_K], strides=[HEAD_DIM_K, 1], block_shape=[block_m, HEAD_DIM_K])
+    desc_v = TensorDescriptor(v, shape=[rows, HEAD_DIM_K], strides=[HEAD_DIM_K, 1], block_shape=[block_m, HEAD_DIM_K])
+    return launch(q, desc_k, desc_v, o)
+"""),
         # An empty V cache allocated with K's shape, dtype and device: K's geometry, not its data
         # (whether that geometry fits V is KV210's question, where V has a head dim of its own).
         Example("""\
