@@ -557,9 +557,8 @@ class Attention(nn.Module):
                 return self._private.setdefault((id(fn), name), cst.Name(f"_private{len(self._private)}"))
             return None
 
+        # ``_Substitute`` only swaps names for expressions, so every size stays an expression.
         sizes = {axis: size.visit(_Substitute(replace)) for axis, size in summary.sizes.items()}
-        if any(not isinstance(s, cst.BaseExpression) for s in sizes.values()):
-            return None
         return (summary.form, sizes, positional[0]), source_of(call.func)
 
     # -- comparing ---------------------------------------------------------------------------
