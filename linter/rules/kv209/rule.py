@@ -567,12 +567,11 @@ class Attention(nn.Module):
         views = scope.views
         reported: set[int] = set()
         for k in views:
-            partners = {value_counterpart(i, self.extra_pairs) for i in k.ids} - {None}
-            if not partners or any(kv_side(i, self.extra_pairs) != "k" for i in k.ids):
+            # A view whose every id is K-side has a V partner for each of them.
+            if any(kv_side(i, self.extra_pairs) != "k" for i in k.ids):
                 continue
+            partners = {value_counterpart(i, self.extra_pairs) for i in k.ids}
             candidates = [v for v in views if v.ids & partners and _comparable(k, v)]
-            if not candidates:
-                continue
             verdicts = [(v, _first_mismatch(k, v, scope.aliases)) for v in candidates]
             if any(found is None for _, found in verdicts):
                 continue
