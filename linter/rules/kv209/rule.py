@@ -340,6 +340,55 @@ class Attention(nn.Module):
         value = self.v_proj(hidden).view(b, s, self.num_kv_heads, self.head_dim)
         return self.attn(self.q_proj(hidden), key, value)
 """),
+        # Multi-query through a helper whose head count defaults to one, the query scaled
+        # before it is split (no K/V name to follow), and a method taking only ``self``.
+        Example("""\
+def split_heads(x, head_dim, num_heads=1):
+    return x.view(x.shape[0], x.shape[1], num_heads, head_dim).transpose(1, 2)
+
+
+class MultiQueryAttention(nn.Module):
+    def _softmax_scale(self):
+        return self.head_dim**-0.5
+
+    def forward(self, hidden):
+        b, s, _ = hidden.shape
+        query = split_heads(self.q_proj(hidden) * self.q_gain, self.head_dim, self.num_heads)
+        key = split_heads(self.k_proj(hidden), self.head_dim)
+        value = self.v_proj(hidden).view(b, s, 1, self.head_dim).transpose(1, 2)
+        return F.scaled_dot_product_attention(query, key, value, scale=self._softmax_scale())
+"""),
+        # A helper reading the counts off the config into locals named like the config's own
+        # fields, and per-KV-head scales broadcast by a shape built from lists.
+        Example("""\
+def split_kv_heads(x, config):
+    num_key_value_heads = config.num_key_value_heads
+    head_dim = config.head_dim
+    return x.view(x.shape[0], x.shape[1], num_key_value_heads, head_dim).transpose(1, 2)
+
+
+class Attention(nn.Module):
+    def forward(self, hidden):
+        b, s, _ = hidden.shape
+        key = split_kv_heads(self.k_proj(hidden), self.config)
+        value = self.v_proj(hidden).view(b, s, self.config.num_key_value_heads, self.config.head_dim)
+        key = key * self.k_scale.view([1, -1] + [1] * (key.dim() - 2))
+        return self.attn(self.q_proj(hidden), key, value.transpose(1, 2))
+"""),
+        # Multi-query with literal sizes (71 query heads of 64, one K/V head), the batch and
+        # sequence passed to the helper as a starred prefix: its positions are not read.
+        Example("""\
+def split_heads(x, batch, seq, num_heads, head_dim):
+    return x.view(batch, seq, num_heads, head_dim).transpose(1, 2)
+
+
+class FalconAttention(nn.Module):
+    def forward(self, hidden):
+        query = split_heads(self.q_proj(hidden), *hidden.shape[:2], 71, 64)
+        key = split_heads(self.k_proj(hidden), *hidden.shape[:2], 1, 64)
+        value = self.v_proj(hidden).view(*hidden.shape[:2], 1, 64).transpose(1, 2)
+        return F.scaled_dot_product_attention(query, key, value)
+"""),
     )
     INVALID = (
         Example(bad, line=9),
@@ -377,6 +426,22 @@ def forward(self, k, v):
     v = heads(v, self.n_heads)
     return sdpa(self.q, k, v)
 """, line=5),
+        # A fused K/V projection: the key sliced off and viewed inline (known as a key by the
+        # name it is assigned to), the value split by an ``unflatten`` helper on another count.
+        Example("""\
+def split_heads(x, num_heads, head_dim):
+    return x.unflatten(-1, (num_heads, head_dim)).transpose(1, 2)
+
+
+class Attention(nn.Module):
+    def forward(self, hidden):
+        b, s, _ = hidden.shape
+        mixed_kv = self.kv_proj(hidden)
+        key = mixed_kv[..., : self.kv_size].view(b, s, self.num_heads, self.head_dim).transpose(1, 2)
+        value = mixed_kv[..., self.kv_size :]
+        value = split_heads(value, self.num_kv_heads, self.head_dim)
+        return self.attn(self.q_proj(hidden), key, value)
+""", line=9),
     )
 
     def __init__(self, context) -> None:
@@ -492,9 +557,8 @@ def forward(self, k, v):
                 return self._private.setdefault((id(fn), name), cst.Name(f"_private{len(self._private)}"))
             return None
 
+        # ``_Substitute`` only swaps names for expressions, so every size stays an expression.
         sizes = {axis: size.visit(_Substitute(replace)) for axis, size in summary.sizes.items()}
-        if any(not isinstance(s, cst.BaseExpression) for s in sizes.values()):
-            return None
         return (summary.form, sizes, positional[0]), source_of(call.func)
 
     # -- comparing ---------------------------------------------------------------------------
@@ -503,12 +567,11 @@ def forward(self, k, v):
         views = scope.views
         reported: set[int] = set()
         for k in views:
-            partners = {value_counterpart(i, self.extra_pairs) for i in k.ids} - {None}
-            if not partners or any(kv_side(i, self.extra_pairs) != "k" for i in k.ids):
+            # A view whose every id is K-side has a V partner for each of them.
+            if any(kv_side(i, self.extra_pairs) != "k" for i in k.ids):
                 continue
+            partners = {value_counterpart(i, self.extra_pairs) for i in k.ids}
             candidates = [v for v in views if v.ids & partners and _comparable(k, v)]
-            if not candidates:
-                continue
             verdicts = [(v, _first_mismatch(k, v, scope.aliases)) for v in candidates]
             if any(found is None for _, found in verdicts):
                 continue
