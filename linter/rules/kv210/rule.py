@@ -750,6 +750,15 @@ def add_bias(query, key, bias):
     bias = bias[..., :kv_len].expand_as(scores[0])
     return scores + bias
 """),
+        # A fused QKV split by column ranges: cuts of many axes, none to the value's head dim.
+        Example("""\
+class VisionAttention(nn.Module):
+    def forward(self, qkv, seq_len):
+        q = qkv[:, : self.q_size].reshape(seq_len, self.num_heads, self.head_dim)
+        k = qkv[:, self.q_size : self.q_size + self.kv_size].reshape(seq_len, self.num_kv_heads, self.head_dim)
+        v = qkv[:, self.q_size + self.kv_size :].reshape(seq_len, self.num_kv_heads, self.head_dim)
+        return q, k, v
+"""),
         # A buffer helper given the KV head count.
         Example("""\
 def step(self, hidden, past, seq_len):
