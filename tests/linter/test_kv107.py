@@ -467,6 +467,18 @@ def test_columns_count_characters_not_bytes() -> None:
     assert (finding.span.row, finding.span.column) == (3, code.split("\n")[2].index("key_cache") + 1)
 
 
+def test_a_file_with_carriage_return_line_ends_is_reported_on_its_line() -> None:
+    # ``ast`` ends a line at a lone "\r" as well; the file's text split at "\n" has one line.
+    code = (
+        "def caches(kv, layer, decoding):\r    if decoding:\r"
+        "        return kv.get_key_cache(layer), kv.get_value_cache(layer)\r"
+        "    key_cache = kv.get_key_cache(layer)\r    value_cache = kv.get_key_cache(layer)\r"
+        "    return key_cache, value_cache\r"
+    )
+    (finding,) = lint_source(code, codes=["KV107"])
+    assert (finding.span.row, finding.span.column) == (5, len("    value_cache = ") + 1)
+
+
 @pytest.mark.parametrize("name", sorted(REPORTED))
 def test_fast_and_slow_paths_agree(name: str, tmp_path: Path) -> None:
     path = tmp_path / "module.py"

@@ -330,3 +330,19 @@ def test_a_kv_view_with_the_query_length_names_the_keys_own_length():
         max_seqlen_k = key.shape[1]
         return out, max_seqlen_k
     """) == []
+
+
+def test_a_value_buffer_made_from_the_value_is_reported_once():
+    # ``value_cache = value.new_zeros(...)``: read with its receiver, not again as a named buffer.
+    findings = _lint("""\
+class MiMoAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.head_dim = config.head_dim
+        self.v_head_dim = config.v_head_dim
+
+    def init_cache(self, value, slots):
+        value_cache = value.new_zeros(slots, self.num_kv_heads, self.head_dim)
+        return value_cache
+""")
+    assert [(f.span.row, f.span.column) for f in findings] == [(8, 65)]

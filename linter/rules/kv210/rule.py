@@ -661,6 +661,104 @@ class DeepseekAttention(nn.Module):
     def forward_prefill(self, k, t):
         return k.view(t, self.num_heads, -1)
 """),
+        # A forward patched onto a model class from outside it: no class to read its
+        # projections from.
+        Example("""\
+def patched_forward(self, hidden_states):
+    bsz, q_len, _ = hidden_states.size()
+    key_states = self.k_proj(hidden_states).view(bsz, q_len, self.num_heads, self.head_dim)
+    return key_states
+"""),
+        # V keeps the key's leading axes and its own head dim, inferred or read off its cache.
+        Example("""\
+class MiMoAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.head_dim = config.head_dim
+        self.v_head_dim = config.v_head_dim
+
+    def forward(self, key, value, value_cache, slots):
+        value = value.view(*key.shape[:-1], -1)
+        value_cache = value_cache.view(*key.size()[:-1], value_cache[0].size(-1))
+        past = value_cache.view(-1, value_cache[slots].shape[-1])
+        return value, value_cache, past
+"""),
+        # With no value head dim of its own in scope, the key's last axis is the head dim both share.
+        Example("""\
+def attend(query, key, value, t):
+    value = value.view(t, -1, key.shape[-1])
+    return sdpa(query, key, value)
+"""),
+        # RoPE's result viewed as the key it rotated: the keys' own length.
+        Example("""\
+def apply_rotary(self, query_states, key_states, position_ids):
+    kv_seq_len = key_states.shape[-2]
+    cos, sin = self.rotary_emb(key_states, seq_len=kv_seq_len)
+    k_rot = key_states.float() * cos + rotate_half(key_states.float()) * sin
+    return k_rot.view_as(key_states)
+"""),
+        # A value head dim assigned from the shared one, and a shared one from the value's.
+        Example("""\
+class ValuePool:
+    def __init__(self, config, size, heads):
+        self.head_dim = config.head_dim
+        self.v_head_dim = self.head_dim
+        self.v_buffer = torch.empty(size, heads, self.head_dim)
+
+
+class ValueOnlyPool:
+    def __init__(self, config, size, heads):
+        self.v_head_dim = config.v_head_dim
+        self.head_dim = self.v_head_dim
+        self.v_buffer = torch.empty(size, heads, self.head_dim)
+"""),
+        # Linear attention's query-side sizes: a per-head key-dim gate and the query's
+        # convolution state, and a keys-by-values recurrent state, all with the query's heads.
+        Example("""\
+class GatedLinearAttention(nn.Module):
+    def __init__(self, hidden_size, num_heads, num_kv_heads, head_k_dim, head_v_dim, conv_size):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.conv_size = num_heads, num_kv_heads, conv_size
+        self.head_k_dim, self.head_v_dim = head_k_dim, head_v_dim
+        self.gk_bias = nn.Parameter(torch.zeros(self.num_heads, self.head_k_dim))
+
+    def init_state(self, q, batch):
+        conv_q = q.new_zeros(batch, self.num_heads * self.head_k_dim, self.conv_size)
+        recurrent = torch.zeros(batch, self.num_heads, self.head_k_dim, self.head_v_dim)
+        return conv_q, recurrent
+"""),
+        # The key and value tiles picked as a pair per device: no one tile computed from K.
+        Example("""\
+def launch(q, k, v, scale):
+    B, T, H, K, V = *k.shape, v.shape[-1]
+    BK, BV = (64, 64) if check_shared_mem("hopper") else (min(triton.next_power_of_2(K), 32), 32)
+    return kernel[(triton.cdiv(V, BV), B * H)](q, k, v, scale, K=K, V=V, BK=BK, BV=BV)
+"""),
+        # A projection picked from a module list by index (a low-rank token shift): a callee
+        # with no name has no side.
+        Example("""\
+class TokenShift(nn.Module):
+    def forward(self, hidden_states, delta, batch_size, seq_len):
+        return self.x_proj[0](hidden_states, delta).view(batch_size, seq_len, -1, self.proj_low_rank_dim)
+"""),
+        # A bias broadcast as one head's scores, after the keys' own length is read: no query
+        # named as the shape.
+        Example("""\
+def add_bias(query, key, bias):
+    kv_len = key.shape[-2]
+    scores = torch.matmul(query, key.transpose(-1, -2))
+    bias = bias[..., :kv_len].expand_as(scores[0])
+    return scores + bias
+"""),
+        # A fused QKV split by column ranges: cuts of many axes, none to the value's head dim.
+        Example("""\
+class VisionAttention(nn.Module):
+    def forward(self, qkv, seq_len):
+        q = qkv[:, : self.q_size].reshape(seq_len, self.num_heads, self.head_dim)
+        k = qkv[:, self.q_size : self.q_size + self.kv_size].reshape(seq_len, self.num_kv_heads, self.head_dim)
+        v = qkv[:, self.q_size + self.kv_size :].reshape(seq_len, self.num_kv_heads, self.head_dim)
+        return q, k, v
+"""),
         # A buffer helper given the KV head count.
         Example("""\
 def step(self, hidden, past, seq_len):
@@ -831,6 +929,81 @@ def step(self, hidden, past, seq_len):
         return cache_k, cache_v
     return past
 """, line=4),
+        # The KV head count read with `getattr` and a fallback, K viewed with the query's.
+        Example("""\
+class Attention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.num_key_value_heads = getattr(config, "num_key_value_heads", config.num_attention_heads)
+        self.head_dim = config.hidden_size // self.num_heads
+
+    def forward(self, hidden_states, b, s):
+        key_states = self.k_proj(hidden_states).view(b, s, self.num_heads, self.head_dim)
+        return key_states
+""", line=9),
+        # A decode path's output flattened with the shared head dim, where V was viewed with
+        # the value's (sizes passed as plain arguments).
+        Example("""\
+def decode(q, k, v, num_heads, num_kv_heads, head_dim, v_head_dim):
+    v = v.view(-1, num_kv_heads, v_head_dim)
+    o = decode_kernel(q, k, v)
+    return o.view(-1, num_heads * head_dim)
+""", line=4),
+        # The output flattened with the key's head dim in the branch where the dims differ.
+        Example("""\
+class Backend:
+    def forward(self, q, k, v, layer):
+        if layer.qk_head_dim != layer.v_head_dim:
+            v = v.view(-1, layer.tp_v_head_num, layer.v_head_dim)
+            o = split_kernel(q, k, v)
+            return o.view(-1, layer.tp_q_head_num * layer.qk_head_dim)
+        return self.dense(q, k, v, layer)
+""", line=6),
+        # The value viewed with the key's last axis read by `size(-1)`.
+        Example("""\
+class MiMoAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.head_dim = config.head_dim
+        self.v_head_dim = config.v_head_dim
+
+    def forward(self, key, value, t):
+        key = key.view(t, -1, self.head_dim)
+        value = value.view(t, -1, key.size(-1))
+        return key, value
+""", line=9),
+        # A key-slot state kept in a local before it is returned.
+        Example("""\
+class SlotAttention(nn.Module):
+    def __init__(self, hidden_size, num_heads, num_kv_heads, num_slots):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.num_slots = num_heads, num_kv_heads, num_slots
+        self.head_k_dim = hidden_size // num_heads
+
+    def init_state(self, batch):
+        param = next(self.parameters())
+        slot_state = param.new_zeros(batch, self.num_heads, self.head_k_dim, self.num_slots)
+        return (slot_state,)
+""", line=9),
+        # A single-head K reshaped by einops, then broadcast to the query's whole shape.
+        Example("""\
+def attend(q, k, v):
+    b, h, q_len, k_len = q.shape[0], q.shape[1], q.shape[2], k.shape[-2]
+    if k.ndim == 3:
+        k = rearrange(k, "b n d -> b 1 n d").expand_as(q)
+    return sdpa(q, k, v)
+""", line=4),
+        # Keys viewed with the query's length read by `size(1)` once the keys' own is bound.
+        Example("""\
+def varlen_attention(query, key, value, past, kv_heads):
+    if past is not None:
+        key = torch.cat([past[0], key], dim=1)
+    bsz, seqlen = query.size(0), query.size(1)
+    key_unpad, cu_seqlens_k, max_seqlen_k = unpad(key)
+    key_unpad = key_unpad.view(bsz, seqlen, kv_heads, -1)
+    return key_unpad, max_seqlen_k
+""", line=6),
         # Unpadded keys viewed with the query's length after a cache made them longer.
         Example("""\
 def varlen_attention(query, key, value, past, n_heads, kv_heads):
