@@ -20,7 +20,8 @@ _WRITES = {"copy_": 0, "index_copy_": 2, "index_copy": 2}
 
 
 def _calls(expr: cst.CSTNode) -> Iterator[cst.Call]:
-    if isinstance(expr, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+    # A lambda's calls run when it is called, not when this value is computed.
+    if isinstance(expr, cst.Lambda):
         return
     if isinstance(expr, cst.Call):
         yield expr
