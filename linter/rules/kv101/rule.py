@@ -198,6 +198,12 @@ def eager_attention(q, k, v, scale):
         Example("def extend_attention(q, k, v, v_prefix, n):\n    k = k[:, :n]\n"
                 "    v = torch.cat([v_prefix, v], dim=1)\n"
                 "    return flash_attn_func(q, k, v)\n"),
+        # SageAttention-style quantisation: the key scaled per token, the value per tensor (or per
+        # channel); only the key's scales have tokens to cut, and a scale is no key.
+        Example("""\
+def quantized_prefill_attention(q, k_fp8, v_fp8, k_scale, v_scale, num_tokens):
+    return torch.ops._C.fp8_attention(q, k_fp8, v_fp8, k_scale[:num_tokens], v_scale)
+"""),
     )
     INVALID = (
         Example("def f(q, k, v, t):\n    k = k[:t]\n    return flash_attn_func(q, k, v)\n", line=2,
@@ -258,6 +264,40 @@ def eager_attention(q, k, v, scale):
                 "        k_win = k[:, :, -window:]\n"
                 "        return F.scaled_dot_product_attention(query, k_win, v)\n\n"
                 "    return checkpoint(attend, q, use_reentrant=False)\n", line=3),
+        # Prefix caching: K and V split alike into cached and new tokens, then a window cut from
+        # the new keys only.
+        Example("""\
+def prefix_cached_attention(q, k, v, prefix_len, window):
+    k_prefix, k_new = torch.split(k, [prefix_len, k.shape[1] - prefix_len], dim=1)
+    v_prefix, v_new = torch.split(v, [prefix_len, v.shape[1] - prefix_len], dim=1)
+    return flash_attn_func(q, k_new[:, -window:], v_new)
+""", line=4),
+        # The value straight from its projection, the key windowed.
+        Example("""\
+class SlidingWindowAttention(nn.Module):
+    def forward(self, x, window):
+        q, k = self.q_proj(x), self.k_proj(x)
+        v = self.v_proj(x)
+        k = k[:, -window:]
+        return F.scaled_dot_product_attention(q, k, v)
+""", line=5),
+        # einsum attention with the windowed key split into heads inside the call.
+        Example("""\
+def sliding_window_reference(query, key, value, window, heads):
+    key = key[:, -window:]
+    b, n, _ = key.shape
+    scores = torch.einsum("bqhd,bkhd->bhqk", query, key.view(b, n, heads, -1))
+    return torch.einsum("bhqk,bkhd->bqhd", scores.softmax(-1), value)
+""", line=2),
+        # einsum attention over a piece of the key split on its token axis (axis 2 of the
+        # equation's `bhkd`), the value whole.
+        Example("""\
+def chunk_attention_reference(query, key, value, chunk):
+    key, key_rest = key.split([chunk, key.size(2) - chunk], dim=2)
+    scores = torch.einsum("bhqd,bhkd->bhqk", query, key) * query.size(-1) ** -0.5
+    probs = torch.softmax(scores, dim=-1)
+    return torch.einsum("bhqk,bhkd->bhqd", probs, value)
+""", line=2),
     )
 
     def visit_Module(self, node: cst.Module) -> None:
@@ -495,7 +535,9 @@ _RANK_KEEPING = frozenset({
 
 
 def _rank_kept(scope: Scope, key: cst.BaseExpression, order: int, origin: _Origin) -> bool:
-    """Does ``key`` reach its cut through rank-keeping steps and plain assignments only?"""
+    """Does ``key`` reach its cut through rank-keeping steps and plain assignments only? A
+    piece of a split or chunk (``key, rest = key.split(...)``, ``for k_blk in key.chunk(...)``)
+    has the rank of what was cut, so its name leads to the cut as an assignment does."""
     expr = key
     for _ in range(_MAX_HOPS + 1):
         while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _RANK_KEEPING:
@@ -505,7 +547,7 @@ def _rank_kept(scope: Scope, key: cst.BaseExpression, order: int, origin: _Origi
         if not isinstance(expr, cst.Name):
             return False
         binding = scope.binding_before(expr.value, order)
-        if binding is None or binding.kind != "assign" or binding.value is None:
+        if binding is None or binding.kind not in ("assign", "loop", "piece") or binding.value is None:
             return False
         expr, order = binding.value, binding.order
     return False

@@ -170,8 +170,27 @@ def mla_prefill(q, k, v, nope_dim, rope_dim, pad):
                 "    keys = torch.cat([roped_temp_k[:, :sink], roped_temp_k[:, lo:end]], dim=1)\n"
                 "    values = torch.cat([temp_v[:, :sink], temp_v[:, lo:end]], dim=1)\n"
                 "    return F.scaled_dot_product_attention(q, keys, values)\n"),
+        # Grouped-query attention by broadcast: K and V cut to the live tokens alike, then a
+        # group axis added to each; a new axis cuts nothing and is compared with no cut.
+        Example("""\
+def grouped_query_attention(q, k, v, n_rep, seq_len):
+    b, kv_heads, _, d = k.shape
+    k = k[:, :, :seq_len, :]
+    v = v[:, :, :seq_len, :]
+    k = k[:, :, None].expand(b, kv_heads, n_rep, seq_len, d).reshape(b, kv_heads * n_rep, seq_len, d)
+    v = v[:, :, None].expand(b, kv_heads, n_rep, seq_len, d).reshape(b, kv_heads * n_rep, seq_len, d)
+    return F.scaled_dot_product_attention(q, k, v)
+"""),
     )
     INVALID = (
+        # MLA caches read with each side's own head dim (a difference by design) and token
+        # windows one step apart (the bug).
+        Example("""\
+def mla_cached_attention(q, k_cache, v_cache, p, s, qk_head_dim, v_head_dim):
+    keys = k_cache[..., :p + s, :qk_head_dim]
+    values = v_cache[..., :p, :v_head_dim]
+    return F.scaled_dot_product_attention(q, keys, values)
+""", line=2),
         Example("def attention(q, k, v, n):\n    k = k[:n]\n    v = v[:n - 1]\n"
                 "    return F.scaled_dot_product_attention(q, k, v)\n", line=2),
         Example("class Attention:\n    def forward(self, q, b, p, s):\n"

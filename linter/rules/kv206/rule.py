@@ -22,6 +22,10 @@ _ALLOCATORS = frozenset({
     "empty", "zeros", "ones", "full", "randn", "rand", "new_empty", "new_zeros", "new_ones", "new_full",
 })
 
+# Keywords that carry the shape: ``torch.empty(size=...)``, ``reshape(shape=...)``,
+# ``unflatten(dim, sizes=...)``.
+_SHAPE_KEYWORDS = ("size", "shape", "sizes")
+
 
 def _tails(node: cst.CSTNode) -> Iterator[tuple[str, cst.CSTNode]]:
     if isinstance(node, cst.Name):
@@ -112,6 +116,17 @@ def pad_value(value, qk_head_dim, v_head_dim):
     value_padded[..., :v_head_dim] = value
     return value_padded
 """),
+        # Per-channel scales of a value padded to the key's head dim for a quantised kernel:
+        # the scale follows the padded width and is no value buffer of its own.
+        Example("""\
+def quantize_value_per_channel(value, qk_head_dim, v_head_dim):
+    b, h, s, _ = value.shape
+    v_padded = F.pad(value, (0, qk_head_dim - v_head_dim))
+    v_fp8 = torch.empty_like(v_padded, dtype=torch.float8_e4m3fn)
+    v_scale = torch.empty(b, h, qk_head_dim, dtype=torch.float32, device=value.device)
+    quant_per_channel(v_padded, v_fp8, v_scale)
+    return v_fp8, v_scale
+"""),
         # One stacked buffer unpacked into both sides (V padded to the key's head dim): the
         # allocation is no value-side one of its own.
         Example("""\
@@ -128,6 +143,17 @@ class Pool:
         self.k_buffer = [torch.zeros(size, heads, head_k_dim) for _ in range(layers)]
         self.v_buffer = [torch.zeros(size, heads, head_k_dim) for _ in range(layers)]
 """, line=4),
+        # unflatten's shape given by keyword.
+        Example("""\
+class Attention(nn.Module):
+    def __init__(self, hidden, heads, qk_head_dim, v_head_dim):
+        super().__init__()
+        self.heads, self.qk_head_dim, self.v_head_dim = heads, qk_head_dim, v_head_dim
+        self.v_proj = nn.Linear(hidden, heads * v_head_dim)
+
+    def forward(self, x):
+        return self.v_proj(x).unflatten(dim=-1, sizes=(self.heads, self.qk_head_dim))
+""", line=8),
     )
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -154,10 +180,10 @@ class Pool:
                     break
 
     def _check_shape(self, call: cst.Call, args, what: str, owner: ClassModel | None, model: FunctionModel) -> None:
-        used = {name for arg in args if arg.keyword in (None,) or arg.keyword.value in ("size", "shape")
+        used = {name for arg in args if arg.keyword is None or arg.keyword.value in _SHAPE_KEYWORDS
                 for name, _ in _tails(arg.value)}
         for arg in args:
-            if arg.keyword is not None and arg.keyword.value not in ("size", "shape"):
+            if arg.keyword is not None and arg.keyword.value not in _SHAPE_KEYWORDS:
                 continue  # dtype=, device=: not the shape
             for name, node in _tails(arg.value):
                 twin = key_head_dim_twin(name)
