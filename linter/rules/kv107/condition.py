@@ -181,7 +181,9 @@ def _near_twins(f: _File) -> bool:
 # A repeat of K and V in one branch of an ``if`` and a product in the other
 # (``model.branch_repeat``): a repeat call, an ``else``, and a matmul or SDPA.
 _REPEAT = re.compile(r"repeat\w*\s*\(")
-_PRODUCT = re.compile(r"\bmatmul\s*\(|@|\bscaled_dot_product_attention\s*\(")
+# ``@`` after an operand (possibly on the line before, inside brackets); a decorator after a
+# statement that ends in a name or bracket passes too.
+_PRODUCT = re.compile(r"\bmatmul\s*\(|[\w)\]]\s*@(?!=)|\bscaled_dot_product_attention\s*\(")
 _ELSE = re.compile(r"\b(?:else|elif)\b")
 
 
