@@ -46,6 +46,7 @@ from linter.model.ast_reading import FUNCTIONS, blocks, bodies, int_value, root_
 from linter.model.ast_reading import dotted as dotted_name
 from linter.model.twin_ops import CONCATS, MOVES, TRANSPOSES, axes_differ, moves_last_axis, axis_difference, axis_list, dropped_operand, slice_difference, transposed_for_scores
 from linter.model.twin_ops import dropped as dropped_op
+from linter.model.branch_repeat import unrepeated_uses
 from linter.model.reaching import rebuilds, rebuilt_from_key, unset_value_twins
 from linter.model.ast_walk import walk
 from linter.model.names import (
@@ -91,7 +92,21 @@ def breaks(tree: ast.AST, extra_pairs: Iterable[tuple[str, str]] = ()) -> list[B
     classes: dict[int, _Members] = {}
     for function, owner in _functions(tree, None):
         found.extend(_function_breaks(function, owner, classes, pairs))
+        found.extend(_branch_breaks(function, pairs))
     return found
+
+
+def _branch_breaks(function: ast.AST, pairs: tuple[tuple[str, str], ...]) -> Iterator[Break]:
+    """A product in one branch of an ``if`` that reads K or V unrepeated where the sibling
+    branch repeats both to the query's head count (``model.branch_repeat``)."""
+    for product, name, line in unrepeated_uses(function, pairs):
+        yield Break(
+            "one-side-op", product, line,
+            f"`{name}` reaches this product unrepeated, but the other branch of the same `if` "
+            f"repeats it to the query's head count first (line {line}): with fewer KV heads "
+            "than query heads this branch multiplies the wrong heads or fails",
+            f"repeat `{name}` here as the other branch does (line {line})",
+        )
 
 
 def _attention_code(names: _Names, function: ast.AST, owner: ast.ClassDef | None) -> bool:

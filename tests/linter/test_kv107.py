@@ -16,6 +16,17 @@ from linter.engine import lint_source
 
 # Each shape: the code, the break's kind, and the line it is reported on.
 REPORTED = {
+    "the key multiplied unrepeated in the branch beside the one that repeats K and V": ("""\
+def prefill_or_decode(self, query, key, value, groups, decoding):
+    if decoding:
+        key = repeat_kv(key, groups)
+        value = repeat_kv(value, groups)
+        scores = query @ key.transpose(-1, -2)
+    else:
+        scores = (query
+                  @ key.transpose(-1, -2))
+    return scores.softmax(-1), value
+""", "one-side-op", 7),
     "key projection kept for the value, the value projection used in the other branch": ("""\
 class SelfAttention(nn.Module):
     def forward(self, hidden, reuse):
@@ -203,6 +214,28 @@ def mlx_attention(self, q, k, v, cache):
 }
 
 SILENT = {
+    "K and V repeated before the if": """\
+def attend(self, query, key, value, groups, decoding):
+    key = repeat_kv(key, groups)
+    value = repeat_kv(value, groups)
+    if decoding:
+        key = repeat_kv(key, groups)
+        value = repeat_kv(value, groups)
+        out = torch.matmul(query, key.transpose(2, 3))
+    else:
+        out = torch.matmul(query, key.transpose(2, 3))
+    return out
+""",
+    "SDPA told the layout is GQA": """\
+def attend(self, query, key, value, groups, fused):
+    if fused:
+        out = F.scaled_dot_product_attention(query, key, value, enable_gqa=True)
+    else:
+        key = repeat_kv(key, groups)
+        value = repeat_kv(value, groups)
+        out = F.scaled_dot_product_attention(query, key, value)
+    return out
+""",
     "K transposed for the scores": """\
 def scores(q, k, v):
     k = k.transpose(-2, -1)

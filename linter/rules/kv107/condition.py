@@ -175,7 +175,20 @@ def _near_twins(f: _File) -> bool:
     if query_twins and _any_break(statements, query_twins, kept_only=True):
         return True
     names = [*twins, *twins.values()]
-    return bool(names) and _unset(f.text, names, pairs)
+    return bool(names) and _unset(f.text, names, pairs) or _branch_repeat(f.text)
+
+
+# A repeat of K and V in one branch of an ``if`` and a product in the other
+# (``model.branch_repeat``): a repeat call, an ``else``, and a matmul or SDPA.
+_REPEAT = re.compile(r"repeat\w*\s*\(")
+# ``@`` after an operand (possibly on the line before, inside brackets); a decorator after a
+# statement that ends in a name or bracket passes too.
+_PRODUCT = re.compile(r"\bmatmul\s*\(|[\w)\]]\s*@(?!=)|\bscaled_dot_product_attention\s*\(")
+_ELSE = re.compile(r"\b(?:else|elif)\b")
+
+
+def _branch_repeat(text: str) -> bool:
+    return bool(_REPEAT.search(text) and _ELSE.search(text) and _PRODUCT.search(text))
 
 
 def _any_break(statements: list[tuple[int, list[str]]], twins: dict[str, str], kept_only: bool = False) -> bool:

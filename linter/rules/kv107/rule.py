@@ -47,7 +47,11 @@ class BrokenKvTwin(Rule):
         "side is reported there, since Q and K differ in ops and cuts by design. And a key name "
         "set on every path whose value twin is set in one branch only, both read after it "
         "(`new_k = k` beside `if t: new_v = ...`, then `return new_k, new_v`), is reported at "
-        "the key's assignment."
+        "the key's assignment. Branches of one `if` are twins too: where one branch repeats K "
+        "and V to the query's head count (`repeat_kv(key_states, groups)`) and the other "
+        "multiplies the query with the same K, or the weights with the same V, unrepeated "
+        "(`torch.matmul`, `@`, SDPA without `enable_gqa`), the product is reported, unless the "
+        "`if` tests a group or KV head count itself."
     )
     why = (
         "K and V are written as pairs of near-identical lines, and copy-paste between them is "
@@ -96,6 +100,17 @@ class Attention(nn.Module):
     )
 
     VALID = (
+        # The ``if`` itself tells plain multi-head attention from GQA: only one branch repeats.
+        Example("""\
+def eager_attention(self, query_states, key_states, value_states):
+    if self.num_key_value_groups == 1:
+        scores = torch.matmul(query_states, key_states.transpose(2, 3))
+    else:
+        key_states = repeat_kv(key_states, self.num_key_value_groups)
+        value_states = repeat_kv(value_states, self.num_key_value_groups)
+        scores = torch.matmul(query_states, key_states.transpose(2, 3))
+    return torch.matmul(scores.softmax(-1), value_states)
+"""),
         Example(good),
         # The wrapper asserts the head dims equal, then describes V's tiles with K's: one value.
         Example("""\
@@ -326,6 +341,22 @@ def self_attention(self, query, key, value, cos, sin):
     query, key = apply_rotary(query, key, cos, sin)
     return flash_attn_func(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2))
 """, line=4),
+        # The prefill branch multiplies the query with K unrepeated; the decode branch of the
+        # same ``if`` repeats K and V to the query's head count first.
+        Example("""\
+def quantized_attention(self, query_states, key_states, value_states, cache, groups):
+    if cache.is_empty(self.layer_idx):
+        scores = torch.matmul(query_states, key_states.transpose(2, 3)) * self.scale
+        out = torch.matmul(scores.softmax(-1), value_states)
+        cache.store(key_states, value_states, self.layer_idx)
+    else:
+        key_states, value_states = cache.update(key_states, value_states, self.layer_idx)
+        key_states = repeat_kv(key_states, groups)
+        value_states = repeat_kv(value_states, groups)
+        scores = torch.matmul(query_states, key_states.transpose(2, 3)) * self.scale
+        out = torch.matmul(scores.softmax(-1), value_states)
+    return out
+""", line=3),
     )
 
     def visit_Module(self, node: cst.Module) -> None:
