@@ -501,8 +501,7 @@ class _Walker:
                 self.walk(node.inner_for_in, quiet)
 
     def _bind_loop_target(self, node: cst.For | cst.CompFor, quiet: bool) -> None:
-        if _iterates_keys_or_counters(node.iter):
-            self.scope.non_tensors.update(_target_names(node.target))
+        self.scope.non_tensors.update(_non_tensor_targets(node.target, node.iter))
         if isinstance(node.target, cst.Name):
             self.bind(node.target.value, node.iter, "loop")
         elif _zips_onto(node.target, node.iter):
@@ -599,6 +598,24 @@ def _iterates_keys_or_counters(iterable: cst.BaseExpression) -> bool:
             return False
         iterable = iterable.args[0].value
     return False
+
+
+def _non_tensor_targets(target: cst.BaseExpression, iterable: cst.BaseExpression) -> Iterator[str]:
+    """The loop names that hold keys or counters: all of ``for key, value in d.items()``, but
+    only the counter of ``for i, (k, v) in enumerate(past_key_values)``, whose items are
+    what ``past_key_values`` holds."""
+    while isinstance(iterable, cst.Call) and callee_tail(iterable) in _ORDERING_WRAPPERS and iterable.args:
+        iterable = iterable.args[0].value
+    if (
+        isinstance(iterable, cst.Call) and callee_tail(iterable) == "enumerate" and iterable.args
+        and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2
+    ):
+        counter, item = target.elements
+        yield from _target_names(counter.value)
+        if _iterates_keys_or_counters(iterable.args[0].value):
+            yield from _target_names(item.value)
+    elif _iterates_keys_or_counters(iterable):
+        yield from _target_names(target)
 
 
 def _pairs_up(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:

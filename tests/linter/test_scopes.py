@@ -112,7 +112,9 @@ def test_value_orders_enclose_the_accesses_and_calls_of_the_value():
     assert [c.tail for c in scope.calls_within(binding.value_orders)] == ["cat"]
 
 
-def test_loop_targets_over_items_range_and_enumerate_are_not_tensors():
+def test_loop_targets_over_items_range_and_enumerate_counters_are_not_tensors():
+    # enumerate's counter is a counter; its items are what the iterable holds (``x``, tensors
+    # of ``xs`` like ``kk``), keys only when it enumerates keys (``j, (a, b)``).
     scope = function_scope(
         """
         def f(d, xs, n):
@@ -122,6 +124,8 @@ def test_loop_targets_over_items_range_and_enumerate_are_not_tensors():
                 pass
             for i, x in enumerate(xs):
                 pass
+            for j, (a, b) in enumerate(d.items()):
+                pass
             for kk in xs:
                 pass
             names = [kv for kv in d.keys()]
@@ -129,7 +133,7 @@ def test_loop_targets_over_items_range_and_enumerate_are_not_tensors():
                 pass
         """
     )
-    assert scope.non_tensors == {"key", "value", "k", "i", "x", "kv", "kd"}
+    assert scope.non_tensors == {"key", "value", "k", "i", "j", "a", "b", "kv", "kd"}
 
 
 def test_asserts_logging_and_fstrings_are_quiet():

@@ -172,6 +172,14 @@ def write_kv(k_buffer, v_buffer, loc, k, v):
                 "        return k, v\n"),
     )
     INVALID = (
+        # Beam search reorders each layer's cache, counted by enumerate: the value takes another index.
+        Example("""\
+def reorder_cache(past_key_values, beam_idx, prev_idx):
+    reordered = []
+    for layer, (past_k_cache, past_v_cache) in enumerate(past_key_values):
+        reordered.append((past_k_cache.index_select(0, beam_idx), past_v_cache.index_select(0, prev_idx)))
+    return reordered
+""", line=4),
         Example("def attention(k_pool, v_pool, layer, block_ids, slot_ids):\n"
                 "    k = k_pool[layer][block_ids]\n    v = v_pool[layer][slot_ids]\n"
                 "    return k, v\n", line=2),
