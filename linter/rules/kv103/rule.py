@@ -280,7 +280,7 @@ def reorder_cache(past_key_values, beam_idx, prev_idx):
             what = f"`{k.base}` is indexed with `{k_index}` but `{v.base}` with `{v_index}`"
         else:
             k_index, v_index = (", ".join(_display(part) for part in parts(site)) for site in (k, v))
-            what = (f"`{k.tail}` updates the K and V caches at different indices: "
+            what = (f"`{k.tail}` is called on the K and V caches with different indices: "
                     f"`{source_of(k.node)}` vs `{source_of(v.node)}`")
         message = f"paired K/V caches disagree on the index: {what}"
         self.report_mismatch(found, message, self._suggestion(parts(k), parts(v), k_index, v_index))
