@@ -347,6 +347,60 @@ def _twin(name: str, extra_pairs) -> str | None:
     return value_counterpart(name, extra_pairs) or key_counterpart(name, extra_pairs)
 
 
+def _root_name(node: cst.BaseExpression) -> str | None:
+    """``k`` of ``k.transpose(1, 2)[0]``: the name a tensor expression starts from."""
+    while True:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            node = node.func.value
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        else:
+            return dotted_name(node)
+
+
+def _split_source(value: cst.BaseExpression) -> str | None:
+    """What a binding cuts its tensor from: ``qkv`` of ``qkv.split(...)``, ``qkv[..., :d]``,
+    ``torch.chunk(qkv, 3)``; None for anything else."""
+    if isinstance(value, cst.Subscript):
+        return _root_name(value)
+    if isinstance(value, cst.Call):
+        if isinstance(value.func, cst.Attribute) and value.func.attr.value in _PIECES:
+            return _root_name(value.func.value)
+        if callee_tail(value) in _PIECES and value.args:
+            return _root_name(value.args[0].value)
+    return None
+
+
+_PIECES = frozenset({"split", "chunk", "unbind", "tensor_split"})
+
+
+def _made_with_query(model: FunctionModel, site: _Site) -> bool:
+    """K or V viewed as they came out of one statement with Q (``q, k, v = project(x)``) or were
+    cut from the tensor Q is cut from (``q, k = qkv[..., :d], qkv[..., d:2 * d]``), their own
+    views (``k = k.view(...)``) followed back: new tokens, as long as the query. Keys joined
+    with a cache (``torch.cat([past_k, k])``) are no longer followed."""
+    name = _root_name(site.receiver) if site.receiver is not None else None
+    order = site.order
+    for _ in range(8):
+        if name is None:
+            return False
+        binding = next((a for a in reversed(model.assignments) if a.order < order and a.name == name), None)
+        if binding is None:
+            return False
+        queries = [a for a in model.assignments
+                   if a.order <= binding.order and is_query_name(a.name.rsplit(".", 1)[-1])
+                   and not length_name(a.name.rsplit(".", 1)[-1])]
+        if any(a.value is binding.value for a in queries):
+            return True
+        source = _split_source(binding.value)
+        if source is not None and source != name and any(_split_source(a.value) == source for a in queries):
+            return True
+        if _root_name(binding.value) != name:
+            return False
+        order = binding.order
+    return False
+
+
 def _strip_chain(node: cst.BaseExpression) -> cst.BaseExpression:
     while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _CHAIN:
         node = node.func.value
@@ -498,7 +552,9 @@ class KVSizeRole(OwnerTracking, Rule):
         "dim (a key-slot state); the attention output (`o`, `out`, `attn_output`) flattened with "
         "the key's head dim where its own branch reads the value's; a length read off the "
         "query's shape (`b, seqlen = query.shape[:2]`) in a K/V shape, or K/V shaped `as` the "
-        "query (`k.expand_as(q)`), once the keys' own length (`k_len`, `max_seqlen_k`) is bound; "
+        "query (`k.expand_as(q)`), once the keys' own length (`k_len`, `max_seqlen_k`) is bound "
+        "(not for new K/V that come out of one statement with Q, `q, k, v = split(qkv)`, or are "
+        "cut from the tensor Q is cut from: new tokens are as long as the query); "
         "a kernel's value tile computed from the key's (`BV = min(next_power_of_2(K), 64)`) "
         "where the value's own (`V`) is bound; `value_dim=`/`vdim=` given a model width beside "
         "`key_dim=` given a head dim; and a KV head count written as a number above one where "
@@ -679,6 +735,28 @@ def project(self, query, x, past):
     kv_seq_len = key.shape[1] + past.shape[1]
     return key, kv_seq_len
 """),
+        # New K and V made with Q by one statement: the new tokens are as long as the query,
+        # while the cache they are written to counts its own length.
+        Example("""\
+class FusedAttention:
+    def forward(self, hidden, layer_id):
+        query, key, value = self._split_heads(self.query_key_value(hidden))
+        bsz, seq_len = query.shape[:2]
+        k_buf, v_buf, kv_len = self.cache.buffers(layer_id)
+        key = key.transpose(1, 2)
+        k_buf[:, kv_len : kv_len + seq_len] = key.reshape(bsz, seq_len, -1)
+        v_buf[:, kv_len : kv_len + seq_len] = value.transpose(1, 2).reshape(bsz, seq_len, -1)
+        return query, k_buf[:, : kv_len + seq_len], v_buf[:, : kv_len + seq_len]
+"""),
+        # K cut from the fused tensor Q is cut from.
+        Example("""\
+def write_new_tokens(mixed, k_cache, v_cache, kv_len, q_width, kv_width):
+    query = mixed[..., :q_width]
+    key = mixed[..., q_width : q_width + kv_width]
+    bsz, seq_len = query.shape[:2]
+    k_cache[:, kv_len : kv_len + seq_len] = key.view(bsz, seq_len, -1)
+    return query
+"""),
         # K and V proven as long as the query by a guard.
         Example("""\
 def rotate(query, key):
@@ -831,6 +909,16 @@ def step(self, hidden, past, seq_len):
         return cache_k, cache_v
     return past
 """, line=4),
+        # Keys made with the query, then joined with the cache: no longer the query's length.
+        Example("""\
+class FusedAttention:
+    def forward(self, hidden, past_key):
+        query, key, value = self._split_heads(self.query_key_value(hidden))
+        bsz, seq_len = query.shape[:2]
+        kv_len = past_key.shape[1] + seq_len
+        key = torch.cat([past_key, key], dim=1)
+        return key.reshape(bsz, seq_len, -1)
+""", line=7),
         # Unpadded keys viewed with the query's length after a cache made them longer.
         Example("""\
 def varlen_attention(query, key, value, past, n_heads, kv_heads):
@@ -967,6 +1055,8 @@ class Backend:
                     site.name and length_name(site.name)):  # ``k_seqlens``: lengths, not keys
                 at = next((at for n, at in found if n in query_lengths and query_lengths[n] < site.order
                            and n not in guarded), None)
+                if at is not None and _made_with_query(model, site):
+                    at = None  # new tokens, projected with the query: they have its length
                 if at is not None and id(at) not in reported:
                     reported.add(id(at))
                     kv = min(kv_lengths, key=kv_lengths.get)
