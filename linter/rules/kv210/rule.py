@@ -10,6 +10,7 @@ import libcst as cst
 from linter.model.classes import OwnerTracking
 from linter.model.flows import projected
 from linter.model.functions import FunctionModel, function_model
+from linter.model.mqa_branches import heads_shared_off_calls
 from linter.model.size_roles import (
     KEYWORD_TWINS,
     Assigned,
@@ -561,7 +562,9 @@ class KVSizeRole(OwnerTracking, Rule):
         "the query head count comes from a parameter. It stays silent after "
         "K/V are repeated or expanded, for a projection declared with the query's heads, for K/V "
         "named as expanded (`k_full`), under a guard or a branch test that proves the sizes "
-        "equal (`if a != b: raise`, `if a == 256 and b == 256:`), in MLA code "
+        "equal (`if a != b: raise`, `if a == 256 and b == 256:`), in an arm whose test says "
+        "multi-query or grouped-query attention is off (`else` of `if "
+        "self.multi_query_attention:`), in MLA code "
         "(latent K/V heads follow the path), on rope/nope parts of a latent head dim, on V "
         "padded to the key's dim on purpose and on an output cut to the value's dim after. "
         "KV205 (a projection's view), KV206 (a key-named head "
@@ -592,6 +595,18 @@ class Attention(nn.Module):
     )
 
     VALID = (
+        # The view with the query's heads runs only where multi-query attention is off.
+        Example("""\
+class GLMSelfAttention(nn.Module):
+    def forward(self, mixed, cos, sin):
+        q, k, v = self.split_qkv(mixed)
+        if self.multi_query_attention:
+            k = k.view(-1, self.num_key_value_heads, self.head_dim)
+        else:
+            k = k.view(-1, self.num_attention_heads, self.head_dim)
+        v = v.view(-1, self.num_key_value_heads, self.head_dim)
+        return rotate(q, k, cos, sin), v
+"""),
         Example(good),
         # Multi-head attention by construction: the KV head count is the query's.
         Example("""\
@@ -841,6 +856,18 @@ class Backend:
     )
     INVALID = (
         Example(bad, line=7),
+        # The query's heads where multi-query attention is on.
+        Example("""\
+class GLMSelfAttention(nn.Module):
+    def forward(self, mixed, cos, sin):
+        q, k, v = self.split_qkv(mixed)
+        if self.multi_query_attention:
+            k = k.view(-1, self.num_attention_heads, self.head_dim)
+        else:
+            k = k.view(-1, self.num_key_value_heads, self.head_dim)
+        v = v.view(-1, self.num_key_value_heads, self.head_dim)
+        return rotate(q, k, cos, sin), v
+""", line=5),
         # A backend's cascade path views the value cache with the key's head dim, though the
         # same function views it with the value's elsewhere.
         Example("""\
@@ -1029,6 +1056,7 @@ class Backend:
         pad_calls = [(o, c) for o, c in model.calls_in_order() if pads(callee_tail(c)) and c.args
                      and _receiver_side(c.args[0].value, self.extra_pairs)[0] == "v"]
         self._function_body = node.body
+        self._shared_off: set[int] | None = None
         self._cuts: list[cst.CSTNode] | None = None
         self._branch_of: dict[int, _Branch] | None = None
         query_lengths = self._query_lengths(model) if kv_lengths else {}
@@ -1069,7 +1097,8 @@ class Backend:
                     continue
             queries, kvs, values_dims = shape_names(names)
             if (queries and not kvs and not latent and site.side in ("k", "v") and not any(o < site.order for o in expanded)
-                    and not (site.name and expanded_name(site.name)) and not self._declared_with_query_heads(site, model, owner)):
+                    and not (site.name and expanded_name(site.name)) and not self._declared_with_query_heads(site, model, owner)
+                    and not self._heads_shared_off(site)):
                 at = next(at for n, at in found if n == queries[0])
                 base = _base_of(at)
                 counts = kv_counts.get((base, site.side), ())
@@ -1256,6 +1285,13 @@ class Backend:
         if self._cuts is None:  # walked only for a function with an output to check
             self._cuts = list(_value_dim_cuts(self._function_body))
         return self._cuts
+
+    def _heads_shared_off(self, site: _Site) -> bool:
+        """The shape stands in an arm whose test says MQA/GQA is off (``else`` of ``if
+        self.multi_query_attention:``): there the query's head count is the KV one."""
+        if self._shared_off is None:
+            self._shared_off = heads_shared_off_calls(self._function_body)
+        return id(site.call) in self._shared_off
 
     def _branch(self, site: _Site) -> _Branch:
         if self._branch_of is None:  # walked only for a function with a value shape to check
