@@ -873,6 +873,8 @@ def _classify(diff: _Diff, twin: ast.stmt, statement: ast.stmt, names: _Names, p
             return []
         return [Break("one-side-op", v, twin.lineno, axis, "move the value's axes as its key twin does")]
     dropped = dropped_op(k, pairs) if diff.dropped else None
+    if dropped is not None and _moved_for_scores(k, twin, names):
+        return []  # K's axes moved for the product with Q (``baddbmm(q, k)``); V's layout suits ``probs @ V``
     if dropped is not None:
         kind, text = dropped
         return [Break(kind, v, twin.lineno, f"{text} (key twin at line {twin.lineno})",
@@ -905,6 +907,39 @@ def _kept_transposed(k_axis: int, v_axis: int, twin: ast.stmt, statement: ast.st
         _target_name(s) == target and s.lineno < last.lineno and _moves_last_axis(s.value)
         for s in names.assignments
     )
+
+
+# Products that take the query first and the key second: the score product ``Q @ K``.
+_SCORE_PRODUCTS = frozenset({"matmul", "bmm", "baddbmm", "mm"})
+
+
+def _moved_for_scores(k: ast.AST, twin: ast.stmt, names: _Names) -> bool:
+    """The K twin moves axes (``.transpose(1, 2)``) and what it binds is next multiplied by a
+    query (``alibi.baddbmm(batch1=query, batch2=key)``, ``torch.bmm(q, k)``, ``q @ k``): K laid
+    out as ``K^T`` for the scores, which V, multiplied from the right of the probabilities,
+    never needs."""
+    if not (isinstance(k, ast.Call) and tail(k.func) in MOVES):
+        return False
+    target = _target_name(twin)
+    if target is None:
+        return False
+    for node in walk(names.function):
+        if getattr(node, "lineno", 0) <= twin.lineno:
+            continue
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            operands = [node.left, node.right]
+        elif isinstance(node, ast.Call) and tail(node.func) in _SCORE_PRODUCTS:
+            operands = [*node.args, *(keyword.value for keyword in node.keywords)]
+        else:
+            continue
+        # K taken as bound: a product that moves K again (``q @ k.transpose(-2, -1)``) shows
+        # that the earlier move was a heads move, which V needs as well.
+        words = [operand.id if isinstance(operand, ast.Name) else root_word(operand) for operand in operands]
+        bare = [isinstance(operand, (ast.Name, ast.Attribute)) for operand in operands]
+        at = next((i for i, word in enumerate(words) if word == target and bare[i]), None)
+        if at is not None and any(is_query_name(word) for word in words[:at]):
+            return True
+    return False
 
 
 def _names_transposition(test: ast.expr) -> bool:

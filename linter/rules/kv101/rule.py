@@ -14,11 +14,12 @@ from linter.model.names import (
     STORAGE,
     counterpart_of_dotted,
     is_kv_tensor_name,
+    is_query_name,
     kv_side,
     swap_kv_text,
     value_counterpart,
 )
-from linter.model.pairs import attention_kv_args, dotted_name, is_attention_call, source_of
+from linter.model.pairs import attention_kv_args, dotted_name, is_attention_call, normalized, source_of
 from linter.model.reshapes import (
     PIECEWISE,
     TOKEN_HEAD,
@@ -69,7 +70,9 @@ class KeyOnlyReshape(ScopeTracking, Rule):
         "`einsum(\"bhqd,bhkd->bhqk\", q, k)`, a softmax of them, then `@ v` or an `einsum` "
         "summing the weights with `v` over its tokens) pairs its key and value as a kernel call "
         "does; an einsum term without `...` gives the key's rank, so `k[:, :, :n]` before "
-        "`\"bhkd\"` is a token cut; a piece unpacked from `torch.split(k, ...)` and a cut "
+        "`\"bhkd\"` is a token cut; K cut into pieces by the same call as Q in the same function "
+        "(`q.unbind(2)` beside `k.unbind(2)`, differential attention) feeds several score maps "
+        "over one V and is not reported; a piece unpacked from `torch.split(k, ...)` and a cut "
         "after axis moves (`k.transpose(1, 2)[:, :, :n]`) count as cuts of `k`."
     )
     why = (
@@ -204,6 +207,16 @@ def eager_attention(q, k, v, scale):
 def quantized_prefill_attention(q, k_fp8, v_fp8, k_scale, v_scale, num_tokens):
     return torch.ops._C.fp8_attention(q, k_fp8, v_fp8, k_scale[:num_tokens], v_scale)
 """),
+        # Differential attention: Q and K cut into two halves alike, each half pair makes its own
+        # score map over the whole V, and the two outputs are subtracted.
+        Example("class DiffAttention(nn.Module):\n"
+                "    def forward(self, q, k, v, lam):\n"
+                "        b, h, n, d = q.shape\n"
+                "        q = q.reshape(b, h // 2, 2, n, d)\n        k = k.reshape(b, h // 2, 2, n, d)\n"
+                "        q_a, q_b = q.unbind(2)\n        k_a, k_b = k.unbind(2)\n"
+                "        out_a = F.scaled_dot_product_attention(q_a, k_a, v)\n"
+                "        out_b = F.scaled_dot_product_attention(q_b, k_b, v)\n"
+                "        return out_a - lam * out_b\n"),
     )
     INVALID = (
         Example("def f(q, k, v, t):\n    k = k[:t]\n    return flash_attn_func(q, k, v)\n", line=2,
@@ -298,6 +311,11 @@ def chunk_attention_reference(query, key, value, chunk):
     probs = torch.softmax(scores, dim=-1)
     return torch.einsum("bhqk,bhkd->bhqd", probs, value)
 """, line=2),
+        # Q split differently from K: nothing says the K halves are score maps' halves.
+        Example("def ring_chunks(q, k, v, n):\n"
+                "    k_parts = k.chunk(n, dim=1)\n    q_parts = q.chunk(2 * n, dim=1)\n"
+                "    return [F.scaled_dot_product_attention(q_parts[i], k_parts[i], v) for i in range(n)]\n",
+                line=2),
     )
 
     def visit_Module(self, node: cst.Module) -> None:
@@ -428,6 +446,10 @@ def chunk_attention_reference(query, key, value, chunk):
         # ``k[:, :v.shape[1]]`` trims K to V: the bound already knows about V.
         if any(kv_side(word, self.extra_pairs) == "v" for word in _IDENTIFIER.findall(reshape.bounds_text())):
             return False
+        # Q split the same way (differential attention): the halves make two score maps, each
+        # weighing the whole V, not two K/V pairs.
+        if reshape.kind in PIECEWISE and _query_cut_alike(scope, reshape):
+            return False
         partner = counterpart_of_dotted(reshape.base, self.extra_pairs)
         return partner is not None and _value_source(scope, value, order) == partner
 
@@ -532,6 +554,19 @@ _RANK_KEEPING = frozenset({
     "contiguous", "transpose", "permute", "to", "float", "half", "bfloat16", "type", "type_as",
     "clone", "detach", "cuda", "cpu", "npu", "movedim", "swapaxes", "mul", "div",
 })
+
+
+def _query_cut_alike(scope: Scope, reshape: Reshape) -> bool:
+    """A query tensor cut into pieces in ``scope`` by the very call that cuts K (``q.unbind(2)``
+    beside ``k.unbind(2)``)."""
+    for site in scope.calls:
+        other = reshape_of(site.node)
+        if other is None or other.kind != reshape.kind or not is_query_name(other.base.rsplit(".", 1)[-1]):
+            continue
+        as_key = re.sub(rf"(?<![\w.]){re.escape(other.base)}(?!\w)", reshape.base, normalized(site.node))
+        if as_key == normalized(reshape.node):
+            return True
+    return False
 
 
 def _rank_kept(scope: Scope, key: cst.BaseExpression, order: int, origin: _Origin) -> bool:

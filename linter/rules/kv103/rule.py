@@ -63,7 +63,10 @@ class KVIndexMismatch(ScopeTracking, Rule):
         "(`npu_scatter_nd_update_(self.k_buffer[layer_id], loc, k)`, `index_copy_`, `index_put_`, "
         "...), where the cache's own subscripts and the index arguments are compared, not the data "
         "written. A K access is matched when any V access in the function has the same index after "
-        "K names are renamed to their V partners. Stacked caches (`kv_cache[layer][0]`) and K-only "
+        "K names are renamed to their V partners; a K subscript one trailing whole axis (`:`) "
+        "longer than V's, with the same selecting indices in order, reads the paged layout that "
+        "splits K's head dim by `x` (`[blocks, heads, head_dim // x, block_size, x]`) and "
+        "matches. Stacked caches (`kv_cache[layer][0]`) and K-only "
         "pools are not pairs."
     )
     why = (
@@ -163,6 +166,12 @@ def write_kv(k_buffer, v_buffer, loc, k, v):
                 "    k = k_cache.permute(1, 2, 0)[:, :, topk]\n    v = v_cache[topk]\n"
                 "    weights = torch.softmax(torch.einsum(\"hd,hdt->ht\", q, k), dim=-1)\n"
                 "    return torch.einsum(\"ht,thd->hd\", weights, v)\n"),
+        # The paged layout that stores K's head dim split by x ([blocks, heads, dim // x, block, x])
+        # beside V's [blocks, heads, dim, block]: one slot, K's subscript one whole axis longer.
+        Example("def check_kv_cache_write(key_cache, value_cache, block_table, positions, block_size):\n"
+                "    blocks = block_table[:, positions // block_size]\n    slots = positions % block_size\n"
+                "    stored_k = key_cache[blocks, :, :, slots, :].flatten(-2)\n"
+                "    stored_v = value_cache[blocks, :, :, slots]\n    return stored_k, stored_v\n"),
         # A gather inside a log call is displayed, never attended over.
         Example("class PagedKVPool:\n"
                 "    def gather_kv(self, layer, idx):\n"
@@ -188,6 +197,12 @@ def reorder_cache(past_key_values, beam_idx, prev_idx):
         Example("def write_kv(k_buffer, v_buffer, loc, slot, k, v):\n"
                 "    torch_npu.npu_scatter_nd_update_(k_buffer, loc, k)\n"
                 "    torch_npu.npu_scatter_nd_update_(v_buffer, slot, v)\n", line=2),
+        # The x-split K layout does not hide a slot that differs.
+        Example("def check_kv_cache_write(key_cache, value_cache, block_table, positions, block_size):\n"
+                "    blocks = block_table[:, positions // block_size]\n    slots = positions % block_size\n"
+                "    stored_k = key_cache[blocks, :, :, slots, :].flatten(-2)\n"
+                "    stored_v = value_cache[blocks, :, :, slots - 1]\n    return stored_k, stored_v\n",
+                line=4),
         Example("def store_kv_cache(k_cache, v_cache, slots, other, k, v):\n"
                 "    k_cache[slots] = k\n    v_cache[other] = v\n", line=2),
         Example("def store_kv_cache(key_cache, value_cache, slots, other, k, v):\n"
@@ -215,10 +230,29 @@ def reorder_cache(past_key_values, beam_idx, prev_idx):
             partner = (counterpart_of_dotted(base, self.extra_pairs), tail)
 
             def compare(k, v):
-                return SAME if self._swapped(parts(k)) == _texts(parts(v)) else DIFFER
+                k_parts, v_parts = parts(k), parts(v)
+                if self._swapped(k_parts) == _texts(v_parts):
+                    return SAME
+                if parts == self._access_parts and self._x_split_alike(k_parts, v_parts):
+                    return SAME
+                return DIFFER
 
             for found in mismatches(k_sites, values.get(partner, []), compare, self._row):
                 self._report(found, parts)
+
+    def _x_split_alike(self, k_parts: tuple[cst.CSTNode, ...], v_parts: tuple[cst.CSTNode, ...]) -> bool:
+        """K read through the paged layout that splits its head dim by ``x``, V through its own.
+
+        K ``[blocks, heads, head_dim // x, block_size, x]`` has one axis more than V (``[blocks,
+        heads, head_dim, block_size]`` or ``[blocks, heads, block_size, head_dim]``): the same slot
+        is K's subscript with a trailing whole ``x`` axis, and the indices that select agree in
+        order once the whole-axis cuts are set aside.
+        """
+        if len(k_parts) != len(v_parts) + 1 or not _whole_axis(k_parts[-1]):
+            return False
+        k_cuts = [text for part, text in zip(k_parts, self._swapped(k_parts)) if not _whole_axis(part)]
+        v_cuts = [text for part, text in zip(v_parts, _texts(v_parts)) if not _whole_axis(part)]
+        return k_cuts == v_cuts
 
     def _swapped(self, parts: tuple[cst.CSTNode, ...]) -> tuple[str, ...]:
         return tuple(swap_kv_text(text, self.extra_pairs) for text in _texts(parts))
@@ -303,6 +337,11 @@ def reorder_cache(past_key_values, beam_idx, prev_idx):
 
 def _texts(parts: tuple[cst.CSTNode, ...]) -> tuple[str, ...]:
     return tuple(normalized(part) for part in parts)
+
+
+def _whole_axis(part: cst.CSTNode) -> bool:
+    """A bare ``:``: the whole axis, which says nothing about the slot read."""
+    return isinstance(part, cst.Slice) and part.lower is None and part.upper is None and part.step is None
 
 
 def _display(node: cst.CSTNode) -> str:

@@ -59,7 +59,8 @@ class BrokenKvTwin(Rule):
         "bound not updated. The shapes usually still agree, so nothing fails; the model "
         "attends over wrong values. Deliberate asymmetries are not reported: RoPE, a norm or a "
         "cast on K only (another callable), K transposed for `Q @ K^T` while V keeps its last "
-        "axis, an op the query shares with the key (RoPE's layout, where Q and K move back or V moves later; Q and K expanded to V's "
+        "axis (or K's axes moved where the K it binds is then multiplied by the query: "
+        "`baddbmm(batch1=q, batch2=k)`, `torch.bmm(q, k)`, `q @ k`), an op the query shares with the key (RoPE's layout, where Q and K move back or V moves later; Q and K expanded to V's "
         "heads), a head-dim cut after an ellipsis (Dk != Dv), a bound naming a value size of its "
         "own, a fused buffer cut into parts, a mapping's `key`/`value` loop variables, a value "
         "that mirrors the key of its own branch, a value counterpart bound only further down "
@@ -131,6 +132,17 @@ class DecoderAttention(nn.Module):
         cache_k = torch.zeros(key_states.shape, dtype=self.k_proj.weight.dtype, device=key_states.device)
         cache_v = torch.zeros(key_states.shape, dtype=self.k_proj.weight.dtype, device=key_states.device)
         return cache_k, cache_v
+"""),
+        # K of a 3-d layout moved for the batched score product with Q, V left for probs @ V.
+        Example("""\
+def alibi_attention(self, fused, alibi, batch, n):
+    query, key, value = self._split_heads(fused)
+    query = query.reshape(batch * self.heads, n, self.head_dim)
+    key = key.reshape(batch * self.heads, n, self.head_dim).transpose(1, 2)
+    value = value.reshape(batch * self.heads, n, self.head_dim)
+    scores = alibi.baddbmm(batch1=query, batch2=key, beta=1.0, alpha=self.scale)
+    probs = torch.softmax(scores, dim=-1)
+    return torch.bmm(probs, value)
 """),
         # K transposed for the scores, V kept as is.
         Example("""\
@@ -357,6 +369,15 @@ def quantized_attention(self, query_states, key_states, value_states, cache, gro
         out = torch.matmul(scores.softmax(-1), value_states)
     return out
 """, line=3),
+        # K moved again in the score product: the first move was a heads move V lacks.
+        Example("""\
+def eager_attention(self, query, key, value, batch, n):
+    query = query.view(batch, n, self.heads, self.head_dim).transpose(1, 2)
+    key = key.view(batch, n, self.heads, self.head_dim).transpose(1, 2)
+    value = value.view(batch, n, self.heads, self.head_dim)
+    probs = torch.softmax(torch.matmul(query, key.transpose(-1, -2)) * self.scale, dim=-1)
+    return torch.matmul(probs, value)
+""", line=4),
     )
 
     def visit_Module(self, node: cst.Module) -> None:

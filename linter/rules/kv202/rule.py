@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from linter.model.mqa_branches import heads_shared_off_calls
 from linter.model.names import is_query_name, kv_side, value_counterpart
 from linter.model.pairs import dotted_name, normalized, source_of
 from linter.rules.base import Example, Rule
@@ -101,6 +102,8 @@ class View:
 class _Scope:
     views: list[View] = field(default_factory=list)
     aliases: Aliases = field(default_factory=Aliases)
+    # Calls in an arm whose test says MQA/GQA is off: there K/V have the query's heads.
+    shared_off: set[int] = field(default_factory=set)
 
 
 class KVViewHeadsMismatch(Rule):
@@ -116,7 +119,10 @@ class KVViewHeadsMismatch(Rule):
         "rank that name different head counts at the same axis: `num_kv_heads` against "
         "`num_heads`, MQA's `1` against `num_heads`, or two different integers. `-1` matches "
         "anything, head-dim factors are ignored (MLA's K and V head dims differ legitimately), "
-        "and an axis whose size cannot be classified keeps the rule silent."
+        "an axis whose size cannot be classified keeps the rule silent, and a view in an arm whose "
+        "test says multi-query or grouped-query attention is off (`else` of `if "
+        "self.multi_query_attention:`, `if not use_gqa:`) is not compared: there the counts "
+        "are equal."
     )
     why = (
         "K and V carry one head per KV head; every attention kernel reads both with one head "
@@ -144,6 +150,18 @@ def forward(self, hidden_states):
 
     VALID = (
         Example(good),
+        # The view with the query's heads runs only where multi-query attention is off.
+        Example("""\
+class GLMSelfAttention(nn.Module):
+    def forward(self, mixed, cos, sin):
+        q, k, v = self.split_qkv(mixed)
+        if self.multi_query_attention:
+            k = k.view(-1, self.num_key_value_heads, self.head_dim)
+        else:
+            k = k.view(-1, self.num_attention_heads, self.head_dim)
+        v = v.view(-1, self.num_key_value_heads, self.head_dim)
+        return rotate(q, k, cos, sin), v
+"""),
         # MLA: the head dims differ, the head counts agree.
         Example("""\
 def forward(self, kv):
@@ -208,6 +226,18 @@ class TinyAttention(nn.Module):
     )
     INVALID = (
         Example(bad, line=3),
+        # The query's heads where multi-query attention is on.
+        Example("""\
+class GLMSelfAttention(nn.Module):
+    def forward(self, mixed, cos, sin):
+        q, k, v = self.split_qkv(mixed)
+        if self.multi_query_attention:
+            k = k.view(-1, self.num_attention_heads, self.head_dim)
+        else:
+            k = k.view(-1, self.num_key_value_heads, self.head_dim)
+        v = v.view(-1, self.num_key_value_heads, self.head_dim)
+        return rotate(q, k, cos, sin), v
+""", line=5),
         # Linear attention with the head counts swapped: K viewed with the value's own count.
         Example("""\
 def forward_decode(self, q, k, v, b):
@@ -235,13 +265,13 @@ def forward(self, k, v, b, s):
         self._targets: list[tuple[str | None, set[int]]] = []
 
     def visit_Module(self, node: cst.Module) -> None:
-        self._scopes.append(_Scope())
+        self._scopes.append(_Scope(shared_off=heads_shared_off_calls(node)))
 
     def leave_Module(self, original_node: cst.Module) -> None:
         self._check(self._scopes.pop())
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._scopes.append(_Scope())
+        self._scopes.append(_Scope(shared_off=heads_shared_off_calls(node.body)))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._check(self._scopes.pop())
@@ -266,7 +296,7 @@ def forward(self, k, v, b, s):
 
     def visit_Call(self, node: cst.Call) -> None:
         view = self._view(node)
-        if view is not None:
+        if view is not None and id(node) not in self._scopes[-1].shared_off:
             self._scopes[-1].views.append(view)
 
     def _view(self, call: cst.Call) -> View | None:

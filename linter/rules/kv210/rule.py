@@ -10,6 +10,7 @@ import libcst as cst
 from linter.model.classes import OwnerTracking
 from linter.model.flows import projected
 from linter.model.functions import FunctionModel, function_model
+from linter.model.mqa_branches import heads_shared_off_calls
 from linter.model.size_roles import (
     KEYWORD_TWINS,
     Assigned,
@@ -347,6 +348,60 @@ def _twin(name: str, extra_pairs) -> str | None:
     return value_counterpart(name, extra_pairs) or key_counterpart(name, extra_pairs)
 
 
+def _root_name(node: cst.BaseExpression) -> str | None:
+    """``k`` of ``k.transpose(1, 2)[0]``: the name a tensor expression starts from."""
+    while True:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            node = node.func.value
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        else:
+            return dotted_name(node)
+
+
+def _split_source(value: cst.BaseExpression) -> str | None:
+    """What a binding cuts its tensor from: ``qkv`` of ``qkv.split(...)``, ``qkv[..., :d]``,
+    ``torch.chunk(qkv, 3)``; None for anything else."""
+    if isinstance(value, cst.Subscript):
+        return _root_name(value)
+    if isinstance(value, cst.Call):
+        if isinstance(value.func, cst.Attribute) and value.func.attr.value in _PIECES:
+            return _root_name(value.func.value)
+        if callee_tail(value) in _PIECES and value.args:
+            return _root_name(value.args[0].value)
+    return None
+
+
+_PIECES = frozenset({"split", "chunk", "unbind", "tensor_split"})
+
+
+def _made_with_query(model: FunctionModel, site: _Site) -> bool:
+    """K or V viewed as they came out of one statement with Q (``q, k, v = project(x)``) or were
+    cut from the tensor Q is cut from (``q, k = qkv[..., :d], qkv[..., d:2 * d]``), their own
+    views (``k = k.view(...)``) followed back: new tokens, as long as the query. Keys joined
+    with a cache (``torch.cat([past_k, k])``) are no longer followed."""
+    name = _root_name(site.receiver) if site.receiver is not None else None
+    order = site.order
+    for _ in range(8):
+        if name is None:
+            return False
+        binding = next((a for a in reversed(model.assignments) if a.order < order and a.name == name), None)
+        if binding is None:
+            return False
+        queries = [a for a in model.assignments
+                   if a.order <= binding.order and is_query_name(a.name.rsplit(".", 1)[-1])
+                   and not length_name(a.name.rsplit(".", 1)[-1])]
+        if any(a.value is binding.value for a in queries):
+            return True
+        source = _split_source(binding.value)
+        if source is not None and source != name and any(_split_source(a.value) == source for a in queries):
+            return True
+        if _root_name(binding.value) != name:
+            return False
+        order = binding.order
+    return False
+
+
 def _strip_chain(node: cst.BaseExpression) -> cst.BaseExpression:
     while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _CHAIN:
         node = node.func.value
@@ -498,14 +553,18 @@ class KVSizeRole(OwnerTracking, Rule):
         "dim (a key-slot state); the attention output (`o`, `out`, `attn_output`) flattened with "
         "the key's head dim where its own branch reads the value's; a length read off the "
         "query's shape (`b, seqlen = query.shape[:2]`) in a K/V shape, or K/V shaped `as` the "
-        "query (`k.expand_as(q)`), once the keys' own length (`k_len`, `max_seqlen_k`) is bound; "
+        "query (`k.expand_as(q)`), once the keys' own length (`k_len`, `max_seqlen_k`) is bound "
+        "(not for new K/V that come out of one statement with Q, `q, k, v = split(qkv)`, or are "
+        "cut from the tensor Q is cut from: new tokens are as long as the query); "
         "a kernel's value tile computed from the key's (`BV = min(next_power_of_2(K), 64)`) "
         "where the value's own (`V`) is bound; `value_dim=`/`vdim=` given a model width beside "
         "`key_dim=` given a head dim; and a KV head count written as a number above one where "
         "the query head count comes from a parameter. It stays silent after "
         "K/V are repeated or expanded, for a projection declared with the query's heads, for K/V "
         "named as expanded (`k_full`), under a guard or a branch test that proves the sizes "
-        "equal (`if a != b: raise`, `if a == 256 and b == 256:`), in MLA code "
+        "equal (`if a != b: raise`, `if a == 256 and b == 256:`), in an arm whose test says "
+        "multi-query or grouped-query attention is off (`else` of `if "
+        "self.multi_query_attention:`), in MLA code "
         "(latent K/V heads follow the path), on rope/nope parts of a latent head dim, on V "
         "padded to the key's dim on purpose and on an output cut to the value's dim after. "
         "KV205 (a projection's view), KV206 (a key-named head "
@@ -536,6 +595,18 @@ class Attention(nn.Module):
     )
 
     VALID = (
+        # The view with the query's heads runs only where multi-query attention is off.
+        Example("""\
+class GLMSelfAttention(nn.Module):
+    def forward(self, mixed, cos, sin):
+        q, k, v = self.split_qkv(mixed)
+        if self.multi_query_attention:
+            k = k.view(-1, self.num_key_value_heads, self.head_dim)
+        else:
+            k = k.view(-1, self.num_attention_heads, self.head_dim)
+        v = v.view(-1, self.num_key_value_heads, self.head_dim)
+        return rotate(q, k, cos, sin), v
+"""),
         Example(good),
         # Multi-head attention by construction: the KV head count is the query's.
         Example("""\
@@ -777,6 +848,28 @@ def project(self, query, x, past):
     kv_seq_len = key.shape[1] + past.shape[1]
     return key, kv_seq_len
 """),
+        # New K and V made with Q by one statement: the new tokens are as long as the query,
+        # while the cache they are written to counts its own length.
+        Example("""\
+class FusedAttention:
+    def forward(self, hidden, layer_id):
+        query, key, value = self._split_heads(self.query_key_value(hidden))
+        bsz, seq_len = query.shape[:2]
+        k_buf, v_buf, kv_len = self.cache.buffers(layer_id)
+        key = key.transpose(1, 2)
+        k_buf[:, kv_len : kv_len + seq_len] = key.reshape(bsz, seq_len, -1)
+        v_buf[:, kv_len : kv_len + seq_len] = value.transpose(1, 2).reshape(bsz, seq_len, -1)
+        return query, k_buf[:, : kv_len + seq_len], v_buf[:, : kv_len + seq_len]
+"""),
+        # K cut from the fused tensor Q is cut from.
+        Example("""\
+def write_new_tokens(mixed, k_cache, v_cache, kv_len, q_width, kv_width):
+    query = mixed[..., :q_width]
+    key = mixed[..., q_width : q_width + kv_width]
+    bsz, seq_len = query.shape[:2]
+    k_cache[:, kv_len : kv_len + seq_len] = key.view(bsz, seq_len, -1)
+    return query
+"""),
         # K and V proven as long as the query by a guard.
         Example("""\
 def rotate(query, key):
@@ -861,6 +954,18 @@ class Backend:
     )
     INVALID = (
         Example(bad, line=7),
+        # The query's heads where multi-query attention is on.
+        Example("""\
+class GLMSelfAttention(nn.Module):
+    def forward(self, mixed, cos, sin):
+        q, k, v = self.split_qkv(mixed)
+        if self.multi_query_attention:
+            k = k.view(-1, self.num_attention_heads, self.head_dim)
+        else:
+            k = k.view(-1, self.num_key_value_heads, self.head_dim)
+        v = v.view(-1, self.num_key_value_heads, self.head_dim)
+        return rotate(q, k, cos, sin), v
+""", line=5),
         # A backend's cascade path views the value cache with the key's head dim, though the
         # same function views it with the value's elsewhere.
         Example("""\
@@ -1004,6 +1109,16 @@ def varlen_attention(query, key, value, past, kv_heads):
     key_unpad = key_unpad.view(bsz, seqlen, kv_heads, -1)
     return key_unpad, max_seqlen_k
 """, line=6),
+        # Keys made with the query, then joined with the cache: no longer the query's length.
+        Example("""\
+class FusedAttention:
+    def forward(self, hidden, past_key):
+        query, key, value = self._split_heads(self.query_key_value(hidden))
+        bsz, seq_len = query.shape[:2]
+        kv_len = past_key.shape[1] + seq_len
+        key = torch.cat([past_key, key], dim=1)
+        return key.reshape(bsz, seq_len, -1)
+""", line=7),
         # Unpadded keys viewed with the query's length after a cache made them longer.
         Example("""\
 def varlen_attention(query, key, value, past, n_heads, kv_heads):
@@ -1114,6 +1229,7 @@ class Backend:
         pad_calls = [(o, c) for o, c in model.calls_in_order() if pads(callee_tail(c)) and c.args
                      and _receiver_side(c.args[0].value, self.extra_pairs)[0] == "v"]
         self._function_body = node.body
+        self._shared_off: set[int] | None = None
         self._cuts: list[cst.CSTNode] | None = None
         self._branch_of: dict[int, _Branch] | None = None
         query_lengths = self._query_lengths(model) if kv_lengths else {}
@@ -1140,6 +1256,8 @@ class Backend:
                     site.name and length_name(site.name)):  # ``k_seqlens``: lengths, not keys
                 at = next((at for n, at in found if n in query_lengths and query_lengths[n] < site.order
                            and n not in guarded), None)
+                if at is not None and _made_with_query(model, site):
+                    at = None  # new tokens, projected with the query: they have its length
                 if at is not None and id(at) not in reported:
                     reported.add(id(at))
                     kv = min(kv_lengths, key=kv_lengths.get)
@@ -1152,7 +1270,8 @@ class Backend:
                     continue
             queries, kvs, values_dims = shape_names(names)
             if (queries and not kvs and not latent and site.side in ("k", "v") and not any(o < site.order for o in expanded)
-                    and not (site.name and expanded_name(site.name)) and not self._declared_with_query_heads(site, model, owner)):
+                    and not (site.name and expanded_name(site.name)) and not self._declared_with_query_heads(site, model, owner)
+                    and not self._heads_shared_off(site)):
                 at = next(at for n, at in found if n == queries[0])
                 base = _base_of(at)
                 counts = kv_counts.get((base, site.side), ())
@@ -1339,6 +1458,13 @@ class Backend:
         if self._cuts is None:  # walked only for a function with an output to check
             self._cuts = list(_value_dim_cuts(self._function_body))
         return self._cuts
+
+    def _heads_shared_off(self, site: _Site) -> bool:
+        """The shape stands in an arm whose test says MQA/GQA is off (``else`` of ``if
+        self.multi_query_attention:``): there the query's head count is the KV one."""
+        if self._shared_off is None:
+            self._shared_off = heads_shared_off_calls(self._function_body)
+        return id(site.call) in self._shared_off
 
     def _branch(self, site: _Site) -> _Branch:
         if self._branch_of is None:  # walked only for a function with a value shape to check
