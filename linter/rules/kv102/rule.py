@@ -181,6 +181,21 @@ def grouped_query_attention(q, k, v, n_rep, seq_len):
     v = v[:, :, None].expand(b, kv_heads, n_rep, seq_len, d).reshape(b, kv_heads * n_rep, seq_len, d)
     return F.scaled_dot_product_attention(q, k, v)
 """),
+        # Top-k chunk selection (MoBA-style): each chunk of keys alone gates the chunks, then K
+        # and V are gathered alike by the chosen tokens; a K slice beside a V gather is no pair.
+        Example("""\
+def topk_chunk_attention_reference(q, k, v, chunk_size, topk):
+    num_tokens, num_heads, _ = k.shape
+    bounds = [(s, min(s + chunk_size, num_tokens)) for s in range(0, num_tokens, chunk_size)]
+    chunk_keys = torch.stack([k[s:e].float().mean(dim=0) for s, e in bounds])
+    gate = torch.einsum("chd,lhd->hlc", chunk_keys, q.float())
+    chosen = gate.topk(min(topk, len(bounds)), dim=-1).indices
+    out = torch.empty_like(q)
+    for head in range(num_heads):
+        idx = torch.cat([torch.arange(*bounds[c]) for c in chosen[head, -1].tolist()])
+        out[:, head] = F.scaled_dot_product_attention(q[:, head], k[idx, head], v[idx, head])
+    return out
+"""),
     )
     INVALID = (
         # MLA caches read with each side's own head dim (a difference by design) and token
