@@ -125,6 +125,7 @@ class _File:
         self._self_attributes: frozenset[str] | None = None
         self._returned: frozenset[str] | None = None
         self._joined: str | None = None
+        self._lined: str | None = None
         self._joined_lower: str | None = None
         self._containing: dict[tuple[str, bool], frozenset[str]] = {}
         self._statements: dict[int, tuple[list[int], int]] = {}
@@ -170,6 +171,19 @@ class _File:
         if self._joined is None:
             self._joined = identifier_lines(self.text)
         return self._joined
+
+    def among_identifiers(self, words: Collection[str]) -> frozenset[str]:
+        """Those of ``words`` that are identifiers of the text (``identifiers & words``).
+
+        Looked up in the joined identifiers, a line each, rather than in a set of them: a few
+        substring searches of that short string cost less than splitting it into a set, which
+        most files are asked for nothing else."""
+        if self._identifiers is not None:
+            return self._identifiers & frozenset(words)
+        if self._lined is None:
+            self._lined = f"\n{self.joined_identifiers()}\n"
+        lined = self._lined
+        return frozenset(w for w in words if f"\n{w}\n" in lined)
 
     def pairs_among(self, ids: frozenset[str] | str) -> list[str]:
         """The K-side names among ``ids`` (a set, or names one per line) whose V counterpart
@@ -389,6 +403,9 @@ class _File:
         """Is one of ``words`` (identifiers) a whole word of the text?"""
         if self._identifiers is not None:
             return not self._identifiers.isdisjoint(words)  # no scan of the text per word
+        if self._joined is not None:
+            # The identifiers were read: a search of them each (a whole word is an identifier).
+            return bool(self.among_identifiers(words))
         present = [word for word in words if word in self.text]
         if not present:
             return False

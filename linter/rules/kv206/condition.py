@@ -14,7 +14,7 @@ def _kv206(f: _File) -> bool:
     # A key head-dim name (``qk_head_dim``, ``head_k_dim``, ``d_k``) with its value twin present,
     # passed to a view or an allocation (the screen and the rule read the names in its
     # arguments).
-    uses = f.identifiers & _HEAD_DIM_USES
+    uses = f.among_identifiers(_HEAD_DIM_USES)
     if not uses:
         return False
     names = set().union(*(f.names_containing(part, True) for part in _HEAD_DIM_PARTS))
