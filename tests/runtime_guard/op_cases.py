@@ -7,7 +7,9 @@ mutation (it must be rejected with the check named). Each case names the call si
 it follows (vllm-ascend, sglang, or the op's torch_npu docstring where no caller exists); the
 calls are written anew for the test double, with small block counts.
 
-A mutation changes arguments by name; the runner finds a positional argument's name from the
+A valid call must be judged and pass, or, where ``Case.unjudged`` says so, go to the kernel
+unjudged with that reason noted (never through a failure of the guard). A mutation changes
+arguments by name; the runner finds a positional argument's name from the
 op's schema, so a mutation reads the same however the call passes it. Tensors are built when a
 test runs (``Case.build``), never at import.
 """
@@ -37,6 +39,7 @@ class Mutation(NamedTuple):
     what: str  # the bug it stands for
     change: Callable[[], dict]  # argument name -> new value
     check: str  # the check that must reject it
+    says: str = ""  # words the message must hold: the op's own argument name, or what the user must pass
 
 
 class Case(NamedTuple):
@@ -44,11 +47,14 @@ class Case(NamedTuple):
     build: Callable[[], tuple]  # () -> (args, kwargs)
     mutations: tuple
     overload: str = ""  # call this overload of the op instead of the packet
+    # The valid call's verdict: "" = judged and passed; otherwise words of the reason the guard lets
+    # it through unjudged (a layout, cache form or mode it does not know: the kernel judges those).
+    unjudged: str = ""
 
 
-def m(what: str, check: str, **change: Callable[[], Any]) -> Mutation:
+def m(what: str, check: str, says: str = "", **change: Callable[[], Any]) -> Mutation:
     """A mutation whose new values are built when it runs."""
-    return Mutation(what, lambda: {name: make() for name, make in change.items()}, check)
+    return Mutation(what, lambda: {name: make() for name, make in change.items()}, check, says)
 
 
 VA = "vllm-ascend "
