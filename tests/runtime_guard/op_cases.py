@@ -210,6 +210,31 @@ def _fia_nsd() -> Case:
     ))
 
 
+def _fia_numpy_heads(paged: bool) -> Case:
+    """Head counts as NumPy integers (a config read through NumPy): the dispatcher takes any integer
+    for an ``int`` argument, so the guard must too, in BSH where it splits the hidden axis by them."""
+    if paged:
+        cache = (BLOCKS, BS, KVH * D)
+
+        def build() -> tuple:  # BSH decode over (blocks, block_size, H) caches, as _incre_flash's call
+            return (t(2, 1, H * D), t(*cache), t(*cache)), {
+                "num_heads": np.int64(H), "num_key_value_heads": np.int64(KVH), "input_layout": "BSH", "block_table": t(2, 2, dtype=I32), "block_size": BS,
+                "scale": 0.088, "actual_seq_lengths_kv": [105, 200]}
+        return Case("torch_npu npu_fused_infer_attention_score paged BSH, NumPy head counts", build, (
+            m("num_heads that does not split the query", "head_count_matches", num_heads=lambda: np.int64(3)),
+            m("num_key_value_heads that does not split the cache", "head_count_matches", num_key_value_heads=lambda: np.int64(3)),
+            m("caches of another head dim", "q_k_head_dims_match", key=lambda: t(BLOCKS, BS, KVH * 64), value=lambda: t(BLOCKS, BS, KVH * 64)),
+        ))
+
+    def build() -> tuple:  # BSH prefill over contiguous K/V, as _prompt_flash's call
+        return (t(2, 6, H * D), t(2, 6, KVH * D), t(2, 6, KVH * D)), {
+            "num_heads": np.int64(H), "num_key_value_heads": np.int64(KVH), "input_layout": "BSH", "scale": 0.088, "actual_seq_lengths": [6, 4], "actual_seq_lengths_kv": [6, 4]}
+    return Case("torch_npu npu_fused_infer_attention_score BSH, NumPy head counts", build, (
+        m("num_heads that does not split the query", "head_count_matches", num_heads=lambda: np.int64(3)),
+        m("declared KV heads wrong", "head_count_matches", num_key_value_heads=lambda: np.int64(4)),
+    ))
+
+
 def _fia_unknown_paged_form() -> Case:
     def build() -> tuple:  # a paged key of a rank the FIA docstring lists no form for: the kernel judges it
         return (t(2, 1, H, D), t(BLOCKS, 1, KVH, BS, D // 16, 16), t(BLOCKS, 1, KVH, BS, D // 16, 16)), {
@@ -552,6 +577,12 @@ def _rope_cache(site: str, v2: bool) -> Case:
     return Case(site, build, _mla_cache_mutations("k_cache", "ckv_cache", shapes))
 
 
+def _rope_cache_unknown_mode() -> Case:
+    def build() -> tuple:  # a cache_mode the docstring does not list (PA_BSND is the prolog's): the kernel judges it
+        return (t(4, 1, 1, 576), t(512), t(4, 1, 1, 64), t(4, 1, 1, 64), t(4, dtype=I64), t(BLOCKS, BS, 1, 64), t(BLOCKS, BS // 2, 1, 512)), {"epsilon": 1e-6, "cache_mode": "PA_BSND"}
+    return Case("torch_npu npu_kv_rmsnorm_rope_cache with a cache_mode its docstring does not list", build, (), unjudged="cache_mode='PA_BSND'")
+
+
 def _mla_prolog(site: str, v3: bool) -> Case:
     shapes = ((BLOCKS, BS, 1, 512), (BLOCKS, BS, 1, 64))
 
@@ -597,6 +628,18 @@ def _kv_quant_sparse() -> Case:
         m("value cache from another pool", "k_v_token_counts_match", value=lambda: t(BLOCKS - 1, BS, 1, 656, dtype=I8)),
         m("value cache with more heads", "k_v_head_counts_match", value=lambda: t(BLOCKS, BS, 2, 656, dtype=I8)),
     ))
+
+
+def _kv_quant_sparse_unknown_layout() -> Case:
+    packed = (2, 64, 1, 656)
+
+    def build() -> tuple:  # layout_kv BNSD, which its docstring does not list (TND, BSND, PA_BSND): the kernel judges it
+        cache = t(*packed, dtype=I8)
+        return (), {"query": t(2, 1, 16, 576), "key": cache, "value": cache, "sparse_indices": t(2, 1, 1, 64, dtype=I32), "scale_value": 0.07, "key_quant_mode": 2, "value_quant_mode": 2,
+                    "sparse_block_size": 1, "layout_query": "BSND", "layout_kv": "BNSD"}
+    return Case("torch_npu npu_kv_quant_sparse_flash_attention with a layout_kv its docstring does not list", build, (
+        m("value missing", "arguments_are_tensors", value=lambda: None),
+    ), unjudged="layout_kv='BNSD'")
 
 
 def _sparse() -> tuple:
@@ -783,7 +826,8 @@ def _scatter_pa_cache() -> tuple:
 
 CASES: dict = {
     ("npu", "npu_fusion_attention"): _fusion_attention(),
-    ("npu", "npu_fused_infer_attention_score"): (_fia(VA + "attention_v1._get_fia_params (paged TND)", "TND"), _fia(SG + "ascend_backend.forward_extend (BSND)", "BSND"), _fia_paged_heads(), _fia_paged_nz(), _fia_c8(), _fia_nsd(), _fia_unknown_paged_form()),
+    ("npu", "npu_fused_infer_attention_score"): (_fia(VA + "attention_v1._get_fia_params (paged TND)", "TND"), _fia(SG + "ascend_backend.forward_extend (BSND)", "BSND"), _fia_paged_heads(), _fia_paged_nz(), _fia_c8(), _fia_nsd(), _fia_unknown_paged_form(),
+                                                 _fia_numpy_heads(paged=False), _fia_numpy_heads(paged=True)),
     ("npu", "npu_fused_infer_attention_score_v2"): (_fia_v2(VA + "FIA v2 over paged caches (TND)", paged=True), _fia_v2(VA + "FIA v2 prefill over contiguous K/V (TND)", paged=False),
                                                     _fia_v2_device_lengths(paged=True), _fia_v2_device_lengths(paged=False)),
     ("npu", "npu_prompt_flash_attention"): (_prompt_flash(),),
@@ -801,12 +845,12 @@ CASES: dict = {
     ("npu", "npu_scatter_pa_kv_cache"): _scatter_pa_kv_cache(),
     ("npu", "npu_gather_pa_kv_cache"): (_gather(),),
     ("atb", "npu_paged_cache_load"): (_paged_cache_load(),),
-    ("npu", "npu_kv_rmsnorm_rope_cache"): (_rope_cache(VA + "mla_v1.exec_kv_decode (PA)", v2=False),),
+    ("npu", "npu_kv_rmsnorm_rope_cache"): (_rope_cache(VA + "mla_v1.exec_kv_decode (PA)", v2=False), _rope_cache_unknown_mode()),
     ("npu", "npu_kv_rmsnorm_rope_cache_v2"): (_rope_cache(SG + "deepseek_v2_attention_mla_npu.forward_mla_prepare (PA_BNSD), v2 op", v2=True),),
     ("npu", "npu_mla_prolog_v2"): (_mla_prolog(VA + "device_op.mla_prolog_v2 (PA_BSND)", v3=False),),
     ("npu", "npu_mla_prolog_v3"): (_mla_prolog(SG + "mla_preprocess.forward_mlaprolog (PA_BSND)", v3=True), _mla_prolog_v3_variant("packed"),
                                    _mla_prolog_v3_variant("repo_mode"), _mla_prolog_v3_variant("cache_mode")),
-    ("npu", "npu_kv_quant_sparse_flash_attention"): (_kv_quant_sparse(),),
+    ("npu", "npu_kv_quant_sparse_flash_attention"): (_kv_quant_sparse(), _kv_quant_sparse_unknown_layout()),
     ("npu", "npu_scatter_pa_cache"): (_single_cache(VA + "minimax indexer cache write (npu_scatter_pa_cache)", "slot_mapping", _scatter_pa_cache),),
     ("atb", "_npu_reshape_and_cache_siso"): (_single_cache("torch_npu schema _npu_reshape_and_cache_siso (one cache)", "slot_indices", _siso),),
     ("npu", "npu_sparse_flash_attention"): _sparse(),
