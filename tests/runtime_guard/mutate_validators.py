@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "tests" / "runtime_guard" / "double"))  # its torc
 SWAPS = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt, ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.In: ast.NotIn, ast.NotIn: ast.In}
 
 # How a reason opens: what kind of survivor it is.
-KINDS = ("equivalent", "speed only", "message only", "double gap")
+KINDS = ("equivalent", "speed only", "message only", "double gap", "unpinned")
 
 
 def mutants(tree: ast.Module):
@@ -136,7 +136,8 @@ def write(found: list[dict], known: list[dict], scope: dict, path: Path = SURVIV
         "# real code. Keyed by file, function and mutation (the line is for reading). Each reason opens",
         "# with its kind: equivalent (no input tells the mutant apart), speed only (an inline shortcut",
         "# whose check decides anyway), message only (the same check, worded otherwise where no case",
-        "# can reach the difference), double gap (a real difference the test double cannot express).",
+        "# can reach the difference), double gap (a real difference the test double cannot express),",
+        "# unpinned (a call would tell it apart; no case makes it yet: the reason names the call).",
         "# The command fails on a survivor missing here; regenerate with `--update`, then give each",
         "# new entry its reason.",
     ]
