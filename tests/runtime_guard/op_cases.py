@@ -129,7 +129,7 @@ def _paged_tnd(q_lens: str, kv_lens: str, heads_arg: str, scales_arg: str) -> tu
         m("query not packed to TND", "rank_matches_layout", query=lambda: t(2, 6, H, D)),
         m("value cache from another pool", "caches_match", value=lambda: t(BLOCKS - 1, BS, KVH * D)),
         m("value cache of another block size", "caches_match", value=lambda: t(BLOCKS, BS // 2, KVH * D)),
-        m("block size of another cache config", "block_size_matches", block_size=lambda: 64),
+        m("block size of another cache config", "block_size_matches", says="block_size must equal the block axis of key", block_size=lambda: 64),
         m("block size as a float", "argument_types", block_size=lambda: 128.0),
         m("num_key_value_heads as a float", "argument_types", num_key_value_heads=lambda: 2.0),
         m("block table flattened", "block_table_shape", block_table=lambda: t(16, dtype=I32)),
