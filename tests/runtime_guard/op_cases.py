@@ -99,6 +99,7 @@ def _tnd(q_lens: str, kv_lens: str, layout_arg: str, heads_arg: str) -> tuple:
         m("three KV heads for eight query heads", "kv_heads_divide_q_heads", key=lambda: t(12, 3, D), value=lambda: t(12, 3, D)),
         m("K/V lengths built before a trim", "cumulative_lengths_valid", **{kv_lens: lambda: [5, 11]}),
         m("query lengths of another batch", "same_batch", **{q_lens: lambda: [12]}),
+        m("query ends left all zero", "cumulative_lengths_valid", says="are all zero", **{q_lens: lambda: [0, 0]}),
     )
 
 
@@ -337,6 +338,7 @@ def _incre_flash() -> Case:
         m("block size as a string", "argument_types", block_size=lambda: "128"),
         m("block table of another batch", "block_table_shape", block_table=lambda: t(3, 2, dtype=I32)),
         m("num_heads that does not split the query", "head_count_matches", num_heads=lambda: 3),
+        m("num_heads left at 0", "head_count_matches", num_heads=lambda: 0),
         m("cache of another head dim", "q_k_head_dims_match", key=lambda: t(BLOCKS, BS, KVH * 64), value=lambda: t(BLOCKS, BS, KVH * 64)),
         m("cache split into heads that do not divide the query's", "kv_heads_divide_q_heads", num_key_value_heads=lambda: 3, key=lambda: t(BLOCKS, BS, 3 * D), value=lambda: t(BLOCKS, BS, 3 * D)),
         m("context length past the row's blocks", "per_sequence_lengths_fit", actual_seq_lengths=lambda: [105, 2 * BS + 1]),
