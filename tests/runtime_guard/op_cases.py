@@ -740,6 +740,16 @@ def _prefix_encoder() -> Case:
     ))
 
 
+def _prefix_encoder_hidden() -> Case:
+    def build() -> tuple:  # the same docstring's other cache form, (numBlocks, blockSize, H)
+        return (t(64, 4, 32), t(8, 16, 128), t(8, 16, 128), t(2, 4, dtype=I32), [32, 32], [32, 48], 4, 0.1, 4), {}
+    return Case("torch_npu.atb.npu_self_attention_prefix_encoder docstring, (blocks, block_size, H) caches", build, (
+        m("value cache left 4-D", "rank_matches_layout", value=lambda: t(8, 16, 4, 32)),
+        m("value cache of another block size", "caches_match", value=lambda: t(8, 8, 128)),
+        m("K/V length past the row's blocks", "per_sequence_lengths_fit", kv_seqlen=lambda: [32, 4 * 16 + 1]),
+    ))
+
+
 # The K/V ops other packages register (ops.PACKAGE_ROWS). vllm-ascend's torch.ops._C_ascend.* as its
 # device_op (execute_sparse_flash_attention_process, execute_kv_quant_sparse_flash_attention, the
 # indexer step) calls them: keywords only, TND query, paged PA_BSND caches. custom_ops'
@@ -859,7 +869,7 @@ CASES: dict = {
     ("atb", "_npu_paged_attention_mla"): (_paged_mla(),),
     ("atb", "npu_ring_mla"): (_ring_mla(),),
     ("atb", "npu_multi_head_latent_attention"): (_latent(),),
-    ("atb", "npu_self_attention_prefix_encoder"): (_prefix_encoder(),),
+    ("atb", "npu_self_attention_prefix_encoder"): (_prefix_encoder(), _prefix_encoder_hidden()),
     ("_C_ascend", "npu_sparse_flash_attention"): (_package_sparse("_C_ascend"),),
     ("_C_ascend", "npu_kv_quant_sparse_flash_attention"): (_package_kv_quant_sparse("_C_ascend"),),
     ("_C_ascend", "npu_lightning_indexer"): (_package_indexer("_C_ascend", quant=False),),
