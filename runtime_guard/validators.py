@@ -121,9 +121,11 @@ def _hidden_heads(layout: str, q: Any, k: Any, v: Any, heads: Any, names: tuple)
     """BSH/SBH fold heads into H = N * D: Q's head count must split it, and K/V must split by Q's head dim."""
     named = ((names[1], q),)
     if type(heads) is not int:
-        if heads is ABSENT or c.is_int(heads):
-            return c.Violation("head_count_matches", f"layout {layout} needs an integer head count to split {c.describe(names[1], q)}, got {'none' if heads is ABSENT else repr(heads)}", "a missing or wrongly typed head count", named)
-        return c.int_argument(names[4], heads, f"layout {layout} splits the hidden size of {c.describe(names[1], q)} by it")
+        if heads is ABSENT:
+            return c.Violation("head_count_matches", f"layout {layout} needs an integer head count to split {c.describe(names[1], q)}, got none", "a missing head count", named)
+        if not c.is_int(heads):
+            return c.int_argument(names[4], heads, f"layout {layout} splits the hidden size of {c.describe(names[1], q)} by it")
+        heads = int(heads)  # a NumPy integer: the dispatcher takes it as the int it holds
     q_hidden, k_hidden, v_hidden = q.shape[2], k.shape[2], v.shape[2]
     if heads <= 0 or q_hidden % heads:
         return c.divides("head_count_matches", f"{names[4]} must split the hidden size of {c.describe(names[1], q)}", q_hidden, heads, named, "a head count from the model config that does not match this tensor")
@@ -228,13 +230,17 @@ def _paged_heads(layout: Any, q: Any, k: Any, heads: Any, kv_heads: Any, head_ax
             return found
     elif type(heads) is int and heads > 0 and q.shape[2] % heads == 0:
         q_heads, q_dim = heads, q.shape[2] // heads
+    elif found := _hidden_heads(layout.name, q, q, q, heads, names):
+        return found
     else:
-        return _hidden_heads(layout.name, q, q, q, heads, names)
+        q_heads = int(heads)  # a NumPy integer (any other head count was rejected above)
+        q_dim = q.shape[2] // q_heads
     if head_axis is not None:
         k_heads, k_dim = k_shape[head_axis], k_shape[-1] * (k_shape[2] if len(k_shape) == 5 else 1)
     else:
         # (blocks, block_size, H): H holds num_key_value_heads heads (0: as many as the query).
-        declared = kv_heads if type(kv_heads) is int and kv_heads > 0 else q_heads
+        declared = kv_heads if type(kv_heads) is int else int(kv_heads) if c.is_int(kv_heads) else 0
+        declared = declared if declared > 0 else q_heads
         hidden = k_shape[2]
         if hidden % declared:
             return c.divides("head_count_matches", f"{names[5]} must split the hidden axis of {c.describe(names[2], k)}", hidden, declared, ((names[2], k),), c.HEAD_CONFIG)

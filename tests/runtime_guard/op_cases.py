@@ -7,7 +7,9 @@ mutation (it must be rejected with the check named). Each case names the call si
 it follows (vllm-ascend, sglang, or the op's torch_npu docstring where no caller exists); the
 calls are written anew for the test double, with small block counts.
 
-A mutation changes arguments by name; the runner finds a positional argument's name from the
+A valid call must be judged and pass, or, where ``Case.unjudged`` says so, go to the kernel
+unjudged with that reason noted (never through a failure of the guard). A mutation changes
+arguments by name; the runner finds a positional argument's name from the
 op's schema, so a mutation reads the same however the call passes it. Tensors are built when a
 test runs (``Case.build``), never at import.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import numpy as np
 import torch
 import torch_npu
 
@@ -37,6 +40,7 @@ class Mutation(NamedTuple):
     what: str  # the bug it stands for
     change: Callable[[], dict]  # argument name -> new value
     check: str  # the check that must reject it
+    says: str = ""  # words the message must hold: the op's own argument name, or what the user must pass
 
 
 class Case(NamedTuple):
@@ -44,11 +48,17 @@ class Case(NamedTuple):
     build: Callable[[], tuple]  # () -> (args, kwargs)
     mutations: tuple
     overload: str = ""  # call this overload of the op instead of the packet
+    # The valid call's verdict: "" = judged and passed; otherwise words of the reason the guard lets
+    # it through unjudged (a layout, cache form or mode it does not know: the kernel judges those).
+    unjudged: str = ""
 
 
-def m(what: str, check: str, **change: Callable[[], Any]) -> Mutation:
+NOT_PASSED = object()  # a mutation's value that drops the keyword argument from the call
+
+
+def m(what: str, check: str, says: str = "", **change: Callable[[], Any]) -> Mutation:
     """A mutation whose new values are built when it runs."""
-    return Mutation(what, lambda: {name: make() for name, make in change.items()}, check)
+    return Mutation(what, lambda: {name: make() for name, make in change.items()}, check, says)
 
 
 VA = "vllm-ascend "
@@ -63,7 +73,10 @@ def _common_attention(q_shape: tuple, kv_shape: tuple, layout_arg: str, heads_ar
     wrong_rank = kv_shape + (1,)
     return (
         m("value missing", "arguments_are_tensors", value=lambda: None),
+        m("query missing", "arguments_are_tensors", query=lambda: None),
+        m("key missing", "arguments_are_tensors", key=lambda: None),
         m("key left on another card", "one_device_of_type", key=lambda: t(*kv_shape, index=1)),
+        m("value left on another card", "one_device_of_type", value=lambda: t(*kv_shape, index=1)),
         m("value cast to float32 alone", "one_dtype", value=lambda: t(*kv_shape, dtype=F32)),
         m("key cast to float32 alone", "one_dtype", key=lambda: t(*kv_shape, dtype=F32)),
         m("query cast to float32 alone", "one_dtype", query=lambda: t(*q_shape, dtype=F32)),
@@ -72,7 +85,8 @@ def _common_attention(q_shape: tuple, kv_shape: tuple, layout_arg: str, heads_ar
         m("layout passed as None", "layout_is_text", **{layout_arg: lambda: None}),
         m("key not reshaped to the layout", "rank_matches_layout", key=lambda: t(*wrong_rank)),
         m("head count from the unsplit config", "head_count_matches", **{heads_arg: lambda: 2 * H}),
-        m("head count as a string", "argument_types", **{heads_arg: lambda: "8"}),
+        m("head count as a string", "argument_types", says=f"{heads_arg} is '8' (str)", **{heads_arg: lambda: "8"}),
+        m("head count as a float", "argument_types", **{heads_arg: lambda: 8.0}),
     )
 
 
@@ -85,6 +99,7 @@ def _tnd(q_lens: str, kv_lens: str, layout_arg: str, heads_arg: str) -> tuple:
         m("three KV heads for eight query heads", "kv_heads_divide_q_heads", key=lambda: t(12, 3, D), value=lambda: t(12, 3, D)),
         m("K/V lengths built before a trim", "cumulative_lengths_valid", **{kv_lens: lambda: [5, 11]}),
         m("query lengths of another batch", "same_batch", **{q_lens: lambda: [12]}),
+        m("query ends left all zero", "cumulative_lengths_valid", says="are all zero", **{q_lens: lambda: [0, 0]}),
     )
 
 
@@ -99,7 +114,8 @@ def _bsnd(q_lens: str | None, kv_lens: str, layout_arg: str, heads_arg: str, kv_
         m("K/V lengths past the sequence axis", "per_sequence_lengths_fit", **{kv_lens: lambda: [6, 7]}),
     )
     if kv_heads_arg:
-        found += (m("KV heads before the TP split", "head_count_matches", **{kv_heads_arg: lambda: 4}),)
+        found += (m("KV heads before the TP split", "head_count_matches", **{kv_heads_arg: lambda: 4}),
+                  m("KV heads as a float", "argument_types", **{kv_heads_arg: lambda: 2.0}))
     return found
 
 
@@ -109,12 +125,12 @@ def _paged_tnd(q_lens: str, kv_lens: str, heads_arg: str, scales_arg: str) -> tu
     return (
         m("value cache missing", "arguments_are_tensors", value=lambda: None),
         m("key cache on another card", "one_device_of_type", key=lambda: t(*cache, index=1)),
-        m("int8 caches without their antiquant scales", "one_dtype", key=lambda: t(*cache, dtype=I8), value=lambda: t(*cache, dtype=I8), **{scales_arg: lambda: None}),
+        m("int8 caches without their antiquant scales", "one_dtype", says=f"{scales_arg}", key=lambda: t(*cache, dtype=I8), value=lambda: t(*cache, dtype=I8), **{scales_arg: lambda: None}),
         m("layout passed as None", "layout_is_text", input_layout=lambda: None),
         m("query not packed to TND", "rank_matches_layout", query=lambda: t(2, 6, H, D)),
         m("value cache from another pool", "caches_match", value=lambda: t(BLOCKS - 1, BS, KVH * D)),
         m("value cache of another block size", "caches_match", value=lambda: t(BLOCKS, BS // 2, KVH * D)),
-        m("block size of another cache config", "block_size_matches", block_size=lambda: 64),
+        m("block size of another cache config", "block_size_matches", says="block_size must equal the block axis of key", block_size=lambda: 64),
         m("block size as a float", "argument_types", block_size=lambda: 128.0),
         m("num_key_value_heads as a float", "argument_types", num_key_value_heads=lambda: 2.0),
         m("block table flattened", "block_table_shape", block_table=lambda: t(16, dtype=I32)),
@@ -150,7 +166,7 @@ def _fia_paged_heads() -> Case:
             "actual_seq_lengths": [1, 1], "actual_seq_lengths_kv": [105, 200]}
     return Case(VA + "FIA decode over (blocks, KV_N, block_size, D) caches", build, (
         m("block table passed as a list", "arguments_are_tensors", block_table=lambda: [[0, 1], [2, 3]]),
-        m("num_heads as a string", "argument_types", num_heads=lambda: "8"),
+        m("num_heads as a string", "argument_types", says="the number of query heads", num_heads=lambda: "8"),
         m("num_key_value_heads as a float", "argument_types", num_key_value_heads=lambda: 2.0),
         m("KV heads before the TP split", "head_count_matches", num_key_value_heads=lambda: 4),
         m("value cache of another block size", "caches_match", value=lambda: t(BLOCKS, KVH, 64, D)),
@@ -183,6 +199,73 @@ def _fia_paged_nz() -> Case:
         m("value cache of another block size", "caches_match", value=lambda: t(BLOCKS, KVH, D // 16, 64, 16)),
         m("block size of another cache config", "block_size_matches", block_size=lambda: 64),
         m("cache split into heads that do not divide the query's", "kv_heads_divide_q_heads", num_key_value_heads=lambda: 3, key=lambda: t(BLOCKS, 3, D // 16, BS, 16), value=lambda: t(BLOCKS, 3, D // 16, BS, 16)),
+    ))
+
+
+def _fia_nsd() -> Case:
+    def build() -> tuple:  # FIA's NSD layout (torch_npu meta registration's LAYOUT_MAP): one sequence, no batch axis
+        return (t(H, 6, D), t(KVH, 6, D), t(KVH, 6, D)), {"num_heads": H, "num_key_value_heads": KVH, "input_layout": "NSD", "scale": 0.088}
+    return Case("torch_npu npu_fused_infer_attention_score, NSD layout (the guard reads devices and dtypes only)", build, (
+        m("value left on another card", "one_device_of_type", value=lambda: t(KVH, 6, D, index=1)),
+        m("value cast alone", "one_dtype", value=lambda: t(KVH, 6, D, dtype=F32)),
+    ))
+
+
+def _fia_numpy_heads(paged: bool) -> Case:
+    """Head counts as NumPy integers (a config read through NumPy): the dispatcher takes any integer
+    for an ``int`` argument, so the guard must too, in BSH where it splits the hidden axis by them."""
+    if paged:
+        cache = (BLOCKS, BS, KVH * D)
+
+        def build() -> tuple:  # BSH decode over (blocks, block_size, H) caches, as _incre_flash's call
+            return (t(2, 1, H * D), t(*cache), t(*cache)), {
+                "num_heads": np.int64(H), "num_key_value_heads": np.int64(KVH), "input_layout": "BSH", "block_table": t(2, 2, dtype=I32), "block_size": BS,
+                "scale": 0.088, "actual_seq_lengths_kv": [105, 200]}
+        return Case("torch_npu npu_fused_infer_attention_score paged BSH, NumPy head counts", build, (
+            m("num_heads that does not split the query", "head_count_matches", num_heads=lambda: np.int64(3)),
+            m("num_key_value_heads that does not split the cache", "head_count_matches", num_key_value_heads=lambda: np.int64(3)),
+            m("caches of another head dim", "q_k_head_dims_match", key=lambda: t(BLOCKS, BS, KVH * 64), value=lambda: t(BLOCKS, BS, KVH * 64)),
+        ))
+
+    def build() -> tuple:  # BSH prefill over contiguous K/V, as _prompt_flash's call
+        return (t(2, 6, H * D), t(2, 6, KVH * D), t(2, 6, KVH * D)), {
+            "num_heads": np.int64(H), "num_key_value_heads": np.int64(KVH), "input_layout": "BSH", "scale": 0.088, "actual_seq_lengths": [6, 4], "actual_seq_lengths_kv": [6, 4]}
+    return Case("torch_npu npu_fused_infer_attention_score BSH, NumPy head counts", build, (
+        m("num_heads that does not split the query", "head_count_matches", num_heads=lambda: np.int64(3)),
+        m("declared KV heads wrong", "head_count_matches", num_key_value_heads=lambda: np.int64(4)),
+    ))
+
+
+def _fia_unknown_paged_form() -> Case:
+    def build() -> tuple:  # a paged key of a rank the FIA docstring lists no form for: the kernel judges it
+        return (t(2, 1, H, D), t(BLOCKS, 1, KVH, BS, D // 16, 16), t(BLOCKS, 1, KVH, BS, D // 16, 16)), {
+            "num_heads": H, "num_key_value_heads": KVH, "input_layout": "BSND", "block_table": t(2, 2, dtype=I32), "block_size": BS, "actual_seq_lengths_kv": [105, 200]}
+    return Case("torch_npu npu_fused_infer_attention_score, a 6-D paged key no documented form has", build, (
+        m("block table passed as a list", "arguments_are_tensors", block_table=lambda: [[0, 1], [2, 3]]),
+    ), unjudged="paged key of rank 6")
+
+
+def _fia_v2_device_lengths(paged: bool) -> Case:
+    """SymInt[] lengths given as 1-D int32 device tensors (the dispatcher takes them; sglang's NPU
+    backend builds its DSA lengths as ``.to(device=q.device, dtype=torch.int32)``): only their shape
+    is checked, never their values (reading them would sync the device)."""
+    if paged:
+        def build() -> tuple:  # vllm-ascend FIA v2 over paged caches, query lengths on the device
+            return (t(12, H, D), t(BLOCKS, BS, KVH * D), t(BLOCKS, BS, KVH * D)), {
+                "num_query_heads": H, "num_key_value_heads": KVH, "input_layout": "TND", "block_table": t(2, 2, dtype=I32), "block_size": BS,
+                "softmax_scale": 0.088, "sparse_mode": 3, "actual_seq_qlen": t(2, dtype=I32), "actual_seq_kvlen": [105, 200]}
+        return Case(VA + "FIA v2 over paged caches (TND), query lengths as a device tensor", build, (
+            m("query lengths as a 2-D device tensor", "length_tensor_shape", actual_seq_qlen=lambda: t(2, 1, dtype=I32)),
+            m("query lengths as a string", "argument_types", says=", or None", actual_seq_qlen=lambda: "5,12"),
+            m("context length past the row's blocks", "per_sequence_lengths_fit", actual_seq_kvlen=lambda: [105, 2 * BS + 1]),
+        ))
+
+    def build() -> tuple:  # FIA v2 prefill over contiguous K/V: query lengths on the device, K/V ends on the host
+        return (t(12, H, D), t(12, KVH, D), t(12, KVH, D)), {
+            "num_query_heads": H, "num_key_value_heads": KVH, "input_layout": "TND", "softmax_scale": 0.088, "sparse_mode": 3, "actual_seq_qlen": t(2, dtype=I32), "actual_seq_kvlen": [5, 12]}
+    return Case(VA + "FIA v2 prefill over contiguous K/V (TND), query lengths as a device tensor", build, (
+        m("K/V lengths as a 2-D device tensor", "length_tensor_shape", actual_seq_kvlen=lambda: t(2, 1, dtype=I32)),
+        m("query lengths as a string", "argument_types", actual_seq_qlen=lambda: "5,12"),
     ))
 
 
@@ -230,6 +313,8 @@ def _prompt_flash() -> Case:
         m("key of another head dim", "q_k_head_dims_match", key=lambda: t(2, 6, 100)),
         m("num_heads that does not split the query", "head_count_matches", num_heads=lambda: 3),
         m("num_heads as a float", "argument_types", num_heads=lambda: 8.0),
+        m("num_heads as a string", "argument_types", num_heads=lambda: "8"),
+        m("num_heads passed as a tensor", "argument_types", says="num_heads is a tensor (1,)", num_heads=lambda: t(1, dtype=I32)),
         m("declared KV heads wrong", "head_count_matches", num_key_value_heads=lambda: 4),
         m("three KV heads for eight query heads", "kv_heads_divide_q_heads", key=lambda: t(2, 6, 3 * D), value=lambda: t(2, 6, 3 * D), num_key_value_heads=lambda: 3),
         m("K/V of another batch", "q_kv_batches_match", key=lambda: t(3, 6, KVH * D), value=lambda: t(3, 6, KVH * D)),
@@ -253,6 +338,7 @@ def _incre_flash() -> Case:
         m("block size as a string", "argument_types", block_size=lambda: "128"),
         m("block table of another batch", "block_table_shape", block_table=lambda: t(3, 2, dtype=I32)),
         m("num_heads that does not split the query", "head_count_matches", num_heads=lambda: 3),
+        m("num_heads left at 0", "head_count_matches", num_heads=lambda: 0),
         m("cache of another head dim", "q_k_head_dims_match", key=lambda: t(BLOCKS, BS, KVH * 64), value=lambda: t(BLOCKS, BS, KVH * 64)),
         m("cache split into heads that do not divide the query's", "kv_heads_divide_q_heads", num_key_value_heads=lambda: 3, key=lambda: t(BLOCKS, BS, 3 * D), value=lambda: t(BLOCKS, BS, 3 * D)),
         m("context length past the row's blocks", "per_sequence_lengths_fit", actual_seq_lengths=lambda: [105, 2 * BS + 1]),
@@ -313,7 +399,15 @@ def _paged_decode_mutations(dtype: torch.dtype, cache_dtype: torch.dtype) -> tup
         m("context length past the row's blocks", "per_sequence_lengths_fit", context_lens=lambda: host(100, 50, 7, 4 * BS + 1)),
         m("context lengths as a 2-D device tensor", "length_tensor_shape", context_lens=lambda: t(4, 1, dtype=I32)),
         m("context lengths on the device, built for another batch", "length_tensor_shape", context_lens=lambda: t(3, dtype=I32)),
-        m("context lengths as a float list", "argument_types", context_lens=lambda: [1.5, 2.0, 3.0, 4.0]),
+        m("context lengths as a float list", "argument_types", says="whose entry 1.5 (float) is not an int", context_lens=lambda: [1.5, 2.0, 3.0, 4.0]),
+    )
+
+
+def _keyword_decode_mutations() -> tuple:
+    """Arguments left out of an all-keyword call: the message names what is missing."""
+    return (
+        m("value cache not passed", "arguments_are_tensors", says="value_cache missing", value_cache=lambda: NOT_PASSED),
+        m("context lengths not passed", "argument_types", says="context_lens is missing; it must be a list of ints or a 1-D integer tensor (pass", context_lens=lambda: NOT_PASSED),
     )
 
 
@@ -321,7 +415,7 @@ def _paged_decode() -> Case:
     def build() -> tuple:  # vllm-ascend attention_v1 _forward_decode_only: (B, N, D) query, ND caches
         return (), {"query": t(4, H, D, dtype=F16), "key_cache": t(BLOCKS, BS, KVH, D, dtype=F16), "value_cache": t(BLOCKS, BS, KVH, D, dtype=F16),
                         "num_kv_heads": KVH, "num_heads": H, "scale_value": 0.088, "block_table": t(4, 4, dtype=I32), "context_lens": host(100, 50, 7, 4 * BS), "out": t(4, H, D, dtype=F16)}
-    return Case(VA + "attention_v1._forward_decode_only", build, _paged_decode_mutations(F16, F16))
+    return Case(VA + "attention_v1._forward_decode_only", build, _paged_decode_mutations(F16, F16) + _keyword_decode_mutations())
 
 
 def _paged_decode_nz() -> Case:
@@ -335,6 +429,17 @@ def _paged_decode_nz() -> Case:
         m("context length past the row's blocks", "per_sequence_lengths_fit", context_lens=lambda: host(100, 50, 7, 4 * BS + 1)),
         m("num_kv_heads that does not fold into the cache's axis 1", "q_k_head_dims_match", num_kv_heads=lambda: 4),
     ))
+
+
+def _paged_decode_3d() -> Case:
+    cache = (BLOCKS, BS, KVH * D)
+
+    def build() -> tuple:  # (blocks, block_size, H) caches, a form the ATB op's callers never pass: the kernel judges it
+        return (), {"query": t(4, H, D, dtype=F16), "key_cache": t(*cache, dtype=F16), "value_cache": t(*cache, dtype=F16), "num_kv_heads": KVH, "num_heads": H,
+                    "scale_value": 0.088, "block_table": t(4, 4, dtype=I32), "context_lens": host(100, 50, 7, 4 * BS), "out": t(4, H, D, dtype=F16)}
+    return Case("torch_npu _npu_paged_attention over 3-D caches (not judged past devices, dtypes and the query)", build, (
+        m("value cache of another dtype", "one_dtype", value_cache=lambda: t(*cache, dtype=F32)),
+    ), unjudged="3-D key_cache")
 
 
 def _paged_quant() -> Case:
@@ -474,6 +579,12 @@ def _rope_cache(site: str, v2: bool) -> Case:
     return Case(site, build, _mla_cache_mutations("k_cache", "ckv_cache", shapes))
 
 
+def _rope_cache_unknown_mode() -> Case:
+    def build() -> tuple:  # a cache_mode the docstring does not list (PA_BSND is the prolog's): the kernel judges it
+        return (t(4, 1, 1, 576), t(512), t(4, 1, 1, 64), t(4, 1, 1, 64), t(4, dtype=I64), t(BLOCKS, BS, 1, 64), t(BLOCKS, BS // 2, 1, 512)), {"epsilon": 1e-6, "cache_mode": "PA_BSND"}
+    return Case("torch_npu npu_kv_rmsnorm_rope_cache with a cache_mode its docstring does not list", build, (), unjudged="cache_mode='PA_BSND'")
+
+
 def _mla_prolog(site: str, v3: bool) -> Case:
     shapes = ((BLOCKS, BS, 1, 512), (BLOCKS, BS, 1, 64))
 
@@ -484,6 +595,25 @@ def _mla_prolog(site: str, v3: bool) -> Case:
                             kv_cache=t(*shapes[0]), kr_cache=t(*shapes[1]), cache_index=t(8, dtype=I64), cache_mode="PA_BSND")
         return (*weights, t(8, dtype=I64), t(*shapes[0]), t(*shapes[1])), {"cache_mode": "PA_BSND"}
     return Case(site, build, _mla_cache_mutations("kv_cache", "kr_cache", shapes))
+
+
+def _mla_prolog_v3_variant(kind: str) -> Case:
+    """v3 with ckvkr_repo_mode=1 (rope stored in kv_cache; kr_cache an empty placeholder), or a mode
+    or cache_mode its docstring does not list (left to the kernel)."""
+    def build() -> tuple:
+        weights = (t(8, 1024), t(1024, 256), t(256, 4 * 192), t(4, 128, 512), t(1024, 576), t(256), t(512), t(8, 64), t(8, 64))
+        named = dict(zip(("token_x", "weight_dq", "weight_uq_qr", "weight_uk", "weight_dkv_kr", "rmsnorm_gamma_cq", "rmsnorm_gamma_ckv", "rope_sin", "rope_cos"), weights))
+        if kind == "packed":  # vllm-ascend device_op SFA C8 prolog (sfa_v1's kr_cache dummy), sglang mla_preprocess
+            return (), dict(named, kv_cache=t(BLOCKS, BS, 1, 656, dtype=I8), kr_cache=t(0), cache_index=t(8, dtype=I64), cache_mode="PA_BSND", ckvkr_repo_mode=1)
+        mode = {"repo_mode": ("PA_BSND", 2), "cache_mode": ("PA_BLK_BSND", 0)}[kind]
+        return (), dict(named, kv_cache=t(BLOCKS, BS, 1, 512), kr_cache=t(BLOCKS, BS, 1, 64), cache_index=t(8, dtype=I64), cache_mode=mode[0], ckvkr_repo_mode=mode[1])
+    if kind == "packed":
+        return Case(VA + "device_op SFA C8 mla_prolog_v3 (ckvkr_repo_mode=1, empty kr_cache)", build, (
+            m("kv_cache missing", "arguments_are_tensors", kv_cache=lambda: None),
+            m("kv_cache left on the host", "one_device_of_type", kv_cache=lambda: torch.zeros(BLOCKS, BS, 1, 656, dtype=I8)),
+        ))
+    unjudged = "ckvkr_repo_mode=2" if kind == "repo_mode" else "cache_mode='PA_BLK_BSND'"
+    return Case(f"torch_npu npu_mla_prolog_v3 with a {kind} its docstring does not list (the kernel judges it)", build, (), unjudged=unjudged)
 
 
 def _kv_quant_sparse() -> Case:
@@ -500,6 +630,18 @@ def _kv_quant_sparse() -> Case:
         m("value cache from another pool", "k_v_token_counts_match", value=lambda: t(BLOCKS - 1, BS, 1, 656, dtype=I8)),
         m("value cache with more heads", "k_v_head_counts_match", value=lambda: t(BLOCKS, BS, 2, 656, dtype=I8)),
     ))
+
+
+def _kv_quant_sparse_unknown_layout() -> Case:
+    packed = (2, 64, 1, 656)
+
+    def build() -> tuple:  # layout_kv BNSD, which its docstring does not list (TND, BSND, PA_BSND): the kernel judges it
+        cache = t(*packed, dtype=I8)
+        return (), {"query": t(2, 1, 16, 576), "key": cache, "value": cache, "sparse_indices": t(2, 1, 1, 64, dtype=I32), "scale_value": 0.07, "key_quant_mode": 2, "value_quant_mode": 2,
+                    "sparse_block_size": 1, "layout_query": "BSND", "layout_kv": "BNSD"}
+    return Case("torch_npu npu_kv_quant_sparse_flash_attention with a layout_kv its docstring does not list", build, (
+        m("value missing", "arguments_are_tensors", value=lambda: None),
+    ), unjudged="layout_kv='BNSD'")
 
 
 def _sparse() -> tuple:
@@ -598,6 +740,16 @@ def _prefix_encoder() -> Case:
     ))
 
 
+def _prefix_encoder_hidden() -> Case:
+    def build() -> tuple:  # the same docstring's other cache form, (numBlocks, blockSize, H)
+        return (t(64, 4, 32), t(8, 16, 128), t(8, 16, 128), t(2, 4, dtype=I32), [32, 32], [32, 48], 4, 0.1, 4), {}
+    return Case("torch_npu.atb.npu_self_attention_prefix_encoder docstring, (blocks, block_size, H) caches", build, (
+        m("value cache left 4-D", "rank_matches_layout", value=lambda: t(8, 16, 4, 32)),
+        m("value cache of another block size", "caches_match", value=lambda: t(8, 8, 128)),
+        m("K/V length past the row's blocks", "per_sequence_lengths_fit", kv_seqlen=lambda: [32, 4 * 16 + 1]),
+    ))
+
+
 # The K/V ops other packages register (ops.PACKAGE_ROWS). vllm-ascend's torch.ops._C_ascend.* as its
 # device_op (execute_sparse_flash_attention_process, execute_kv_quant_sparse_flash_attention, the
 # indexer step) calls them: keywords only, TND query, paged PA_BSND caches. custom_ops'
@@ -686,15 +838,17 @@ def _scatter_pa_cache() -> tuple:
 
 CASES: dict = {
     ("npu", "npu_fusion_attention"): _fusion_attention(),
-    ("npu", "npu_fused_infer_attention_score"): (_fia(VA + "attention_v1._get_fia_params (paged TND)", "TND"), _fia(SG + "ascend_backend.forward_extend (BSND)", "BSND"), _fia_paged_heads(), _fia_paged_nz(), _fia_c8()),
-    ("npu", "npu_fused_infer_attention_score_v2"): (_fia_v2(VA + "FIA v2 over paged caches (TND)", paged=True), _fia_v2(VA + "FIA v2 prefill over contiguous K/V (TND)", paged=False)),
+    ("npu", "npu_fused_infer_attention_score"): (_fia(VA + "attention_v1._get_fia_params (paged TND)", "TND"), _fia(SG + "ascend_backend.forward_extend (BSND)", "BSND"), _fia_paged_heads(), _fia_paged_nz(), _fia_c8(), _fia_nsd(), _fia_unknown_paged_form(),
+                                                 _fia_numpy_heads(paged=False), _fia_numpy_heads(paged=True)),
+    ("npu", "npu_fused_infer_attention_score_v2"): (_fia_v2(VA + "FIA v2 over paged caches (TND)", paged=True), _fia_v2(VA + "FIA v2 prefill over contiguous K/V (TND)", paged=False),
+                                                    _fia_v2_device_lengths(paged=True), _fia_v2_device_lengths(paged=False)),
     ("npu", "npu_prompt_flash_attention"): (_prompt_flash(),),
     ("npu", "npu_incre_flash_attention"): (_incre_flash(),),
     ("atb", "_npu_flash_attention"): (_atb_flash(VA + "_310p attention_v1._flash_attention", mask=True), _atb_flash_hidden()),
     ("atb", "_npu_flash_attention_unpad"): (_atb_flash("torch_npu schema _npu_flash_attention_unpad (encoder path)", mask=False),),
     ("atb", "_npu_flash_attention_unpad_v2"): (_atb_flash("torch_npu schema _npu_flash_attention_unpad_v2", mask=False, kernel_type=0),),
     ("atb", "_npu_flash_attention_v3"): (_atb_flash(VA + "_310p attention_v1 compressed-mask path (_npu_flash_attention_v3)", mask=True, mask_type=3),),
-    ("atb", "_npu_paged_attention"): (_paged_decode(), _paged_decode_nz()),
+    ("atb", "_npu_paged_attention"): (_paged_decode(), _paged_decode_nz(), _paged_decode_3d()),
     ("atb", "_npu_paged_attention_quant"): (_paged_quant(),),
     ("atb", "_npu_paged_attention_splitfuse"): (_chunked(VA + "_310p attention_v1 chunked prefill (splitfuse)"),),
     ("atb", "_npu_paged_attention_splitfuse_v2"): (_chunked("torch_npu schema _npu_paged_attention_splitfuse_v2"),),
@@ -703,18 +857,19 @@ CASES: dict = {
     ("npu", "npu_scatter_pa_kv_cache"): _scatter_pa_kv_cache(),
     ("npu", "npu_gather_pa_kv_cache"): (_gather(),),
     ("atb", "npu_paged_cache_load"): (_paged_cache_load(),),
-    ("npu", "npu_kv_rmsnorm_rope_cache"): (_rope_cache(VA + "mla_v1.exec_kv_decode (PA)", v2=False),),
+    ("npu", "npu_kv_rmsnorm_rope_cache"): (_rope_cache(VA + "mla_v1.exec_kv_decode (PA)", v2=False), _rope_cache_unknown_mode()),
     ("npu", "npu_kv_rmsnorm_rope_cache_v2"): (_rope_cache(SG + "deepseek_v2_attention_mla_npu.forward_mla_prepare (PA_BNSD), v2 op", v2=True),),
     ("npu", "npu_mla_prolog_v2"): (_mla_prolog(VA + "device_op.mla_prolog_v2 (PA_BSND)", v3=False),),
-    ("npu", "npu_mla_prolog_v3"): (_mla_prolog(SG + "mla_preprocess.forward_mlaprolog (PA_BSND)", v3=True),),
-    ("npu", "npu_kv_quant_sparse_flash_attention"): (_kv_quant_sparse(),),
+    ("npu", "npu_mla_prolog_v3"): (_mla_prolog(SG + "mla_preprocess.forward_mlaprolog (PA_BSND)", v3=True), _mla_prolog_v3_variant("packed"),
+                                   _mla_prolog_v3_variant("repo_mode"), _mla_prolog_v3_variant("cache_mode")),
+    ("npu", "npu_kv_quant_sparse_flash_attention"): (_kv_quant_sparse(), _kv_quant_sparse_unknown_layout()),
     ("npu", "npu_scatter_pa_cache"): (_single_cache(VA + "minimax indexer cache write (npu_scatter_pa_cache)", "slot_mapping", _scatter_pa_cache),),
     ("atb", "_npu_reshape_and_cache_siso"): (_single_cache("torch_npu schema _npu_reshape_and_cache_siso (one cache)", "slot_indices", _siso),),
     ("npu", "npu_sparse_flash_attention"): _sparse(),
     ("atb", "_npu_paged_attention_mla"): (_paged_mla(),),
     ("atb", "npu_ring_mla"): (_ring_mla(),),
     ("atb", "npu_multi_head_latent_attention"): (_latent(),),
-    ("atb", "npu_self_attention_prefix_encoder"): (_prefix_encoder(),),
+    ("atb", "npu_self_attention_prefix_encoder"): (_prefix_encoder(), _prefix_encoder_hidden()),
     ("_C_ascend", "npu_sparse_flash_attention"): (_package_sparse("_C_ascend"),),
     ("_C_ascend", "npu_kv_quant_sparse_flash_attention"): (_package_kv_quant_sparse("_C_ascend"),),
     ("_C_ascend", "npu_lightning_indexer"): (_package_indexer("_C_ascend", quant=False),),

@@ -1,5 +1,6 @@
-"""Every guarded op, through the torch_npu double: a valid call passes, each single mutation is
-rejected with its check named, and the docs' per-op "Checks:" lines name exactly the checks held
+"""Every guarded op, through the torch_npu double: a valid call is judged and passes (or goes
+unjudged with the reason its case names), each single mutation is rejected with its check named
+(and the words its case names), and the docs' per-op "Checks:" lines name exactly the checks held
 here (tests/runtime_guard/op_cases.py holds the calls). Ops are keyed by (namespace, name):
 torch_npu's (ops.ROWS) and other packages' (ops.PACKAGE_ROWS, registered in the double as
 importing the package would) alike."""
@@ -13,8 +14,8 @@ import pytest
 import torch
 import torch_npu
 
-from runtime_guard import KVConsistencyError, ops
-from tests.runtime_guard.op_cases import CASES
+from runtime_guard import KVConsistencyError, ops, patching
+from tests.runtime_guard.op_cases import CASES, NOT_PASSED
 
 RUNTIME_GUARD_MD = Path(__file__).parents[2] / "docs" / "runtime_guard.md"
 
@@ -47,29 +48,62 @@ def guarded_op(key: tuple, overload: str):
 
 
 def mutated(op, args: tuple, kwargs: dict, change: dict) -> tuple:
-    """``change`` applied by argument name: a positional argument is found by its schema position."""
+    """``change`` applied by argument name: a positional argument is found by its schema position;
+    ``NOT_PASSED`` drops a keyword argument."""
     positions = [name for name, _, _ in ops.schema_params(op)]
     args, kwargs = list(args), dict(kwargs)
     for name, value in change.items():
         index = positions.index(name)
-        if index < len(args):
+        if value is NOT_PASSED:
+            del kwargs[name]
+        elif index < len(args):
             args[index] = value
         else:
             kwargs[name] = value
     return tuple(args), kwargs
 
 
+def valid_call_problem(op, case) -> str | None:
+    """What is wrong with ``case``'s valid call through the guard (None: nothing): rejected, let
+    through by a failure of the guard, or judged where it must go unjudged (or the reverse)."""
+    unjudged = patching.reporter().unjudged
+    unjudged.clear()
+    args, kwargs = case.build()
+    try:
+        op(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 - a valid call rejected (or broken)
+        return f"the valid call raised {type(error).__name__}: {error}"
+    reasons = [reason for _, reason in unjudged]
+    if case.unjudged:
+        return None if any(case.unjudged in reason for reason in reasons) else f"must go unjudged ({case.unjudged!r}); noted: {reasons}"
+    return f"must be judged; went unjudged: {reasons}" if reasons else None
+
+
+def mutation_problem(op, case, mutation) -> str | None:
+    """What is wrong with ``mutation`` of ``case`` through the guard (None: rejected as it must be)."""
+    args, kwargs = mutated(op, *case.build(), mutation.change())
+    try:
+        op(*args, **kwargs)
+    except KVConsistencyError as error:
+        if error.check != mutation.check:
+            return f"{mutation.what}: rejected by {error.check}, not {mutation.check}"
+        return None if mutation.says in str(error) else f"{mutation.what}: the message does not say {mutation.says!r}: {error}"
+    except Exception as error:  # noqa: BLE001
+        return f"{mutation.what}: raised {type(error).__name__}: {error}"
+    return f"{mutation.what}: not rejected"
+
+
 def test_every_guarded_op_has_a_case_with_mutations():
     assert set(CASES) == GUARDED, f"ops without cases: {GUARDED - set(CASES)}; cases of no op: {set(CASES) - GUARDED}"
-    assert all(cases and all(case.mutations for case in cases) for cases in CASES.values())
+    # A call the guard lets through unjudged may have nothing it checks to mutate.
+    assert all(cases and all(case.mutations or case.unjudged for case in cases) for cases in CASES.values())
 
 
 @pytest.mark.parametrize(("key", "case"), VALID)
 def test_valid_call_passes_and_reaches_the_op(key, case):
     op = guarded_op(key, case.overload)
-    args, kwargs = case.build()
     torch_npu.calls.clear()
-    op(*args, **kwargs)
+    assert (problem := valid_call_problem(op, case)) is None, problem
     assert torch_npu.calls, "the valid call must reach the op"
     reached = torch_npu.calls[-1]
     assert (reached.namespace, reached.op.partition(".")[0]) == key, f"the valid call reached {reached.namespace}::{reached.op}"
@@ -78,11 +112,8 @@ def test_valid_call_passes_and_reaches_the_op(key, case):
 @pytest.mark.parametrize(("key", "case", "mutation"), MUTATED)
 def test_single_mutation_is_rejected_with_its_check(key, case, mutation):
     op = guarded_op(key, case.overload)
-    args, kwargs = mutated(op, *case.build(), mutation.change())
     torch_npu.calls.clear()
-    with pytest.raises(KVConsistencyError) as info:
-        op(*args, **kwargs)
-    assert info.value.check == mutation.check, f"{mutation.what}: rejected by {info.value.check}, not {mutation.check}"
+    assert (problem := mutation_problem(op, case, mutation)) is None, problem
     assert not torch_npu.calls, "a rejected call must not reach the op"
 
 

@@ -1,0 +1,74 @@
+"""The list of validator mutation survivors that ``python -m tests.runtime_guard.mutate_validators``
+compares against: every entry says what kind of survivor it is and why, names a mutant the code
+still has, and the comparison fails on what the list does not explain."""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+
+import pytest
+
+from tests.runtime_guard.mutate_validators import KINDS, ROOT, compare, listed, mutants, write
+
+SCOPE = {"runtime_guard/validators.py": None, "runtime_guard/checks.py": None}
+
+
+def _entry(mutation: str, function: str = "attention", reason: str = "equivalent: why", line: int = 1, file: str = "runtime_guard/validators.py") -> dict:
+    return {"file": file, "function": function, "line": line, "mutation": mutation, "reason": reason}
+
+
+def test_a_survivor_the_list_does_not_name_fails():
+    problems = compare([_entry("a")], [], SCOPE)
+    assert len(problems) == 1 and "not in" in problems[0]
+
+
+def test_a_listed_survivor_passes_and_entries_outside_the_run_are_ignored():
+    known = [_entry("a"), _entry("b", function="cache_write")]
+    assert compare([_entry("a")], known, {"runtime_guard/validators.py": {"attention"}}) == []
+
+
+def test_a_survivor_listed_without_a_reason_fails():
+    problems = compare([_entry("a")], [_entry("a", reason=" ")], SCOPE)
+    assert problems and "without a reason" in problems[0]
+
+
+def test_a_listed_survivor_that_is_killed_now_fails():
+    problems = compare([], [_entry("a")], SCOPE)
+    assert problems and "killed now" in problems[0]
+
+
+def test_a_mutation_a_function_has_twice_needs_two_entries():
+    found = [_entry("a", line=3), _entry("a", line=9)]
+    assert compare(found, [_entry("a")], SCOPE)
+    assert compare(found, [_entry("a"), _entry("a")], SCOPE) == []
+
+
+def test_update_keeps_reasons_and_the_entries_of_functions_not_run(tmp_path):
+    known = [_entry("a", reason="first", line=3), _entry("a", reason="second", line=9), _entry("b", function="cache_write", reason="other", line=5)]
+    found = [_entry("a", reason="", line=10), _entry("a", reason="", line=4), _entry("c", reason="", line=1)]
+    path = tmp_path / "survivors.toml"
+    write([{k: e[k] for k in ("file", "function", "line", "mutation")} for e in found], known, {"runtime_guard/validators.py": {"attention"}}, path)
+    written = {(e["function"], e["line"]): e["reason"] for e in listed(path)}
+    assert written == {("cache_write", 5): "other", ("attention", 1): "", ("attention", 4): "first", ("attention", 10): "second"}
+
+
+@pytest.fixture(scope="module")
+def survivors() -> list[dict]:
+    entries = listed()
+    assert entries, "tests/runtime_guard/validator_survivors.toml lists the survivors"
+    return entries
+
+
+def test_every_listed_survivor_says_what_kind_it_is_and_why(survivors):
+    for entry in survivors:
+        reason = entry["reason"]
+        assert reason.startswith(KINDS), entry
+        assert len(reason.split(":", 1)[1].split()) >= 8, f"a reason of its own: {entry}"
+
+
+@pytest.mark.parametrize("file", sorted(SCOPE))
+def test_every_listed_survivor_is_a_mutant_the_code_still_has(survivors, file):
+    have = Counter((function, what) for function, _, what, _ in mutants(ast.parse((ROOT / file).read_text())))
+    want = Counter((e["function"], e["mutation"]) for e in survivors if e["file"] == file)
+    assert want - have == Counter(), f"{file}: listed mutations the code no longer has"
