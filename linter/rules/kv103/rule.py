@@ -205,6 +205,13 @@ def reorder_cache(past_key_values, beam_idx, prev_idx):
                 line=4),
         Example("def store_kv_cache(k_cache, v_cache, slots, other, k, v):\n"
                 "    k_cache[slots] = k\n    v_cache[other] = v\n", line=2),
+        # One axis longer on K but its last index selects: a leading axis written, not an x split.
+        Example("def write_kv_slot(k_cache, v_cache, key, value, block, offset):\n"
+                "    k_cache[:, block, offset] = key\n    v_cache[block, offset] = value\n", line=2),
+        # As many axes on both, the slot on the head axis of V: the same selecting indices in
+        # order are no x split.
+        Example("def write_kv_slot(k_cache, v_cache, key, value, block, offset):\n"
+                "    k_cache[block, offset, :] = key\n    v_cache[block, :, offset] = value\n", line=2),
         Example("def store_kv_cache(key_cache, value_cache, slots, other, k, v):\n"
                 "    key_cache.index_copy_(0, slots, k)\n    value_cache.index_copy_(0, other, v)\n",
                 line=2),

@@ -364,10 +364,11 @@ def _split_source(value: cst.BaseExpression) -> str | None:
     ``torch.chunk(qkv, 3)``; None for anything else."""
     if isinstance(value, cst.Subscript):
         return _root_name(value)
-    if isinstance(value, cst.Call):
-        if isinstance(value.func, cst.Attribute) and value.func.attr.value in _PIECES:
+    if isinstance(value, cst.Call) and callee_tail(value) in _PIECES:
+        # ``qkv.split(...)`` cuts its receiver; ``torch.split(qkv, ...)`` its first argument.
+        if isinstance(value.func, cst.Attribute) and dotted_name(value.func.value) != "torch":
             return _root_name(value.func.value)
-        if callee_tail(value) in _PIECES and value.args:
+        if value.args:
             return _root_name(value.args[0].value)
     return None
 
@@ -860,6 +861,15 @@ class FusedAttention:
         k_buf[:, kv_len : kv_len + seq_len] = key.reshape(bsz, seq_len, -1)
         v_buf[:, kv_len : kv_len + seq_len] = value.transpose(1, 2).reshape(bsz, seq_len, -1)
         return query, k_buf[:, : kv_len + seq_len], v_buf[:, : kv_len + seq_len]
+"""),
+        # K split by `torch.split` from the fused tensor Q is split from by its method.
+        Example("""\
+def write_new_tokens_split(mixed, k_cache, kv_len, q_width, kv_width):
+    query, _ = mixed.split([q_width, 2 * kv_width], dim=-1)
+    _, key, _ = torch.split(mixed, [q_width, kv_width, kv_width], dim=-1)
+    bsz, seq_len = query.shape[:2]
+    k_cache[:, kv_len : kv_len + seq_len] = key.view(bsz, seq_len, -1)
+    return query
 """),
         # K cut from the fused tensor Q is cut from.
         Example("""\
