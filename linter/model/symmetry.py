@@ -625,11 +625,15 @@ _Q_TO_K = {"q": "k", "Q": "K", "query": "key", "Query": "Key", "queries": "keys"
 @lru_cache(maxsize=1 << 14)
 def query_to_key(word: str) -> str:
     """``word`` with its one query part renamed to the key's (itself: none, or several)."""
+    return _rename_one_part(word, _Q_TO_K)
+
+
+def _rename_one_part(word: str, table: dict[str, str]) -> str:
     parts = word.split("_")
-    hits = [i for i, part in enumerate(parts) if part in _Q_TO_K]
+    hits = [i for i, part in enumerate(parts) if part in table]
     if len(hits) != 1:
         return word
-    parts[hits[0]] = _Q_TO_K[parts[hits[0]]]
+    parts[hits[0]] = table[parts[hits[0]]]
     return "_".join(parts)
 
 
@@ -781,12 +785,7 @@ _K_TO_Q = {"k": "q", "K": "Q", "key": "query", "Key": "Query", "keys": "queries"
 
 
 def _to_query(word: str, pairs) -> str:
-    parts = word.split("_")
-    hits = [i for i, part in enumerate(parts) if part in _K_TO_Q]
-    if len(hits) != 1:
-        return word
-    parts[hits[0]] = _K_TO_Q[parts[hits[0]]]
-    return "_".join(parts)
+    return _rename_one_part(word, _K_TO_Q)
 
 
 def _query_step(op: object, twin: ast.stmt, statement: ast.stmt, statements: list[ast.stmt], names: _Names, pairs) -> bool:
