@@ -35,7 +35,9 @@ def attention(layout_arg: Any, q: Any, k: Any, v: Any, heads: Any, kv_heads: Any
     if (k.dtype is not dtype or v.dtype is not dtype) and (found := _attention_dtypes(q, k, v, kv_scale, names)):
         return found
     if type(layout_arg) is not str:
-        return c.layout_is_text(layout_arg)
+        if found := c.layout_is_text(layout_arg):
+            return found
+        layout_arg = str.__str__(layout_arg)  # a str subclass (an enum.StrEnum member) is its text
     layout = input_layout(layout_arg)
     if layout is None:
         return None  # the kernel rejects layouts it does not know with its own message

@@ -16,6 +16,7 @@ test runs (``Case.build``), never at import.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -68,6 +69,12 @@ SG = "sglang "
 H, KVH, D, BLOCKS, BS = 8, 2, 128, 8, 128
 
 
+class _Layout(enum.StrEnum):
+    """A layout held in an enum, as configuration code may hold it."""
+
+    TND = "TND"
+
+
 def _common_attention(q_shape: tuple, kv_shape: tuple, layout_arg: str, heads_arg: str) -> tuple:
     """The checks every contiguous attention call has, whatever its layout (shapes: Q and K/V)."""
     wrong_rank = kv_shape + (1,)
@@ -94,6 +101,9 @@ def _tnd(q_lens: str, kv_lens: str, layout_arg: str, heads_arg: str) -> tuple:
     """Mutations of a TND call over 12 packed tokens in two sequences (ends [5, 12])."""
     return _common_attention((12, H, D), (12, KVH, D), layout_arg, heads_arg) + (
         m("value trimmed without key", "k_v_token_counts_match", value=lambda: t(11, KVH, D)),
+        # The dispatcher takes a str subclass for a str argument: the call is judged all the same.
+        m("layout as an enum.StrEnum member, value trimmed without key", "k_v_token_counts_match",
+          **{layout_arg: lambda: _Layout.TND}, value=lambda: t(11, KVH, D)),
         m("value projected with the query heads", "k_v_head_counts_match", value=lambda: t(12, H, D)),
         m("rope part left on the query only", "q_k_head_dims_match", key=lambda: t(12, KVH, 64)),
         m("three KV heads for eight query heads", "kv_heads_divide_q_heads", key=lambda: t(12, 3, D), value=lambda: t(12, 3, D)),
