@@ -249,3 +249,33 @@ def test_a_generated_modeling_file_points_to_its_modular_source():
     assert finding.message.endswith("(generated from `src/transformers/models/foo/modular_foo.py`)")
     (plain,) = lint_source(source.split("\n", 2)[2], codes=["KV201"])
     assert "generated" not in plain.suggestion
+
+
+_SHARED_KEY = """\
+class SharedKeyAttention(nn.Module):
+    def __init__(self, hidden_size, num_heads):
+        super().__init__()
+        self.head_dim = hidden_size // num_heads
+        self.k_proj = nn.Linear(hidden_size, self.head_dim)
+        self.v_proj = nn.Linear(hidden_size, hidden_size)
+
+    def forward(self, x):
+        k, v = self.k_proj(x), self.v_proj(x)
+{repeats}        return attend(k, v)
+"""
+
+
+@pytest.mark.parametrize(
+    ("repeats", "reported"),
+    [
+        pytest.param("        k = k.expand(-1, -1, 8, -1)\n", False, id="key-alone-expanded"),
+        pytest.param("        k = torch.repeat_interleave(k, 8, dim=2)\n", False, id="key-alone-repeated"),
+        pytest.param("", True, id="nothing-repeated"),
+        pytest.param("        k = repeat_kv(k, 4)\n        v = repeat_kv(v, 4)\n", True, id="both-repeated"),
+    ],
+)
+def test_one_side_repeated_alone_has_its_heads_on_purpose(repeats: str, reported: bool) -> None:
+    """A class that repeats one side alone across heads built it with fewer heads on purpose;
+    repeating both (GQA) or neither says nothing about the declarations."""
+    found = findings(_SHARED_KEY.format(repeats=repeats))
+    assert [f.span.row for f in found] == ([5] if reported else [])

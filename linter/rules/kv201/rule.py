@@ -28,6 +28,9 @@ class _Declaration:
 class _ClassFacts:
     attrs: dict[str, cst.BaseExpression | None] = field(default_factory=dict)
     declarations: list[_Declaration] = field(default_factory=list)
+    # The sides (``"k"``, ``"v"``) some method repeats across heads: ``repeat(k, "... h d ->
+    # ... (n h) d", n=heads)``, ``v.expand(...)``, ``repeat_kv(k, groups)``.
+    repeated: set[str] = field(default_factory=set)
 
 
 class KVProjHeadsMismatch(Rule):
@@ -132,6 +135,22 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(hidden_size, NUM_KV_HEADS * HEAD_DIM)
         self.v_proj = nn.Linear(**linear_kwargs)
 """),
+        # One key head shared by every query head, repeated before the kernel; V keeps its heads.
+        Example("""\
+class SharedKeyAttention(nn.Module):
+    def __init__(self, hidden_size, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.head_dim = hidden_size // num_heads
+        self.k_proj = nn.Linear(hidden_size, self.head_dim)
+        self.v_proj = nn.Linear(hidden_size, hidden_size)
+
+    def forward(self, x):
+        k = rearrange(self.k_proj(x), "b t (h d) -> b t h d", d=self.head_dim)
+        v = rearrange(self.v_proj(x), "b t (h d) -> b t h d", d=self.head_dim)
+        k = repeat(k, "b t h d -> b t (n h) d", n=self.num_heads)
+        return flash_attn_func(self.q(x), k, v)
+"""),
     )
     INVALID = (
         Example(bad, line=4),
@@ -186,6 +205,13 @@ class MultiQueryAttention(nn.Module):
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
         self._blocks.pop()
 
+    def visit_Call(self, node: cst.Call) -> None:
+        if self._classes:
+            name = _repeated_name(node)
+            side = None if name is None else kv_side(name, self.extra_pairs)
+            if side is not None:
+                self._classes[-1].repeated.add(side)
+
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) == 1:
             self._assigned(node.targets[0].target, node.value)
@@ -214,6 +240,10 @@ class MultiQueryAttention(nn.Module):
         )
 
     def _check(self, facts: _ClassFacts) -> None:
+        # One side alone repeated to another head count (a key shared by every head, repeated
+        # before the kernel) is built with fewer heads on purpose.
+        if len(facts.repeated) == 1:
+            return
         decls = facts.declarations
         for k in decls:
             v_name = value_counterpart(k.attr, self.extra_pairs)
@@ -273,6 +303,21 @@ def generated_from(module: cst.Module) -> str | None:
             match = _GENERATED.search(line.comment.value)
             if match:
                 return match.group(1)
+    return None
+
+
+_REPEATS = frozenset({"repeat", "repeat_interleave", "expand", "repeat_kv"})
+
+
+def _repeated_name(call: cst.Call) -> str | None:
+    """The plain name a call repeats across heads: ``k.expand(...)``, ``k.repeat_interleave(n,
+    dim=2)``, ``repeat_kv(k, n)``, einops' ``repeat(k, pattern, n=h)``."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in _REPEATS and isinstance(func.value, cst.Name) and func.value.value not in ("torch", "einops"):
+        return func.value.value
+    tail = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    if tail in _REPEATS and call.args and call.args[0].keyword is None and isinstance(call.args[0].value, cst.Name):
+        return call.args[0].value.value
     return None
 
 
