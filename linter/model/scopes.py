@@ -728,13 +728,14 @@ class Mismatch:
     anchor: str  # "k" when the K site has no equal V site, "v" for a leftover V site read
 
 
-def mismatches(keys: list, values: list, compare, where=lambda site: site.order) -> list[Mismatch]:
+def mismatches(keys: list, values: list, compare, where=lambda site: site.order, anchors=lambda site: True) -> list[Mismatch]:
     """Pair K and V sites that have no equal counterpart, each with its nearest differing one.
 
     ``compare(k, v)`` returns SAME, DIFFER, or None when the two cannot be compared (then
     neither evidence of a match nor of a mismatch), as are sites in different arms of one ``if``.
     A K site equal to any V site is matched.
-    ``where`` places a site (its line, say) for choosing the nearest partner.
+    ``where`` places a site (its line, say) for choosing the nearest partner; a K site
+    ``anchors`` turns away is never reported for itself, only named beside a V site.
 
     One finding per mismatched pair: K sites whose nearest differing V site is the same are one
     mismatch, reported once at the K site nearest to it. A V site read with no equal K site
@@ -745,6 +746,8 @@ def mismatches(keys: list, values: list, compare, where=lambda site: site.order)
     verdicts = {(id(k), id(v)): None if exclusive(k, v) else compare(k, v) for k in keys for v in values}
     by_value: dict[int, Mismatch] = {}
     for k in keys:
+        if not anchors(k):
+            continue
         nearest = _nearest_unequal(k, [(verdicts[id(k), id(v)], v) for v in values], where)
         if nearest is None:
             continue

@@ -196,6 +196,16 @@ def topk_chunk_attention_reference(q, k, v, chunk_size, topk):
         out[:, head] = F.scaled_dot_product_attention(q[:, head], k[idx, head], v[idx, head])
     return out
 """),
+        # Partial RoPE puts K's rotary head-dim part back with a `cat`; both sides then take one
+        # token window: the head-dim cut has no V cut to match.
+        Example("""\
+def forward(self, q, k, v, cos, sin, rope_dims, end):
+    k_rot = apply_rope(k[..., :rope_dims], cos, sin)
+    k = torch.cat((k_rot, k[..., rope_dims:]), dim=-1)
+    k = k[..., :end, :]
+    v = v[..., :end, :]
+    return F.scaled_dot_product_attention(q, k, v)
+"""),
     )
     INVALID = (
         # MLA caches read with each side's own head dim (a difference by design) and token
@@ -275,6 +285,14 @@ def decode_attention(q, k, v, n):
                 "    roped_k = apply_rope(torch.cat([cache_k[:, :end], new_k[:, :n]], dim=1))\n"
                 "    values = torch.cat([cache_v[:, :end - 1], new_v[:, :n]], dim=1)\n"
                 "    return F.scaled_dot_product_attention(q, roped_k[:, :end], values)\n", line=2),
+        # Beside the same partial RoPE, V alone cut to the window: the key left whole is named.
+        Example("""\
+def forward(self, q, k, v, cos, sin, rope_dims, end):
+    k_rot = apply_rope(k[..., :rope_dims], cos, sin)
+    k = torch.cat((k_rot, k[..., rope_dims:]), dim=-1)
+    v = v[..., :end, :]
+    return F.scaled_dot_product_attention(q, k, v)
+""", line=4),
         # Rebuilt by RoPE and never cut again: the window is the key's extent.
         Example("def forward(self, q, k, v, n):\n    roped_k = apply_rope(k[:, :n], self.freqs)\n"
                 "    return F.scaled_dot_product_attention(q, roped_k, v[:, :n - 1])\n", line=2),
@@ -295,7 +313,7 @@ def decode_attention(q, k, v, n):
         self._merge_derived_keys(scope, keys)
         for base, k_accesses in keys.items():
             partner = counterpart_of_dotted(base, self.extra_pairs)
-            for found in mismatches(k_accesses, values.get(partner or "", []), self._compare, self._row):
+            for found in mismatches(k_accesses, values.get(partner or "", []), self._compare, self._row, self._cuts_tokens):
                 self._report(found)
         self._check_cuts(scope)
 
@@ -391,6 +409,13 @@ def decode_attention(q, k, v, n):
                 return None
             verdict = DIFFER
         return verdict
+
+    def _cuts_tokens(self, k: Access) -> bool:
+        """A key subscript that cuts the head dim alone (``k[..., rope_n_elem:]``, the rotary
+        part put back by a ``cat``) keeps every token and head: it has no V cut to match. It
+        still stands beside a V token cut as a key left whole."""
+        axes = _token_axes(k.node, self.extra_pairs)
+        return not axes or any(role != HEAD_DIM for _, role in axes.values())
 
     def _row(self, site) -> int:
         return self.span(site.node).row
