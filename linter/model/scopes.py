@@ -57,8 +57,15 @@ _SKIPPED_FIELDS = frozenset({
 })
 
 
-# The ``if`` arms a site sits in: (id of the If node, 0 for its body or 1 for its else/elif).
+# The ``if`` arms a site sits in: (id of the If node, 0 for its body or 1 for its else/elif),
+# and the loop bodies: (id of the For/While node, LOOP_BODY).
 Branch = tuple[tuple[int, int], ...]
+LOOP_BODY = 2
+
+
+def loops_around(site: object) -> frozenset[int]:
+    """The ``for``/``while`` statements whose body holds a site."""
+    return frozenset(node for node, arm in getattr(site, "branch", ()) if arm == LOOP_BODY)
 
 
 @dataclass(frozen=True)
@@ -492,13 +499,25 @@ class _Walker:
         self._bind_loop_target(node, quiet)
         self.comprehension = False
         if isinstance(node, cst.For):
-            self.walk(node.body, quiet)
+            self.loop_body(node, quiet)
             if node.orelse is not None:
                 self.walk(node.orelse, quiet)
         else:
             self.walk_all(node.ifs, quiet)
             if node.inner_for_in is not None:
                 self.walk(node.inner_for_in, quiet)
+
+    def loop_body(self, node: cst.For | cst.While, quiet: bool) -> None:
+        outer = self.branch
+        self.branch = (*outer, (id(node), LOOP_BODY))
+        self.walk(node.body, quiet)
+        self.branch = outer
+
+    def while_(self, node: cst.While, quiet: bool, store: bool) -> None:
+        self.walk(node.test, quiet)
+        self.loop_body(node, quiet)
+        if node.orelse is not None:
+            self.walk(node.orelse, quiet)
 
     def _bind_loop_target(self, node: cst.For | cst.CompFor, quiet: bool) -> None:
         self.scope.non_tensors.update(_non_tensor_targets(node.target, node.iter))
@@ -662,6 +681,7 @@ _HANDLERS = {
     cst.AugAssign: _Walker.aug_assign,
     cst.For: _Walker.loop,
     cst.CompFor: _Walker.loop,
+    cst.While: _Walker.while_,
     cst.If: _Walker.if_,
     cst.WithItem: _Walker.with_item,
     cst.Assert: _Walker.assert_,

@@ -711,8 +711,8 @@ class CachedSelfAttention:
     "one layer's rows read for real": """\
 def scatter_staged_kv(staged, k_buffers, v_buffers, slots):
     dim = k_buffers[0].shape[-1]
-    first = k_buffers[0][slots]
     for layer in range(len(k_buffers)):
+        first = k_buffers[0][slots]
         k_buffers[layer][slots] = staged[0].view(-1, dim)
         v_buffers[layer][slots] = staged[1].view(-1, dim)
     return first

@@ -28,6 +28,7 @@ from linter.model.scopes import (
     Mismatch,
     Scope,
     ScopeTracking,
+    loops_around,
     mismatches,
 )
 from linter.plan.triggers import PAIRED, AnyCase, Trigger
@@ -179,6 +180,20 @@ def write_kv(k_buffer, v_buffer, loc, k, v):
                 "        v = self.v_cache[layer].index_select(0, idx)\n"
                 "        logger.debug(\"first gathered key row: %s\", self.k_cache[layer].index_select(0, idx[:1]))\n"
                 "        return k, v\n"),
+        # K read one sequence at a time in a loop, V for the whole batch at once: the
+        # indices count different things.
+        Example("""\
+def check_kv_cache_copy(k_cache, v_cache, block_tables, seq_lens, block_size):
+    k_rows = []
+    for i in range(len(seq_lens)):
+        pos = seq_lens[i] - 1
+        block = block_tables[i, pos // block_size]
+        k_rows.append(k_cache[block, :, pos % block_size, :])
+    last = seq_lens - 1
+    blocks = block_tables[torch.arange(len(seq_lens)), last // block_size]
+    v_rows = v_cache[blocks, :, last % block_size, :]
+    return torch.stack(k_rows), v_rows
+"""),
     )
     INVALID = (
         # Beam search reorders each layer's cache, counted by enumerate: the value takes another index.
@@ -237,6 +252,10 @@ def reorder_cache(past_key_values, beam_idx, prev_idx):
             partner = (counterpart_of_dotted(base, self.extra_pairs), tail)
 
             def compare(k, v):
+                # One side read in a loop the other is not in (K per sequence, V for the whole
+                # batch at once): the indices count different things.
+                if loops_around(k) != loops_around(v):
+                    return None
                 k_parts, v_parts = parts(k), parts(v)
                 if self._swapped(k_parts) == _texts(v_parts):
                     return SAME
