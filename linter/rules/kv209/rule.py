@@ -389,6 +389,39 @@ class FalconAttention(nn.Module):
         value = self.v_proj(hidden).view(*hidden.shape[:2], 1, 64).transpose(1, 2)
         return F.scaled_dot_product_attention(query, key, value)
 """),
+        # The output allocated off the flat value (its dtype and token count) with a row per
+        # query head: `new_empty` keeping the leading axes is no view of the value.
+        Example("""\
+def split_heads(x, n, d):
+    return x.view(*x.shape[:-1], n, d)
+
+
+class Attention(nn.Module):
+    def forward(self, positions, hidden):
+        q, k, v = self.qkv_proj(hidden).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
+        q = split_heads(q, self.num_heads, self.head_dim)
+        k = split_heads(k, self.num_kv_heads, self.head_dim)
+        q, k = self.rotary_emb(positions, q, k)
+        out = v.new_empty(*v.shape[:-1], self.num_heads, self.head_dim)
+        self.attn(q, k, v, out)
+        return out
+"""),
+        # A KV store writer: the store's memory block hands out its buffer with a no-argument
+        # `view()` (as numpy's `ndarray.view()` does), which reshapes nothing.
+        Example("""\
+def to_heads(x, n, d):
+    return x.view(x.shape[0], n, d)
+
+
+class KVStoreWriter:
+    def put_layer(self, name, k, v):
+        k = to_heads(k, self.num_kv_heads, self.head_dim)
+        v = to_heads(v, self.num_kv_heads, self.head_dim)
+        block = self.store.allocate(k.nbytes + v.nbytes)
+        block.as_ref()[: k.nbytes] = k.view(torch.uint8).flatten()
+        block.as_ref()[k.nbytes :] = v.view(torch.uint8).flatten()
+        return self.store.put(name, block.view())
+"""),
     )
     INVALID = (
         Example(bad, line=9),
