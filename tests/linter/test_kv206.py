@@ -28,3 +28,23 @@ def test_an_attribute_head_dim_is_quoted_and_pointed_at_as_written():
     assert line[finding.span.column - 1:].startswith("self.qk_head_dim)")
     assert "`self.qk_head_dim`" in finding.message
     assert "`v_head_dim`" in finding.message
+
+
+_LATENT_VALUES = """
+    class LatentAttention(nn.Module):
+        def __init__(self, heads, qk_head_dim, v_head_dim):
+            super().__init__()
+            self.heads, self.qk_head_dim, self.v_head_dim = heads, qk_head_dim, v_head_dim
+
+        def forward(self, x, n):
+            values = torch.full({args})
+            return values
+    """
+
+
+def test_a_keyword_outside_the_shape_is_no_size_of_the_value():
+    # `fill_value=` scales the entries; only the shape argument can carry the key's head dim.
+    silent = _LATENT_VALUES.format(args="(n, self.heads, 1), fill_value=self.qk_head_dim ** -0.5, dtype=x.dtype")
+    assert kv206(silent) == []
+    shaped = _LATENT_VALUES.format(args="size=(n, self.heads, self.qk_head_dim), fill_value=0.0")
+    assert [f.message.split(" is shaped")[0] for f in kv206(shaped)] == ["`values`"]
