@@ -145,11 +145,13 @@ class SharedKeyAttention(nn.Module):
         self.k_proj = nn.Linear(hidden_size, self.head_dim)
         self.v_proj = nn.Linear(hidden_size, hidden_size)
 
-    def forward(self, x):
+    def _shared_key(self, x):
         k = rearrange(self.k_proj(x), "b t (h d) -> b t h d", d=self.head_dim)
+        return repeat(k, "b t h d -> b t (n h) d", n=self.num_heads)
+
+    def forward(self, x):
         v = rearrange(self.v_proj(x), "b t (h d) -> b t h d", d=self.head_dim)
-        k = repeat(k, "b t h d -> b t (n h) d", n=self.num_heads)
-        return flash_attn_func(self.q(x), k, v)
+        return flash_attn_func(self.q(x), self._shared_key(x), v)
 """),
     )
     INVALID = (
