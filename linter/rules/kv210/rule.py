@@ -94,7 +94,7 @@ class _Branch:
 
 def _equal_groups(test: cst.BaseExpression, wanted: type) -> list[frozenset[str]]:
     """The names a test's conjunction of comparisons proves equal: by ``wanted`` between two
-    names, or to one same literal."""
+    names, or to one same literal. A chain is a conjunction of its links (``a == b == 128``)."""
     groups: list[frozenset[str]] = []
     literals: dict[str, set[str]] = {}
     parts = [test]
@@ -103,16 +103,17 @@ def _equal_groups(test: cst.BaseExpression, wanted: type) -> list[frozenset[str]
         if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
             parts += [node.left, node.right]
             continue
-        if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+        if not isinstance(node, cst.Comparison):
             continue
-        target = node.comparisons[0]
-        if not isinstance(target.operator, wanted):
-            continue
-        left, right = _tail_of(node.left), _tail_of(target.comparator)
-        if left is not None and right is not None:
-            groups.append(frozenset({left, right}))
-        elif wanted is cst.Equal and isinstance(target.comparator, (cst.Integer, cst.SimpleString)) and left is not None:
-            literals.setdefault(target.comparator.value, set()).add(left)
+        lefts = [node.left] + [link.comparator for link in node.comparisons[:-1]]
+        for left_node, target in zip(lefts, node.comparisons):
+            if not isinstance(target.operator, wanted):
+                continue
+            left, right = _tail_of(left_node), _tail_of(target.comparator)
+            if left is not None and right is not None:
+                groups.append(frozenset({left, right}))
+            elif wanted is cst.Equal and isinstance(target.comparator, (cst.Integer, cst.SimpleString)) and left is not None:
+                literals.setdefault(target.comparator.value, set()).add(left)
     return groups + [frozenset(names) for names in literals.values() if len(names) > 1]
 
 
@@ -124,7 +125,9 @@ def _branches(node: cst.CSTNode, branch: _Branch, found: dict[int, _Branch]) -> 
         _branches(node.test, branch, found)
         _branches(node.body, _Branch(node.body, branch.equal + tuple(_equal_groups(node.test, cst.Equal))), found)
         if node.orelse is not None:
-            single = isinstance(node.test, cst.Comparison)
+            # The ``else`` of ``a != b`` proves them equal; of a chain (``a != b < c``: ``a == b or
+            # b >= c``), nothing.
+            single = isinstance(node.test, cst.Comparison) and len(node.test.comparisons) == 1
             equal = branch.equal + (tuple(_equal_groups(node.test, cst.NotEqual)) if single else ())
             orelse = node.orelse
             if isinstance(orelse, cst.If):
@@ -938,6 +941,16 @@ class SlotAttention(nn.Module):
 class Backend:
     def forward(self, q, k, v, layer):
         if layer.qk_head_dim == 128 and layer.v_head_dim == 128:
+            v = v.view(-1, layer.tp_v_head_num, layer.v_head_dim)
+            o = fast_kernel(q, k, v)
+            return o.view(-1, layer.tp_q_head_num * layer.qk_head_dim)
+        return self.slow(q, k, v, layer)
+"""),
+        # The same proof written as one chained test.
+        Example("""\
+class Backend:
+    def forward(self, q, k, v, layer):
+        if layer.qk_head_dim == layer.v_head_dim == 128:
             v = v.view(-1, layer.tp_v_head_num, layer.v_head_dim)
             o = fast_kernel(q, k, v)
             return o.view(-1, layer.tp_q_head_num * layer.qk_head_dim)
