@@ -94,7 +94,7 @@ class _Branch:
 
 def _equal_groups(test: cst.BaseExpression, wanted: type) -> list[frozenset[str]]:
     """The names a test's conjunction of comparisons proves equal: by ``wanted`` between two
-    names, or to one same literal."""
+    names, or to one same literal. A chain is a conjunction of its links (``a == b == 128``)."""
     groups: list[frozenset[str]] = []
     literals: dict[str, set[str]] = {}
     parts = [test]
@@ -103,16 +103,17 @@ def _equal_groups(test: cst.BaseExpression, wanted: type) -> list[frozenset[str]
         if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
             parts += [node.left, node.right]
             continue
-        if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+        if not isinstance(node, cst.Comparison):
             continue
-        target = node.comparisons[0]
-        if not isinstance(target.operator, wanted):
-            continue
-        left, right = _tail_of(node.left), _tail_of(target.comparator)
-        if left is not None and right is not None:
-            groups.append(frozenset({left, right}))
-        elif wanted is cst.Equal and isinstance(target.comparator, (cst.Integer, cst.SimpleString)) and left is not None:
-            literals.setdefault(target.comparator.value, set()).add(left)
+        lefts = [node.left] + [link.comparator for link in node.comparisons[:-1]]
+        for left_node, target in zip(lefts, node.comparisons):
+            if not isinstance(target.operator, wanted):
+                continue
+            left, right = _tail_of(left_node), _tail_of(target.comparator)
+            if left is not None and right is not None:
+                groups.append(frozenset({left, right}))
+            elif wanted is cst.Equal and isinstance(target.comparator, (cst.Integer, cst.SimpleString)) and left is not None:
+                literals.setdefault(target.comparator.value, set()).add(left)
     return groups + [frozenset(names) for names in literals.values() if len(names) > 1]
 
 
@@ -124,7 +125,9 @@ def _branches(node: cst.CSTNode, branch: _Branch, found: dict[int, _Branch]) -> 
         _branches(node.test, branch, found)
         _branches(node.body, _Branch(node.body, branch.equal + tuple(_equal_groups(node.test, cst.Equal))), found)
         if node.orelse is not None:
-            single = isinstance(node.test, cst.Comparison)
+            # The ``else`` of ``a != b`` proves them equal; of a chain (``a != b < c``: ``a == b or
+            # b >= c``), nothing.
+            single = isinstance(node.test, cst.Comparison) and len(node.test.comparisons) == 1
             equal = branch.equal + (tuple(_equal_groups(node.test, cst.NotEqual)) if single else ())
             orelse = node.orelse
             if isinstance(orelse, cst.If):
@@ -639,6 +642,17 @@ class Attention(nn.Module):
         value = F.pad(value, [0, self.qk_head_dim - self.v_head_dim])
         return value.view(t, self.heads, self.qk_head_dim)
 """),
+        # V zero-filled up to the key's head dim by a concatenation: the filler's width reads
+        # both dims.
+        Example("""\
+class Backend:
+    def forward_extend(self, q, k, v, layer):
+        if layer.head_dim != layer.v_head_dim:
+            zeros = v.new_zeros(v.shape[0], layer.tp_v_head_num, layer.head_dim - layer.v_head_dim)
+            v = torch.cat([v, zeros], dim=-1)
+        o = self.kernel(q, k, v)
+        return o[..., : layer.v_head_dim]
+"""),
         # A value head dim that is the key's by construction.
         Example("""\
 class Pool:
@@ -813,6 +827,15 @@ class TokenShift(nn.Module):
     def forward(self, hidden_states, delta, batch_size, seq_len):
         return self.x_proj[0](hidden_states, delta).view(batch_size, seq_len, -1, self.proj_low_rank_dim)
 """),
+        # Relative-position keys (a disentangled attention's position projection) score the
+        # query's heads, one per query head: positions, not the keys of the KV heads.
+        Example("""\
+class DisentangledAttention(nn.Module):
+    def forward(self, hidden_states, rel_embeddings, b, s):
+        key_states = self.k_proj(hidden_states).view(b, s, self.num_key_value_heads, self.head_dim)
+        pos_key = self.pos_key_proj(rel_embeddings).view(1, -1, self.num_attention_heads, self.head_dim)
+        return key_states, pos_key
+"""),
         # A bias broadcast as one head's scores, after the keys' own length is read: no query
         # named as the shape.
         Example("""\
@@ -943,6 +966,16 @@ class Backend:
             return o.view(-1, layer.tp_q_head_num * layer.qk_head_dim)
         return self.slow(q, k, v, layer)
 """),
+        # The same proof written as one chained test.
+        Example("""\
+class Backend:
+    def forward(self, q, k, v, layer):
+        if layer.qk_head_dim == layer.v_head_dim == 128:
+            v = v.view(-1, layer.tp_v_head_num, layer.v_head_dim)
+            o = fast_kernel(q, k, v)
+            return o.view(-1, layer.tp_q_head_num * layer.qk_head_dim)
+        return self.slow(q, k, v, layer)
+"""),
         # An output padded to the key's head dim by the kernel, cut to the value's after.
         Example("""\
 class Backend:
@@ -1022,6 +1055,18 @@ class Attention(nn.Module):
         value_states = self.v_proj(hidden_states).view(b, s, self.num_key_value_heads, self.head_dim)
         return key_states, value_states
 """, line=9),
+        # A guard that proves the counts equal inside a nested kernel wrapper only.
+        Example("""\
+class Attention(nn.Module):
+    def forward(self, hidden_states, b, s):
+        def dense_attention(q, k, v):
+            if self.num_key_value_heads != self.num_heads:
+                raise ValueError("the dense kernel needs as many KV heads as query heads")
+            return F.scaled_dot_product_attention(q, k, v)
+
+        key_states = self.k_proj(hidden_states).view(b, s, self.num_heads, self.head_dim)
+        return key_states
+""", line=8),
         Example("""\
 class MiMoAttention(nn.Module):
     def __init__(self, config):
@@ -1153,6 +1198,14 @@ def launch(q, k, v):
     B, T, H, K, V = *k.shape, v.shape[-1]
     BK = min(triton.next_power_of_2(K), 64)
     BV = min(triton.next_power_of_2(K), 64)
+    return kernel[(triton.cdiv(V, BV), B * H)](q, k, v, K=K, V=V, BK=BK, BV=BV)
+""", line=4),
+        # The value tile read from a tuned config under the key tile's name.
+        Example("""\
+def launch(q, k, v, tuned):
+    B, T, H, K, V = *k.shape, v.shape[-1]
+    BK = getattr(tuned, "BK", 64)
+    BV = getattr(tuned, "BK", 64)
     return kernel[(triton.cdiv(V, BV), B * H)](q, k, v, K=K, V=V, BK=BK, BV=BV)
 """, line=4),
         # The value's per-head size given the model width, beside the key's per-head dim.
