@@ -994,6 +994,18 @@ class Backend:
         o = dense_kernel(q.view(-1, layer.tp_q_head_num, layer.head_dim), k, v)
         return o.view(-1, layer.tp_q_head_num * layer.head_dim)
 """),
+        # The output buffer allocated off the value (for its dtype and device) has the query's
+        # heads: the receiver lends no shape.
+        Example("""\
+class Attention(nn.Module):
+    def forward(self, hidden):
+        q, k, v = self.qkv_proj(hidden).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
+        k = k.view(-1, self.num_kv_heads, self.head_dim)
+        v = v.view(-1, self.num_kv_heads, self.head_dim)
+        out = v.new_empty(v.shape[0], self.num_heads, self.head_dim)
+        self.attn(q, k, v, out)
+        return out
+"""),
     )
     INVALID = (
         Example(bad, line=7),
@@ -1547,10 +1559,17 @@ class Backend:
         # Buffers assigned to a K/V name first: their side is the name's, not their shape's.
         named = list(self._buffer_sites(model))
         made = {id(site.call) for site in named}
+        # ``out = v.new_empty(..., self.num_heads, self.head_dim)``: a buffer named for the
+        # output or the query takes only its dtype and device from the K/V receiver.
+        lent = {
+            id(call) for a in model.assignments
+            if attention_output(tail := a.name.rsplit(".", 1)[-1]) or is_query_name(tail)
+            for call in _allocations(a.value)
+        }
         for order, call in model.calls_in_order():
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value in _VIEWS:
-                if dotted_name(func.value) in _ALLOCATOR_MODULES:
+                if dotted_name(func.value) in _ALLOCATOR_MODULES or id(call) in lent:
                     continue
                 side, what, name = _receiver_side(func.value, pairs)
                 if side is None and (dim := _value_dim_slice(func.value)) is not None:
