@@ -1,12 +1,15 @@
 """benchmarks/run.py's timed(): a run that fails or answers differently fails the benchmark, and
-peak memory counts the worker processes, not only the largest one."""
+peak memory counts the worker processes, not only the largest one; torch_tree(): which torch
+tree is measured."""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
+from benchmarks import run
 from benchmarks.run import BenchmarkRunFailed, timed
 
 # A parent that starts three workers, each holding about 60 MB for a while.
@@ -35,3 +38,20 @@ def test_peak_memory_counts_every_worker_of_the_tree():
     _, peak_mb, output = timed([sys.executable, "-c", WORKERS])
     assert output.strip() == "0"
     assert peak_mb >= 3 * 60, f"{peak_mb} MB: the three 60 MB workers were not summed"
+
+
+def test_the_torch_tree_is_the_one_unpacked_under_trees_dir_before_the_installed_package(tmp_path):
+    (tmp_path / "torch" / "torch").mkdir(parents=True)
+    assert run.torch_tree(str(tmp_path)) == str(tmp_path / "torch" / "torch")
+    # A DIR without a torch tree falls back to the installed package.
+    (tmp_path / "other").mkdir()
+    installed = run.torch_tree(str(tmp_path / "other"), required=False)
+    assert installed is None or Path(installed, "__init__.py").is_file()
+
+
+def test_without_any_torch_tree_a_trees_only_run_skips_torch_and_a_full_run_stops(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(run.importlib.util, "find_spec", lambda name: None)
+    assert run.torch_tree(str(tmp_path), required=False) is None
+    assert "skipped torch" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="torch is not installed"):
+        run.torch_tree(str(tmp_path))

@@ -98,8 +98,9 @@ def _redeclaring_class(
 
     A class's text runs from its column-0 ``class`` line to the next column-0 ``def`` or
     ``class`` line; what follows the class there (other top-level statements) only adds to
-    what is searched. The cheap tests go first; the file's identifiers (``local_bases``) are
-    collected last. ``lends(plain bases, twins)``, where given, has the last word on a class
+    what is searched. The cheap tests go first, the bases before the twins (most classes
+    derive from ``nn.Module`` alone); the file's identifiers (``local_bases``) are collected
+    only for a class whose plain bases no import binds. ``lends(plain bases, twins)``, where given, has the last word on a class
     whose bases pass (``screen.kv207_text``: the file's path at hand)."""
     extra = hashable_pairs(extra)
     classes = class_spans(code)
@@ -108,14 +109,10 @@ def _redeclaring_class(
     for start, end in (span for spans in classes.values() for span in spans):
         if code.find("Linear", start, end) < 0 or not _calls_an_init(code, start, end):
             continue
-        twins = _lonely_candidates(code, start, end, extra)
-        if not twins:
-            continue
-        if twins <= _surely_defined(code[start:end]):
-            continue
         bases = _bases(code, start, end)
         if bases is None:
             continue
+        plain = None
         if bases is not True:
             if imported is None:
                 imported = _from_imported(code)  # continuation lines included
@@ -125,8 +122,13 @@ def _redeclaring_class(
                     local = set(classes) - {""} if local_bases() else set()
                 if local.isdisjoint(plain):
                     continue
-            if lends is not None and not lends(plain, twins):
-                continue
+        twins = _lonely_candidates(code, start, end, extra)
+        if not twins:
+            continue
+        if twins <= _surely_defined(code[start:end]):
+            continue
+        if plain is not None and lends is not None and not lends(plain, twins):
+            continue
         return True
     return False
 
