@@ -206,6 +206,35 @@ def forward(self, q, k, v, cos, sin, rope_dims, end):
     v = v[..., :end, :]
     return F.scaled_dot_product_attention(q, k, v)
 """),
+        # A cut inside a log call is displayed, never attended over.
+        Example("""\
+def chunked_prefill_attention(q, k, v, start, chunk_len):
+    keys = k.narrow(1, 0, start + chunk_len)
+    values = v.narrow(1, 0, start + chunk_len)
+    logger.debug("chunk at %d, first cached keys: %s", start, k.narrow(1, 0, 2))
+    return flash_attn_func(q, keys, values, causal=True)
+"""),
+        # A gather into the K and V slots of one stacked [pages, 2, ...] tensor: `out=` names the
+        # slot, and a gather is no cut into pieces.
+        Example("""\
+class PagedPrefillAttentionBackend:
+    def stack_kv_pages(self, k_cache, v_cache, pages):
+        paged_kv = k_cache.new_empty((pages.numel(), 2, *k_cache.shape[1:]))
+        torch.index_select(k_cache, 0, pages, out=paged_kv[:, 0])
+        torch.index_select(v_cache, 0, pages, out=paged_kv[:, 1])
+        return paged_kv
+"""),
+        # `k` and `v` of a dict's items are the strings of a tuned-tile table, not tensors.
+        Example("""\
+class TritonPagedAttention:
+    def load_tile_table(self, table):
+        tiles = {}
+        for k, v in table.items():
+            head_dim, page_size = k.split(",")
+            block_m, block_n = v.split("x")
+            tiles[int(head_dim), int(page_size)] = (int(block_m), int(block_n))
+        return tiles
+"""),
     )
     INVALID = (
         # MLA caches read with each side's own head dim (a difference by design) and token

@@ -156,6 +156,14 @@ def write_kv(k_buffer, v_buffer, loc, k, v):
                 "    def store(self, layer, loc, cache_k, cache_v):\n"
                 "        scatter(self.k_buf[layer], cache_k, self.latent_dim, loc)\n"
                 "        scatter(self.v_buf[layer], cache_v, self.rope_dim, loc)\n"),
+        # A local helper named after the op, with its own arguments: the second is each side's
+        # row width, not an index.
+        Example("class LatentKVPool:\n"
+                "    def store(self, layer, loc, cache_k, cache_v):\n"
+                "        def scatter_update_(cache, width, rows):\n"
+                "            torch_npu.npu_scatter_nd_update_(cache.view(-1, width), loc.view(-1, 1), rows.view(-1, width))\n"
+                "        scatter_update_(self.k_buf[layer], self.kv_lora_rank, cache_k)\n"
+                "        scatter_update_(self.v_buf[layer], self.qk_rope_head_dim, cache_v)\n"),
         # Shapes of two cache layouts (the key's head size split by x): sizes, not slots.
         Example("def paged_cache_dims(key_cache_shape, value_cache_shape):\n"
                 "    # key [blocks, kv_heads, head_size // x, block_size, x], value [blocks, kv_heads, head_size, block_size]\n"
@@ -204,6 +212,14 @@ def reorder_cache(past_key_values, beam_idx, prev_idx):
         reordered.append((past_k_cache.index_select(0, beam_idx), past_v_cache.index_select(0, prev_idx)))
     return reordered
 """, line=4),
+        # Caches unpacked from a layer -> (K, V) dict's items are tensors, not the dict's keys: a
+        # block copy that reads V's destination where K reads its source is caught.
+        Example("""\
+def copy_kv_cache_blocks(kv_caches, src_blocks, dst_blocks):
+    for layer_name, (k_cache, v_cache) in kv_caches.items():
+        k_cache[dst_blocks] = k_cache[src_blocks]
+        v_cache[dst_blocks] = v_cache[dst_blocks]
+""", line=3),
         Example("def attention(k_pool, v_pool, layer, block_ids, slot_ids):\n"
                 "    k = k_pool[layer][block_ids]\n    v = v_pool[layer][slot_ids]\n"
                 "    return k, v\n", line=2),
@@ -284,7 +300,7 @@ def reorder_cache(past_key_values, beam_idx, prev_idx):
         return tuple(swap_kv_text(text, self.extra_pairs) for text in _texts(parts))
 
     def _cache_side(self, scope: Scope, base: str | None) -> str | None:
-        if base is None or base in scope.non_tensors or not is_kv_tensor_name(base, self.extra_pairs):
+        if base is None or not is_kv_tensor_name(base, self.extra_pairs):
             return None
         tail = base.rsplit(".", 1)[-1]
         if not any(part.lower() in CACHE_PARTS for part in tail.split("_")):

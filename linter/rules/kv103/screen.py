@@ -101,10 +101,9 @@ def _kv103_call(
     operands: dict[int, bool], found: dict[tuple[str, str], list[tuple[ast.AST, str, bool, bool]]],
 ) -> None:
     """Record the indexed call ``node`` as the rule's ``_indexed_calls`` reads it: on the first
-    of its receiver and first positional argument that is a cache. The rule skips a loop
-    counter's name (``non_tensors``) and a free function this scope binds, which the screen
-    does not see: a call with two candidates, or called by a bare name, records each candidate,
-    none of them sure."""
+    of its receiver and first positional argument that is a cache. The rule skips a free
+    function this scope binds, which the screen does not see: a call with two candidates, or
+    called by a bare name, records each candidate, none of them sure."""
     method = type(node.func) is ast.Attribute
     if not method and tail not in INDEXED_FREE_FUNCTIONS:
         return  # a local helper with its own signature
