@@ -316,6 +316,113 @@ def quantize_kv(key, value, k_scale, v_scale, shared_kv_scale):
     value = (value / v_scale).to(torch.float8_e4m3fn)
     return key, value
 """),
+        # A prefix cache sorts its leaves by the tokens they match: the key function is called
+        # by the sort, it computes no values.
+        Example("""\
+class RadixCache:
+    def node_key(self, node):
+        # The token ids the node matches.
+        return tuple(node.key)
+
+    def node_value(self, node):
+        # The KV cache slots that hold those tokens.
+        return node.value
+
+    def eviction_order(self, leaves):
+        # Oldest first, ties broken by the tokens each leaf matches.
+        value_nodes = sorted(leaves, key=lambda n: (n.last_access_time, self.node_key(n)))
+        return value_nodes
+"""),
+        # A graph key unpacked with the verify step's token count: one piece of a dictionary
+        # key's tuple, not a value computed beside a key.
+        Example("""\
+class TargetVerifyGraphs:
+    def __init__(self, num_draft_tokens):
+        self.num_draft_tokens = num_draft_tokens
+        self.graphs = {}
+
+    def _graph_key(self, batch_size):
+        # Graphs are captured per padded batch; the verify step runs every draft token.
+        num_tokens_v = batch_size * self.num_draft_tokens
+        return (batch_size, num_tokens_v), num_tokens_v
+
+    def _graph_value(self, batch_size):
+        return self.graphs[self._graph_key(batch_size)[0]]
+
+    def replay(self, batch_size, input_ids):
+        graph_key, num_tokens_v = self._graph_key(batch_size)
+        self.static_input_ids[:num_tokens_v].copy_(input_ids)
+        self.graphs[graph_key].replay()
+"""),
+        # Packed K/V in the key argument, unpacked along their stacked axis: the value is the
+        # key tensor's second half, not a copy of the key.
+        Example("""\
+def encoder_attention(query, key, value, kv_packed):
+    # With kv_packed the encoder's K and V arrive stacked in `key` as [b, s, 2, h, d] and
+    # `value` is None.
+    if kv_packed:
+        key, value = key.permute(2, 0, 3, 1, 4)
+    else:
+        key, value = key.transpose(1, 2), value.transpose(1, 2)
+    return F.scaled_dot_product_attention(query, key, value)
+"""),
+        # MLA behind a backend signature that passes a value it does not use: the value is cut
+        # from a key built here, not from the key argument.
+        Example("""\
+class MLAAttentionImpl:
+    def forward(self, query, kv_c_normed, k_pe, value, kv_lora_rank):
+        # `value` is part of the backend's signature; the latent key serves as both sides.
+        key = torch.cat([kv_c_normed, k_pe], dim=-1)
+        value = key[..., :kv_lora_rank]
+        return flash_attn_varlen_func(query, key, value)
+"""),
+        # An MTP draft's pool reads the layers it shares with the target model from the
+        # target's MLA pool, which keeps keys only: the key buffer fetched there is another
+        # pool's, and the value is its latent part.
+        Example("""\
+class DraftKVPool:
+    def __init__(self, target_pool, k_buffer, v_buffer, num_draft_layers, kv_lora_rank):
+        self.target_pool = target_pool
+        self.k_buffer = k_buffer
+        self.v_buffer = v_buffer
+        self.num_draft_layers = num_draft_layers
+        self.kv_lora_rank = kv_lora_rank
+
+    def get_key_buffer(self, layer_id):
+        if layer_id < self.num_draft_layers:
+            return self.k_buffer[layer_id]
+        return self.target_pool.get_key_buffer(layer_id)
+
+    def get_value_buffer(self, layer_id):
+        if layer_id < self.num_draft_layers:
+            return self.v_buffer[layer_id]
+        return self._shared_value_buffer(layer_id)
+
+    def _shared_value_buffer(self, layer_id):
+        # MLA: the value is the first kv_lora_rank dims of the latent key.
+        v_latent = self.target_pool.get_key_buffer(layer_id)
+        return v_latent[..., : self.kv_lora_rank]
+"""),
+        # The same pool reaching the target's key buffer through a local: `pool.k_buffer` is
+        # the target pool's, not this class's.
+        Example("""\
+class DraftKVPool:
+    def __init__(self, target_pool, k_buffer, v_buffer, num_draft_layers):
+        self.target_pool = target_pool
+        self.k_buffer = k_buffer
+        self.v_buffer = v_buffer
+        self.num_draft_layers = num_draft_layers
+
+    def get_value_buffer(self, layer_id):
+        if layer_id < self.num_draft_layers:
+            return self.v_buffer[layer_id]
+        return self._shared_value_buffer(layer_id)
+
+    def _shared_value_buffer(self, layer_id):
+        # MLA: the value is the first kv_lora_rank dims of the target's latent key.
+        pool, pool_layer_id = self._side(layer_id)
+        return pool.k_buffer[pool_layer_id][..., : pool.kv_lora_rank]
+"""),
     )
     INVALID = (
         Example(bad, line=9),

@@ -419,6 +419,24 @@ class LegacyAttention(nn.Module):
         qkv, _ = self.W_pack(x)
         q, k, v = qkv.chunk(chunks=3, dim=-1)
 """),
+        # The fused projection's per-shard scales viewed as three rows: one scale each for Q,
+        # K and V, whatever the head counts; only chunk, split and tensor_split cut widths.
+        Example("""\
+class QKVFp8Attention(nn.Module):
+    def __init__(self, hidden_size, num_heads, num_kv_heads, head_dim):
+        super().__init__()
+        self.num_kv_heads = num_kv_heads
+        self.q_size = num_heads * head_dim
+        self.kv_size = num_kv_heads * head_dim
+        self.qkv_proj = QKVParallelLinear(hidden_size, head_dim, num_heads, num_kv_heads)
+
+    def dequantized_weights(self):
+        # Per-tensor FP8 checkpoints keep one weight scale per shard of the fused projection.
+        q_scale, k_scale, v_scale = self.qkv_proj.weight_scale.view(3, 1)
+        weight = self.qkv_proj.weight.to(torch.float32)
+        q_w, k_w, v_w = weight.split([self.q_size, self.kv_size, self.kv_size], dim=0)
+        return q_w * q_scale, k_w * k_scale, v_w * v_scale
+"""),
     )
     INVALID = (
         Example(bad, line=7),
