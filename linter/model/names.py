@@ -263,7 +263,7 @@ _Q_WIDTH = re.compile(
 )
 _HEAD_DIM = re.compile(
     r"head_dim|head_size|head_[a-z]{1,3}_(dim|size)|headdim|dim_head|dim_per_head|size_per_head|d_head|head_channels"
-    r"|kv_channels|rope|nope|rotary|^d_?[kv]$"
+    r"|kv_channels|rope|nope|rotary|^d_?[kv]$|(size|hidden|dim|channels)_per_(attention_)?head"
 )
 _HEADS = re.compile(r"(^|_)(n|num|total_num|num_local|num_attention|local_num)?_?heads?(_|$)|^n_?heads?|heads?_")
 # Megatron's num_query_groups and ChatGLM's multi_query_group_num count KV heads;

@@ -32,7 +32,8 @@ def test_kv_head_counts(name):
 @pytest.mark.parametrize(
     "name",
     ["head_dim", "head_size", "qk_head_dim", "v_head_dim", "qk_nope_head_dim", "qk_rope_head_dim",
-     "head_k_dim", "head_v_dim", "d_k", "d_v", "dim_head", "kv_channels", "rotary_dim"],
+     "head_k_dim", "head_v_dim", "d_k", "d_v", "dim_head", "kv_channels", "rotary_dim",
+     "hidden_size_per_attention_head", "hidden_per_head"],
 )
 def test_head_dims(name):
     assert name_role(name) is Role.HEAD_DIM
