@@ -81,3 +81,33 @@ def test_value_side_property_returning_key_bookkeeping_is_silent():
 def test_value_side_method_returning_the_key_cache_is_reported():
     findings = kv104(HEAD_SIZE.format(returned="self.k_cache"))
     assert [(f.code, f.span.row) for f in findings] == [("KV104", 14)]
+
+
+# Checkpoints quantised with one scale for both sides ship it under one name; loading it into
+# the key's dequant tensor writes a V-side scale, not a value tensor, into the key side.
+SHARED_SCALE = """
+    class Int8KVCache:
+        def __init__(self, k_cache, v_cache):
+            self.k_cache = k_cache
+            self.v_cache = v_cache
+            self.k_dequant = torch.ones(1)
+            self.v_dequant = torch.ones(1)
+
+        def load_shared_scale(self, v_scale):
+            self.k_dequant.copy_(v_scale)
+            self.v_dequant.copy_(v_scale)
+
+        def store(self, slots, k, v):
+            self.k_cache.index_copy_(0, slots, k)
+            self.v_cache.index_copy_(0, slots, v)
+"""
+
+
+def test_value_side_scale_loaded_into_the_key_dequant_tensor_is_silent():
+    assert kv104(SHARED_SCALE) == []
+
+
+def test_value_tensor_written_into_the_key_side_is_reported():
+    source = SHARED_SCALE.replace("index_copy_(0, slots, k)", "index_copy_(0, slots, v)")
+    findings = kv104(source)
+    assert [(f.code, f.span.row) for f in findings] == [("KV104", 14)]
