@@ -93,3 +93,27 @@ def test_an_imported_call_with_no_arguments_beside_the_helper_call_is_passed_ove
         "        k = trim_keys(k, n)\n", "        context = get_forward_context()\n        k = trim_keys(k, n)\n")
     caller.write_text(text)
     assert [f.span.row for f in _lint(caller, text)] == [8]
+
+
+# Differential attention splits the key's heads into two groups, each scored against the whole
+# value: a helper returning the pieces (`chunk`) hands the core a pair, not a narrowed key, so
+# the whole value beside it is no token/head mismatch.
+DIFFERENTIAL = dedent("""\
+    def {helper}(x{extra}):
+        return {body}
+
+
+    class DifferentialAttention(nn.Module):
+        def forward(self, q, k, v, n):
+            return self.core(q, {helper}(k{args}), v)
+""")
+
+
+def test_a_helper_returning_key_pieces_is_silent():
+    source = DIFFERENTIAL.format(helper="head_groups", extra="", body="x.chunk(2, dim=1)", args="")
+    assert lint_source(source, codes=["KV105"]) == []
+
+
+def test_a_helper_returning_one_cut_of_the_key_is_reported():
+    source = DIFFERENTIAL.format(helper="drop_prefix", extra=", n", body="x[:, n:]", args=", n")
+    assert [f.span.row for f in lint_source(source, codes=["KV105"])] == [7]
