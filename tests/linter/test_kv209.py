@@ -280,3 +280,33 @@ def reference_decode_step(q, k, v):
     )
     [finding] = findings(positional)
     assert finding.span.row == 6 and "one head" in finding.message
+
+
+# Layers where one projection serves as key and value (K=V global layers, here with as many
+# KV heads as query heads) read `value_states` off `k_proj`. That view is no K view to pair
+# with the `v_proj` view of the other layers: its heads belong to the K=V layer alone.
+_K_EQ_V_LAYER = """\
+def split_heads(x, heads, head_dim):
+    b, s, _ = x.shape
+    return x.view(b, s, heads, head_dim).transpose(1, 2)
+
+
+class Attention(nn.Module):
+    def forward(self, hidden):
+        b, s, _ = hidden.shape
+        if self.attention_k_eq_v:
+            key_states = self.k_proj(hidden).view(b, s, self.num_heads, self.head_dim).transpose(1, 2)
+            value_states = self.k_proj(hidden).view(b, s, self.num_heads, self.head_dim).transpose(1, 2)
+        else:
+            key_states = split_heads(self.k_proj(hidden), self.num_kv_heads, self.head_dim)
+            value_states = split_heads(self.v_proj(hidden), {v_heads}, self.head_dim)
+        return self.attn(self.q_proj(hidden), key_states, value_states)
+"""
+
+
+def test_a_value_read_off_the_key_projection_is_not_paired_as_a_key():
+    assert findings(_K_EQ_V_LAYER.format(v_heads="self.num_kv_heads")) == []
+    # The `v_proj` layers' own key and value on different head counts are still reported.
+    [finding] = findings(_K_EQ_V_LAYER.format(v_heads="self.num_heads"))
+    assert (finding.span.row, [r.span.row for r in finding.related]) == (13, [14])
+    assert "self.num_kv_heads" in finding.message
