@@ -214,3 +214,65 @@ def test_each_mismatched_pair_is_reported_once():
         """
     )
     assert len(findings) == 1
+
+
+# KIVI-style quantised caches keep one key scale per group of tokens and one value scale per
+# token, so per-sequence pieces of the two scale tensors have different sizes by design. Only
+# K/V tensors are compared: bookkeeping twins (`k_scale`/`v_scale`) cut unlike are no finding,
+# while the quantised tensors themselves cut the same way are.
+_PER_SEQUENCE_SCALES = """
+def dequant_attention(q, k_q, v_q, k_scale, v_scale, seq_lens, group_size):
+    groups_per_seq = [(n + group_size - 1) // group_size for n in seq_lens]
+    k_scales = torch.split({k_scale}, groups_per_seq)
+    v_scales = torch.split({v_scale}, seq_lens)
+    k = dequant(k_q, k_scales)
+    v = dequant(v_q, v_scales)
+    return F.scaled_dot_product_attention(q, k, v)
+"""
+
+
+def test_scale_twins_cut_to_their_own_group_counts_are_not_a_mismatch():
+    assert kv102(_PER_SEQUENCE_SCALES.format(k_scale="k_scale", v_scale="v_scale")) == []
+    (finding,) = kv102(_PER_SEQUENCE_SCALES.format(k_scale="k_q", v_scale="v_q"))
+    assert finding.span.row == 4 and "`k_q` and `v_q` are cut into pieces" in finding.message
+
+
+# Cuts are compared only on one axis: K in the rotary kernel's [batch, tokens, heads, head_dim]
+# beside V in [batch, heads, tokens, head_dim], each split on its own token axis, must not be
+# compared by the sizes' text (here the same sizes spelled two ways).
+def test_cuts_on_different_axes_of_two_layouts_are_not_compared():
+    source = """
+    def sink_window_attention(q, k, v, num_sink, seq_len):
+        rest = seq_len - num_sink
+        k_sink, k_rest = torch.split(k, [num_sink, rest], dim=1)
+        v_sink, v_rest = torch.split(v, [num_sink, seq_len - num_sink], dim={v_axis})
+        return flash_attn_func(q, k_rest, v_rest.transpose(1, 2))
+    """
+    assert kv102(source.format(v_axis=2)) == []
+    (finding,) = kv102(source.format(v_axis=1))
+    assert finding.span.row == 4 and "different sizes" in finding.message
+
+
+# A key cache kept pre-transposed ([batch, heads, head_dim, tokens], so `q @ k` needs no
+# transpose) puts its token axis last, where a slice of unknown rank may be the head dim; beside
+# V ([batch, heads, tokens, head_dim]) cut to the same tokens it is no mismatch. The same holds
+# with V kept transposed for a decode GEMV. A sibling with the token bound off by one on
+# same-layout caches is reported.
+@pytest.mark.parametrize(
+    ("k_slice", "v_slice"),
+    [
+        pytest.param("k[:, :, :, :n]", "v[:, :, :n, :]", id="key-transposed"),
+        pytest.param("k[:, :, :n, :]", "v[:, :, :, :n]", id="value-transposed"),
+    ],
+)
+def test_a_transposed_cache_cut_on_its_last_axis_is_not_compared(k_slice, v_slice):
+    source = f"""
+    def decode_window(q, k, v, n):
+        k = {k_slice}
+        v = {v_slice}
+        return decode_attention(q, k, v)
+    """
+    assert kv102(source) == []
+    same_layout = source.replace(k_slice, "k[:, :, :n - 1, :]").replace(v_slice, "v[:, :, :n, :]")
+    (finding,) = kv102(same_layout)
+    assert finding.span.row == 3 and "k[:, :, :n - 1, :]" in finding.message

@@ -232,3 +232,81 @@ def test_the_text_condition_needs_a_helper_with_a_view_and_the_twin():
     assert _plan_admits("from .ops import heads\n\n\n" + caller)
     # Another receiver's method is no helper of the rule.
     assert not _plan_admits("def heads(x, n):\n    return x.view(x.shape[0], n, -1)\n\n\n" + caller.replace("heads(", "ops.heads("))
+
+
+# NumPy's `reshape` takes the new shape as separate arguments and the memory order as a
+# keyword. A view with any keyword is not read as a suffix view, so `order="C"` is never taken
+# for an axis (read as one, it would put K's head dim where V's head count is).
+_NUMPY_REFERENCE = """\
+def split_heads(x, heads, head_dim):
+    return x.reshape(*x.shape[:-1], heads, head_dim{order})
+
+
+def reference_attention(q, k, v):
+    k = split_heads(k, 8, 64)
+    v = v.reshape(*v.shape[:-1], {v_heads}, 64)
+    return attention_ref(q, k, v)
+"""
+
+
+def test_a_numpy_reshape_with_a_memory_order_keyword_is_not_read_as_axes():
+    assert findings(_NUMPY_REFERENCE.format(order=', order="C"', v_heads=8)) == []
+    # The same helper without the keyword is read, and a V head count unlike K's is reported.
+    [finding] = findings(_NUMPY_REFERENCE.format(order="", v_heads=4))
+    assert finding.span.row == 6 and "axis -2" in finding.message
+
+
+# A helper taking `*lead` (here optional leading sizes to check) is not summarized: a call's
+# extra positional arguments go to `*lead` at run time, though the keyword-only `heads` after
+# it would take the first of them if they were bound by position.
+def test_a_helper_with_star_args_before_keyword_only_heads_is_not_read():
+    helper = """\
+def split_kv_heads(x, *lead, heads=8, head_dim=64):
+    if lead and tuple(x.shape[:-1]) != lead:
+        raise ValueError(f"expected leading sizes {lead}, got {tuple(x.shape[:-1])}")
+    return x.view(*x.shape[:-1], heads, head_dim)
+
+
+def reference_decode_step(q, k, v):
+    k = split_kv_heads(k, 1, 1)
+    v = v.view(1, 1, 8, 64)
+    return attn(q, k, v)
+"""
+    assert findings(helper) == []
+    # Without `*lead` the 1 is the head count, unlike V's 8.
+    positional = (
+        "def split_kv_heads(x, heads=8, head_dim=64):\n    return x.view(*x.shape[:-1], heads, head_dim)\n\n\n"
+        + helper[helper.index("def reference_decode_step"):].replace("split_kv_heads(k, 1, 1)", "split_kv_heads(k, 1)")
+    )
+    [finding] = findings(positional)
+    assert finding.span.row == 6 and "one head" in finding.message
+
+
+# Layers where one projection serves as key and value (K=V global layers, here with as many
+# KV heads as query heads) read `value_states` off `k_proj`. That view is no K view to pair
+# with the `v_proj` view of the other layers: its heads belong to the K=V layer alone.
+_K_EQ_V_LAYER = """\
+def split_heads(x, heads, head_dim):
+    b, s, _ = x.shape
+    return x.view(b, s, heads, head_dim).transpose(1, 2)
+
+
+class Attention(nn.Module):
+    def forward(self, hidden):
+        b, s, _ = hidden.shape
+        if self.attention_k_eq_v:
+            key_states = self.k_proj(hidden).view(b, s, self.num_heads, self.head_dim).transpose(1, 2)
+            value_states = self.k_proj(hidden).view(b, s, self.num_heads, self.head_dim).transpose(1, 2)
+        else:
+            key_states = split_heads(self.k_proj(hidden), self.num_kv_heads, self.head_dim)
+            value_states = split_heads(self.v_proj(hidden), {v_heads}, self.head_dim)
+        return self.attn(self.q_proj(hidden), key_states, value_states)
+"""
+
+
+def test_a_value_read_off_the_key_projection_is_not_paired_as_a_key():
+    assert findings(_K_EQ_V_LAYER.format(v_heads="self.num_kv_heads")) == []
+    # The `v_proj` layers' own key and value on different head counts are still reported.
+    [finding] = findings(_K_EQ_V_LAYER.format(v_heads="self.num_heads"))
+    assert (finding.span.row, [r.span.row for r in finding.related]) == (13, [14])
+    assert "self.num_kv_heads" in finding.message
