@@ -346,3 +346,23 @@ class MiMoAttention(nn.Module):
         return value_cache
 """)
     assert [(f.span.row, f.span.column) for f in findings] == [(8, 65)]
+
+
+@pytest.mark.parametrize("cut", [
+    pytest.param(":, :, :v_head_dim", id="axes-from-the-front"),
+    pytest.param("0, :, :v_head_dim", id="first-item-indexed"),
+    pytest.param("..., rope_dim:v_head_dim", id="from-a-start"),
+    pytest.param("..., :v_head_dim:2", id="with-a-step"),
+])
+def test_a_cut_that_keeps_other_columns_than_the_value_dim_leaves_a_key_dim_flatten_reported(cut):
+    # Only `x[..., :v_head_dim]` (and a 1-D `x[:v_head_dim]`) excuses an output shaped with the
+    # key's head dim: a cut from a start or with a step keeps other columns, and a cut without a
+    # leading `...` counts its axes from the front. Read as such a cut, the output's name would be
+    # excused wherever it is flattened, and this wrong flatten would go unreported.
+    code = f"""\
+    def merge_heads(attn_output, num_heads, qk_head_dim, v_head_dim, rope_dim):
+        attn_output = attn_output[{cut}]
+        return attn_output.reshape(-1, num_heads * qk_head_dim)
+    """
+    [finding] = _lint(code)
+    assert finding.span.row == 3 and "`qk_head_dim`" in finding.message
