@@ -366,3 +366,24 @@ def test_a_cut_that_keeps_other_columns_than_the_value_dim_leaves_a_key_dim_flat
     """
     [finding] = _lint(code)
     assert finding.span.row == 3 and "`qk_head_dim`" in finding.message
+
+
+STATE = """\
+class GatedLinearAttention(nn.Module):
+    def __init__(self, num_heads, num_kv_heads, head_k_dim, conv_size):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.conv_size = num_heads, num_kv_heads, conv_size
+        self.head_k_dim = head_k_dim
+
+    def init_state(self, {receiver}, batch):
+        return ({receiver}.new_zeros(batch, self.num_heads * self.head_k_dim, self.conv_size),)
+"""
+
+
+def test_a_state_allocated_off_the_query_is_the_querys_not_a_key_slot_state():
+    # The query's convolution state holds the key's head dim per query head; allocated off `q`
+    # (and returned unnamed) it is the query's buffer. Off another tensor, a buffer with the key's
+    # own head dim made in `init_state` is a key-slot state and must take the KV head count.
+    assert _lint(STATE.format(receiver="q")) == []
+    [finding] = _lint(STATE.format(receiver="x"))
+    assert finding.span.row == 8 and "key-side state" in finding.message
