@@ -236,3 +236,24 @@ def test_calls_that_would_raise_at_run_time_are_read_as_no_view():
         "    return self.attn(self.q, k, v)\n"
     )
     assert [f.span.row for f in lint_source(source, codes=["KV202"])] == [2]
+
+
+MLA_PATHS = """\
+def forward(self, q, k, v, t):
+    if self.absorbed:
+        v_latent = k[..., : self.kv_lora_rank].view(t, 1, self.kv_lora_rank)
+        return self.decode(q, k, v_latent)
+    k = k.view(t, self.num_heads, self.qk_head_dim)
+    v = v.view(t, {v_heads}, self.v_head_dim)
+    return self.prefill(q, k, v)
+"""
+
+
+def test_a_value_viewed_off_the_key_is_no_key_view():
+    # MLA's absorbed decode takes its value from the latent key (its first kv_lora_rank
+    # columns, one head shared by all query heads) while the prefill path views per-head K and
+    # V. `v_latent` is made of `k` but is a value: read as a key view it would be paired with
+    # the prefill `v` and reported as one head against the query heads.
+    assert findings(MLA_PATHS.format(v_heads="self.num_heads")) == []
+    [finding] = findings(MLA_PATHS.format(v_heads="self.num_kv_heads"))
+    assert finding.span.row == 5 and "`self.num_heads`" in finding.message

@@ -346,3 +346,44 @@ class MiMoAttention(nn.Module):
         return value_cache
 """)
     assert [(f.span.row, f.span.column) for f in findings] == [(8, 65)]
+
+
+@pytest.mark.parametrize("cut", [
+    pytest.param(":, :, :v_head_dim", id="axes-from-the-front"),
+    pytest.param("0, :, :v_head_dim", id="first-item-indexed"),
+    pytest.param("..., rope_dim:v_head_dim", id="from-a-start"),
+    pytest.param("..., :v_head_dim:2", id="with-a-step"),
+])
+def test_a_cut_that_keeps_other_columns_than_the_value_dim_leaves_a_key_dim_flatten_reported(cut):
+    # Only `x[..., :v_head_dim]` (and a 1-D `x[:v_head_dim]`) excuses an output shaped with the
+    # key's head dim: a cut from a start or with a step keeps other columns, and a cut without a
+    # leading `...` counts its axes from the front. Read as such a cut, the output's name would be
+    # excused wherever it is flattened, and this wrong flatten would go unreported.
+    code = f"""\
+    def merge_heads(attn_output, num_heads, qk_head_dim, v_head_dim, rope_dim):
+        attn_output = attn_output[{cut}]
+        return attn_output.reshape(-1, num_heads * qk_head_dim)
+    """
+    [finding] = _lint(code)
+    assert finding.span.row == 3 and "`qk_head_dim`" in finding.message
+
+
+STATE = """\
+class GatedLinearAttention(nn.Module):
+    def __init__(self, num_heads, num_kv_heads, head_k_dim, conv_size):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.conv_size = num_heads, num_kv_heads, conv_size
+        self.head_k_dim = head_k_dim
+
+    def init_state(self, {receiver}, batch):
+        return ({receiver}.new_zeros(batch, self.num_heads * self.head_k_dim, self.conv_size),)
+"""
+
+
+def test_a_state_allocated_off_the_query_is_the_querys_not_a_key_slot_state():
+    # The query's convolution state holds the key's head dim per query head; allocated off `q`
+    # (and returned unnamed) it is the query's buffer. Off another tensor, a buffer with the key's
+    # own head dim made in `init_state` is a key-slot state and must take the KV head count.
+    assert _lint(STATE.format(receiver="q")) == []
+    [finding] = _lint(STATE.format(receiver="x"))
+    assert finding.span.row == 8 and "key-side state" in finding.message
