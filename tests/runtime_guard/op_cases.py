@@ -441,6 +441,21 @@ def _paged_decode_nz() -> Case:
     ))
 
 
+def _paged_decode_nz_ambiguous(kv_heads: int, head_dim: int, block_size: int) -> Case:
+    """NZ caches whose axes also fit the ND reading in part: block size equal to num_kv_heads (the
+    block size 64 vllm-ascend's 310P runner picks for head dim 256, beside 64 KV heads), or head dim
+    16 (x) with axis 1 (KV heads x 16 / 16) equal to num_kv_heads. Both are NZ (axis 1 folds the
+    heads and dims), so the block axis is 2."""
+    cache = (2, kv_heads * head_dim // 16, block_size, 16)
+
+    def build() -> tuple:  # vllm-ascend _310p attention_v1 decode: NZ caches (blocks, KV heads*D/16, block_size, 16)
+        return (), {"query": t(4, kv_heads, head_dim, dtype=F16), "key_cache": t(*cache, dtype=F16), "value_cache": t(*cache, dtype=F16), "num_kv_heads": kv_heads,
+                    "num_heads": kv_heads, "scale_value": 0.088, "block_table": t(4, 2, dtype=I32), "context_lens": host(100, 50, 7, 2 * block_size), "out": t(4, kv_heads, head_dim, dtype=F16)}
+    return Case(VA + f"_310p attention_v1 decode over NZ caches, {kv_heads} KV heads of dim {head_dim}, block size {block_size}", build, (
+        m("context length past the row's blocks", "per_sequence_lengths_fit", context_lens=lambda: host(100, 50, 7, 2 * block_size + 1)),
+    ))
+
+
 def _paged_decode_3d() -> Case:
     cache = (BLOCKS, BS, KVH * D)
 
@@ -515,6 +530,9 @@ def _cache_write_mutations(slot_arg: str, nd: bool) -> tuple:
             m("value cache of another block size", "caches_match", value_cache=lambda: t(BLOCKS, 64, KVH, D)),
             m("caches with the query's heads", "head_count_matches", key_cache=lambda: t(BLOCKS, BS, H, D), value_cache=lambda: t(BLOCKS, BS, H, D)),
             m("caches of another head dim", "q_k_head_dims_match", key_cache=lambda: t(BLOCKS, BS, KVH, 64), value_cache=lambda: t(BLOCKS, BS, KVH, 64)),
+            m("key cache of another head dim beside a right value cache", "q_k_head_dims_match", says="head dim of key", key_cache=lambda: t(BLOCKS, BS, KVH, 64)),
+            m("value cache of another head dim beside a right key cache", "q_k_head_dims_match", says="head dim of value", value_cache=lambda: t(BLOCKS, BS, KVH, 64)),
+            m("key cache viewed (blocks, block_size, N*D) beside a 4-D value cache", "caches_match", key_cache=lambda: t(BLOCKS, BS, KVH * D)),
         )
     else:
         found += (
@@ -538,9 +556,30 @@ def _scatter_pa_kv_cache() -> tuple:
 
     def norm() -> tuple:  # sglang memory_pool_npu set_kv_buffer: ND views, cache_mode="Norm", positional
         return (t(12, KVH, D), t(12, KVH, D), t(BLOCKS, BS, KVH, D), t(BLOCKS, BS, KVH, D), t(12, dtype=I32)), {"cache_mode": "Norm"}
+    def nz_4d() -> tuple:  # the docstring's example (scenario 1): K and V head dims differ, cache_mode left at PA_NZ, positional
+        return (t(16, 4, 32, dtype=F16), t(16, 4, 64, dtype=F16), t(2, 4 * 32 // 16, 32, 16, dtype=F16), t(2, 4 * 64 // 16, 32, 16, dtype=F16), t(16, dtype=I32)), {}
+
+    def compressed() -> tuple:  # scenario 3: (batch, seq, heads, D) K/V, one slot per batch and head, compress_lens/seq_lens
+        return (t(2, 6, KVH, D), t(2, 6, KVH, D), t(BLOCKS, BS, 1, D), t(BLOCKS, BS, 1, D), t(2, KVH, dtype=I32)), {
+            "compress_lens": t(2, KVH, dtype=I32), "compress_seq_offsets": t(2 * KVH, dtype=I32), "seq_lens": t(2, dtype=I32)}
+
+    def mode(cache_mode: str, nd: bool) -> Callable[[], tuple]:
+        cache = (BLOCKS, BS, KVH, D) if nd else (BLOCKS, KVH, D // 16, BS, 16)
+        return lambda: ((), {"key": t(12, KVH, D), "value": t(12, KVH, D), "key_cache": t(*cache), "value_cache": t(*cache), "slot_mapping": t(12, dtype=I32), "cache_mode": cache_mode})
     return (
         Case(VA + "attention_v1 NZ write path (_nz_5d_view)", nz, _cache_write_mutations("slot_mapping", nd=False)),
         Case(SG + "memory_pool_npu.set_kv_buffer (scatter_pa, Norm)", norm, _cache_write_mutations("slot_mapping", nd=True)),
+        Case("torch_npu npu_scatter_pa_kv_cache docstring example: 4-D NZ caches (blocks, N*D/16, block_size, 16), as vllm-ascend mooncake_connector._nz_kv_cache writes them", nz_4d, (
+            m("value cache of another block size", "caches_match", value_cache=lambda: t(2, 4 * 64 // 16, 16, 16, dtype=F16)),
+            m("value trimmed without key", "k_v_token_counts_match", value=lambda: t(15, 4, 64, dtype=F16)),
+            m("slots of another batch", "slot_count_matches", slot_mapping=lambda: t(15, dtype=I32)),
+        )),
+        Case("torch_npu npu_scatter_pa_kv_cache docstring, scenario 3 (compressed per-head writes: batch, seq and heads compared, the rest the kernel's)", compressed, (
+            m("value of another sequence length", "k_v_token_counts_match", value=lambda: t(2, 5, KVH, D)),
+            m("value with more heads", "k_v_head_counts_match", value=lambda: t(2, 6, 4, D)),
+        ), unjudged="4-D key/value"),
+        Case("torch_npu npu_scatter_pa_kv_cache with a cache_mode its docstring does not list ('PA', npu_kv_rmsnorm_rope_cache's): the kernel judges it", mode("PA", nd=True), (), unjudged="cache_mode='PA'"),
+        Case("torch_npu npu_scatter_pa_kv_cache: 5-D NZ views with cache_mode='Norm' (ND only, its docstring): the kernel judges it", mode("Norm", nd=False), (), unjudged="5-D caches with cache_mode='Norm'"),
     )
 
 
@@ -664,6 +703,10 @@ def _sparse() -> tuple:
         latent = t(2, 64, 1, 512)
         return (), {"query": t(2, 1, 16, 512), "key": latent, "value": latent, "query_rope": t(2, 1, 16, 64), "key_rope": t(2, 64, 1, 64), "sparse_indices": t(2, 1, 1, 64, dtype=I32),
                         "scale_value": 0.07, "layout_query": "BSND", "layout_kv": "BSND"}
+
+    def without(*names: str) -> tuple:  # the gathered call with optional tensors passed as None
+        args, kwargs = gathered()
+        return args, {**kwargs, **dict.fromkeys(names)}
     return (
         Case(SG + "ascend_backend.forward_sparse (PA_BSND)", paged, (
             m("key missing", "arguments_are_tensors", key=lambda: None),
@@ -678,6 +721,12 @@ def _sparse() -> tuple:
             m("value with more heads", "k_v_head_counts_match", value=lambda: t(2, 64, 2, 512)),
             m("rope part gathered for fewer tokens", "k_v_token_counts_match", key_rope=lambda: t(2, 63, 1, 64)),
             m("rope part with more heads", "k_v_head_counts_match", key_rope=lambda: t(2, 64, 2, 64)),
+        )),
+        Case("torch_npu npu_sparse_flash_attention schema: value=None (Tensor? value; V read from the latent key), BSND", lambda: without("value"), (
+            m("rope part gathered for fewer tokens", "k_v_token_counts_match", key_rope=lambda: t(2, 63, 1, 64)),
+        )),
+        Case("torch_npu npu_sparse_flash_attention docstring: query_rope/key_rope None (optional: no rope part), BSND", lambda: without("query_rope", "key_rope"), (
+            m("value gathered for fewer tokens", "k_v_token_counts_match", value=lambda: t(2, 63, 1, 512)),
         )),
     )
 
@@ -722,6 +771,12 @@ def _ring_mla() -> Case:
     ))
 
 
+def _ring_mla_bsnd() -> Case:
+    def build() -> tuple:  # (batch, seq, heads, D) tensors with input_layout='type_bsnd' (the docstring's shapes are 3-D)
+        return (t(2, 3, 4, 128), t(2, 3, 4, 64), t(2, 3, 4, 128), t(2, 3, 4, 64), t(2, 3, 4, 128), t(512, 512), host(3, 3), 4, 4), {"input_layout": "type_bsnd"}
+    return Case("torch_npu.atb.npu_ring_mla over 4-D K/V (not the docstring's (tokens, heads, D)): the kernel judges it", build, (), unjudged="K/V that are not (tokens, heads, D)")
+
+
 def _latent() -> Case:
     def build() -> tuple:  # torch_npu.atb.npu_multi_head_latent_attention docstring, krope_ctkv caches
         return (t(4, 8, 512), t(4, 8, 64), t(16, 32, 1, 512), t(16, 32, 1, 64), t(4, 4, dtype=I32), [10, 20, 128, 1], 8, 1.0, 1), {}
@@ -734,6 +789,27 @@ def _latent() -> Case:
         m("context length past the row's blocks", "per_sequence_lengths_fit", context_lens=lambda: [10, 20, 4 * 32 + 1, 1]),
         m("context lengths missing", "argument_types", context_lens=lambda: None),
     ))
+
+
+def _latent_variant(kind: str) -> Case:
+    """The docstring's 'int8_nzcache' form (int8 ctkv (blocks, kv_heads*512/32, block_size, 32), k_rope
+    (blocks, kv_heads*64/16, block_size, 16): the block size on axis 2), or a call the kernel judges: a
+    cache_mode the docstring does not list (ATB's 'nzcache'), or 3-D caches."""
+    def build() -> tuple:
+        tables, lens = t(4, 4, dtype=I32), [10, 20, 128, 1]
+        if kind == "int8_nzcache":
+            return (t(4, 8, 512, dtype=I8), t(4, 8, 64, dtype=F16), t(16, 512 // 32, 32, 32, dtype=I8), t(16, 64 // 16, 32, 16, dtype=F16), tables, lens, 8, 1.0, 1), {
+                "cache_mode": "int8_nzcache", "qk_descale": t(8, dtype=F32), "pv_descale": t(8, dtype=F32)}
+        if kind == "nzcache":
+            return (t(4, 8, 512, dtype=F16), t(4, 8, 64, dtype=F16), t(16, 512 // 16, 32, 16, dtype=F16), t(16, 64 // 16, 32, 16, dtype=F16), tables, lens, 8, 1.0, 1), {"cache_mode": "nzcache"}
+        return (t(4, 8, 512), t(4, 8, 64), t(16, 32, 512), t(16, 32, 64), tables, lens, 8, 1.0, 1), {}  # kv_heads (1) squeezed out
+    if kind == "int8_nzcache":
+        return Case("torch_npu.atb.npu_multi_head_latent_attention docstring, cache_mode='int8_nzcache'", build, (
+            m("rope cache of another block size", "caches_match", k_rope=lambda: t(16, 64 // 16, 16, 16, dtype=F16)),
+            m("context length past the row's blocks", "per_sequence_lengths_fit", context_lens=lambda: [10, 20, 4 * 32 + 1, 1]),
+        ))
+    unjudged = "cache_mode='nzcache'" if kind == "nzcache" else "3-D ctkv and 3-D k_rope"
+    return Case(f"torch_npu.atb.npu_multi_head_latent_attention with {unjudged} (not the docstring's forms): the kernel judges it", build, (), unjudged=unjudged)
 
 
 def _prefix_encoder() -> Case:
@@ -838,12 +914,29 @@ def _package_indexer(namespace: str, quant: bool) -> Case:
     ))
 
 
+def _package_indexer_unknown_layout(namespace: str) -> Case:
+    def build() -> tuple:  # layout_key BNSD, which the op does not list (PA_BSND, BSND, TND): the kernel judges it
+        tensors = {"query": t(2, 1, IDX_HEADS, IDX_D), "key": t(2, 1, 64, IDX_D), "weights": t(2, 1, IDX_HEADS)}
+        return _package_call(namespace, tensors, (), {"layout_query": "BSND", "layout_key": "BNSD", "sparse_count": 2048, "sparse_mode": 3})
+    return Case(f"{namespace} npu_lightning_indexer with a layout_key torch_npu's docstring of the op does not list", build, (
+        m("index key missing", "arguments_are_tensors", key=lambda: None),
+    ), unjudged="layout_key='BNSD'")
+
+
 def _siso() -> tuple:
     return (t(12, 1, 128), t(BLOCKS, BS, 1, 128), t(12, dtype=I32)), {}
 
 
 def _scatter_pa_cache() -> tuple:
     return (t(12, 1, 128), t(12, dtype=I32)), {"key_cache": t(BLOCKS, BS, 1, 128)}
+
+
+def _scatter_pa_cache_compressed() -> Case:
+    def build() -> tuple:  # (batch, seq, heads, D) key, a (batch, heads) slot_mapping with compress_lens/seq_lens
+        return (t(2, 6, KVH, 128), t(2, KVH, dtype=I32)), {"key_cache": t(BLOCKS, BS, 1, 128), "compress_lens": t(2, KVH, dtype=I32),
+                                                         "compress_seq_offsets": t(2 * KVH, dtype=I32), "seq_lens": t(2, dtype=I32)}
+    return Case("torch_npu schema npu_scatter_pa_cache.value, compressed scenario (shapes of npu_scatter_pa_kv_cache's scenario 3): the kernel judges it",
+                build, (), unjudged="2-D slot_mapping")
 
 
 CASES: dict = {
@@ -858,7 +951,7 @@ CASES: dict = {
     ("atb", "_npu_flash_attention_unpad"): (_atb_flash("torch_npu schema _npu_flash_attention_unpad (encoder path)", mask=False),),
     ("atb", "_npu_flash_attention_unpad_v2"): (_atb_flash("torch_npu schema _npu_flash_attention_unpad_v2", mask=False, kernel_type=0),),
     ("atb", "_npu_flash_attention_v3"): (_atb_flash(VA + "_310p attention_v1 compressed-mask path (_npu_flash_attention_v3)", mask=True, mask_type=3),),
-    ("atb", "_npu_paged_attention"): (_paged_decode(), _paged_decode_nz(), _paged_decode_3d()),
+    ("atb", "_npu_paged_attention"): (_paged_decode(), _paged_decode_nz(), _paged_decode_nz_ambiguous(64, 256, 64), _paged_decode_nz_ambiguous(4, 16, 128), _paged_decode_3d()),
     ("atb", "_npu_paged_attention_quant"): (_paged_quant(),),
     ("atb", "_npu_paged_attention_splitfuse"): (_chunked(VA + "_310p attention_v1 chunked prefill (splitfuse)"),),
     ("atb", "_npu_paged_attention_splitfuse_v2"): (_chunked("torch_npu schema _npu_paged_attention_splitfuse_v2"),),
@@ -873,16 +966,16 @@ CASES: dict = {
     ("npu", "npu_mla_prolog_v3"): (_mla_prolog(SG + "mla_preprocess.forward_mlaprolog (PA_BSND)", v3=True), _mla_prolog_v3_variant("packed"),
                                    _mla_prolog_v3_variant("repo_mode"), _mla_prolog_v3_variant("cache_mode")),
     ("npu", "npu_kv_quant_sparse_flash_attention"): (_kv_quant_sparse(), _kv_quant_sparse_unknown_layout()),
-    ("npu", "npu_scatter_pa_cache"): (_single_cache(VA + "minimax indexer cache write (npu_scatter_pa_cache)", "slot_mapping", _scatter_pa_cache),),
+    ("npu", "npu_scatter_pa_cache"): (_single_cache(VA + "minimax indexer cache write (npu_scatter_pa_cache)", "slot_mapping", _scatter_pa_cache), _scatter_pa_cache_compressed()),
     ("atb", "_npu_reshape_and_cache_siso"): (_single_cache("torch_npu schema _npu_reshape_and_cache_siso (one cache)", "slot_indices", _siso),),
     ("npu", "npu_sparse_flash_attention"): _sparse(),
     ("atb", "_npu_paged_attention_mla"): (_paged_mla(),),
-    ("atb", "npu_ring_mla"): (_ring_mla(),),
-    ("atb", "npu_multi_head_latent_attention"): (_latent(),),
+    ("atb", "npu_ring_mla"): (_ring_mla(), _ring_mla_bsnd()),
+    ("atb", "npu_multi_head_latent_attention"): (_latent(), _latent_variant("int8_nzcache"), _latent_variant("nzcache"), _latent_variant("3-D")),
     ("atb", "npu_self_attention_prefix_encoder"): (_prefix_encoder(), _prefix_encoder_hidden()),
     ("_C_ascend", "npu_sparse_flash_attention"): (_package_sparse("_C_ascend"),),
     ("_C_ascend", "npu_kv_quant_sparse_flash_attention"): (_package_kv_quant_sparse("_C_ascend"),),
-    ("_C_ascend", "npu_lightning_indexer"): (_package_indexer("_C_ascend", quant=False),),
+    ("_C_ascend", "npu_lightning_indexer"): (_package_indexer("_C_ascend", quant=False), _package_indexer_unknown_layout("_C_ascend")),
     ("_C_ascend", "npu_lightning_indexer_quant"): (_package_indexer("_C_ascend", quant=True),),
     ("custom", "npu_sparse_flash_attention"): (_package_sparse("custom"),),
     ("custom", "npu_sparse_flash_attention_antiquant"): (_package_kv_quant_sparse("custom"),),

@@ -62,7 +62,7 @@ def test_a_valid_sparse_attention_call_reaches_the_kernel_with_the_callers_tenso
 @pytest.mark.parametrize("namespace", ["_C_ascend", "custom"])
 @pytest.mark.parametrize("name", ["npu_lightning_indexer", "npu_lightning_indexer_quant"])
 def test_an_indexer_layout_pair_the_guard_does_not_know_goes_to_the_kernel_noted(packages, warn_guard, namespace, name):
-    (case,) = CASES[(namespace, name)]
+    case = CASES[(namespace, name)][0]  # the judged call (the table may hold unjudged ones after it)
     args, kwargs = case.build()
     kwargs["layout_key"] = "PA_NZ"
     with pytest.warns(KVGuardNotJudgedWarning, match="layout_key='PA_NZ'"):

@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from tests.runtime_guard.mutate_validators import KINDS, ROOT, compare, listed, mutants, write
+from tests.runtime_guard.mutate_validators import KINDS, ROOT, compare, listed, mutants, scope_of, write
 
 SCOPE = {"runtime_guard/validators.py": None, "runtime_guard/checks.py": None}
 
@@ -51,6 +51,15 @@ def test_update_keeps_reasons_and_the_entries_of_functions_not_run(tmp_path):
     write([{k: e[k] for k in ("file", "function", "line", "mutation")} for e in found], known, {"runtime_guard/validators.py": {"attention"}}, path)
     written = {(e["function"], e["line"]): e["reason"] for e in listed(path)}
     assert written == {("cache_write", 5): "other", ("attention", 1): "", ("attention", 4): "first", ("attention", 10): "second"}
+
+
+def test_several_functions_of_one_module_are_all_in_scope():
+    validators, checks = ROOT / "runtime_guard" / "validators.py", ROOT / "runtime_guard" / "checks.py"
+    scope = scope_of([(None, validators, {"cache_write"}), (None, checks, {"host_ints"}), (None, validators, {"ring_mla"})])
+    assert scope == {"runtime_guard/validators.py": {"cache_write", "ring_mla"}, "runtime_guard/checks.py": {"host_ints"}}
+    known = [_entry("a", function="cache_write"), _entry("b", function="ring_mla")]
+    assert compare([_entry("b", function="ring_mla")], known, scope) and "killed now" in compare([_entry("b", function="ring_mla")], known, scope)[0]
+    assert scope_of([(None, validators, {"cache_write"}), (None, validators, None)]) == {"runtime_guard/validators.py": None}
 
 
 @pytest.fixture(scope="module")
