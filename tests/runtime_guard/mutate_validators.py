@@ -166,6 +166,15 @@ def _targets(parser: argparse.ArgumentParser, given: list[str]) -> list[tuple]:
     return found
 
 
+def scope_of(targets: list[tuple]) -> dict:
+    """file -> the functions the targets mutate in it (None: all); several targets in one file add up."""
+    scope: dict = {}
+    for _, path, only in targets:
+        file = path.relative_to(ROOT).as_posix()
+        scope[file] = None if only is None or (file in scope and scope[file] is None) else scope.get(file, set()) | only
+    return scope
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.runtime_guard.mutate_validators", description=__doc__.split("\n")[0].rstrip(":"))
     parser.add_argument("targets", nargs="*", metavar="MODULE[:FUNCTION]", help=f"what to mutate (default: {' '.join(DEFAULT_TARGETS)})")
@@ -182,11 +191,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"the unmutated guard fails its own case table, so no mutant can be judged: {problem}", file=sys.stderr)
         return 1
     found: list[dict] = []
-    scope: dict = {}
+    scope = scope_of(targets)
     total = 0
     for module, path, only in targets:
         file = path.relative_to(ROOT).as_posix()
-        scope[file] = only
         for function_name, line, what, node in mutants(ast.parse(path.read_text())):
             if only and function_name not in only:
                 continue

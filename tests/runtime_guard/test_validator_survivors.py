@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from tests.runtime_guard.mutate_validators import KINDS, ROOT, compare, listed, mutants, write
+from tests.runtime_guard.mutate_validators import KINDS, ROOT, compare, listed, mutants, scope_of, write
 
 SCOPE = {"runtime_guard/validators.py": None, "runtime_guard/checks.py": None}
 
@@ -51,6 +51,17 @@ def test_update_keeps_reasons_and_the_entries_of_functions_not_run(tmp_path):
     write([{k: e[k] for k in ("file", "function", "line", "mutation")} for e in found], known, {"runtime_guard/validators.py": {"attention"}}, path)
     written = {(e["function"], e["line"]): e["reason"] for e in listed(path)}
     assert written == {("cache_write", 5): "other", ("attention", 1): "", ("attention", 4): "first", ("attention", 10): "second"}
+
+
+def test_several_targets_in_one_file_run_the_union_of_their_functions():
+    checks, validators = ROOT / "runtime_guard" / "checks.py", ROOT / "runtime_guard" / "validators.py"
+    scope = scope_of([(None, checks, {"host_ints"}), (None, checks, {"one_dtype"}), (None, validators, {"attention"})])
+    assert scope == {"runtime_guard/checks.py": {"host_ints", "one_dtype"}, "runtime_guard/validators.py": {"attention"}}
+    assert scope_of([(None, checks, {"host_ints"}), (None, checks, None)]) == {"runtime_guard/checks.py": None}
+    assert scope_of([(None, checks, None), (None, checks, {"host_ints"})]) == {"runtime_guard/checks.py": None}
+    # Each target's listed survivors stay in scope: one listed for the first target is not "not in" the list.
+    known = [_entry("a", function="host_ints", file="runtime_guard/checks.py")]
+    assert compare([_entry("a", function="host_ints", file="runtime_guard/checks.py")], known, scope) == []
 
 
 @pytest.fixture(scope="module")
