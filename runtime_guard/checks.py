@@ -292,7 +292,9 @@ def host_ints(value: Any) -> list | tuple | None:
         return None
     module = kind.__module__
     if kind.__name__ == "ndarray" and module == "numpy":
-        return value.tolist() if value.ndim == 1 and value.dtype.kind in "iu" else None
+        # An empty array is an empty list whatever its dtype: np.cumsum([]) is float64, and the
+        # dispatcher takes it for an int[] (a batch with no tokens).
+        return value.tolist() if value.ndim == 1 and (value.dtype.kind in "iu" or not value.size) else None
     if kind.__name__ == "Tensor" and module == "torch" and value.device.type == "cpu" and value.dim() == 1:
         dtype = value.dtype
         if dtype.is_floating_point or dtype.is_complex or str(dtype) == "torch.bool":
@@ -379,11 +381,12 @@ def per_sequence_lengths_fit(arg: str, lengths: list | tuple, capacity: int, bat
 def length_tensor_shape(arg: str, tensor: Any, entries: tuple | None) -> Violation | None:
     """A device-resident length tensor: only its shape and dtype can be checked without a sync."""
     shape = tensor.shape
-    integral = not tensor.dtype.is_floating_point and not tensor.dtype.is_complex
+    dtype = tensor.dtype
+    integral = not dtype.is_floating_point and not dtype.is_complex and str(dtype) != "torch.bool"  # a mask is no length
     if len(shape) == 1 and integral and (entries is None or shape[0] in entries):
         return None
     want = "a 1-D integer tensor" + (f" with {' or '.join(map(str, entries))} entries" if entries else "")
-    return Violation("length_tensor_shape", f"{describe(arg, tensor)} {tensor.dtype} must be {want}", LENGTHS_STALE, ((arg, tensor),))
+    return Violation("length_tensor_shape", f"{describe(arg, tensor)} {dtype} must be {want}", LENGTHS_STALE, ((arg, tensor),))
 
 
 def slot_count_matches(slot_name: str, slots: Any, tokens: int, key: Any) -> Violation | None:

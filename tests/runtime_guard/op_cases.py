@@ -246,6 +246,30 @@ def _fia_numpy_heads(paged: bool) -> Case:
     ))
 
 
+def _fia_numpy_ends(empty: bool) -> Case:
+    """sglang ascend_backend's MLA extend: FIA over contiguous TND K/V (nope parts, rope parts by
+    keyword), both sides' ends one ``np.cumsum(extend_seq_lens_cpu)`` array. With no extend tokens
+    the tensors are sliced to 0 tokens and np.cumsum([]) is an empty float64 array, which the
+    dispatcher takes for an int[]."""
+    tokens = 0 if empty else 12
+
+    def build() -> tuple:
+        ends = np.cumsum([]) if empty else np.cumsum([5, 7])
+        return (t(tokens, H, D), t(tokens, H, D), t(tokens, H, D)), {
+            "query_rope": t(tokens, H, 64), "key_rope": t(tokens, H, 64), "num_heads": H, "input_layout": "TND", "atten_mask": t(2048, 2048, dtype=I8), "sparse_mode": 3,
+            "actual_seq_lengths": ends, "actual_seq_lengths_kv": ends, "scale": 0.088, "next_tokens": 0}
+    if empty:
+        return Case(SG + "ascend_backend MLA extend with no extend tokens: tensors sliced to 0, np.cumsum([]) ends", build, (
+            m("K/V left unsliced while the ends are empty", "cumulative_lengths_valid", says="are all zero", key=lambda: t(12, H, D), value=lambda: t(12, H, D)),
+        ))
+    return Case(SG + "ascend_backend MLA extend (FIA TND), one np.cumsum array of ends for both sides", build, (
+        m("ends of another batch's extend lengths", "cumulative_lengths_valid", says="end at 11",
+          actual_seq_lengths=lambda: np.cumsum([5, 6]), actual_seq_lengths_kv=lambda: np.cumsum([5, 6])),
+        m("ends summed from float lengths", "argument_types", actual_seq_lengths=lambda: np.cumsum([5.0, 7.0]), actual_seq_lengths_kv=lambda: np.cumsum([5.0, 7.0])),
+        m("value sliced to fewer tokens than key", "k_v_token_counts_match", value=lambda: t(11, H, D)),
+    ))
+
+
 def _fia_unknown_paged_form() -> Case:
     def build() -> tuple:  # a paged key of a rank the FIA docstring lists no form for: the kernel judges it
         return (t(2, 1, H, D), t(BLOCKS, 1, KVH, BS, D // 16, 16), t(BLOCKS, 1, KVH, BS, D // 16, 16)), {
@@ -306,6 +330,41 @@ def _fusion_attention() -> tuple:
             m("query trimmed while one list still describes both", "cumulative_lengths_valid", query=lambda: t(11, H, D)),
         )),
     )
+
+
+def _fusion_attention_host_forms() -> tuple:
+    """Ends in the other host forms the dispatcher takes for int[]: a tuple, and a list of NumPy
+    integers (list() of an np.cumsum array keeps its np.int64 items)."""
+    def as_tuple() -> tuple:  # three sequences (3 + 4 + 5 tokens), ends kept as a tuple
+        return (t(12, H, D), t(12, KVH, D), t(12, KVH, D), H, "TND"), {"scale": 0.088, "actual_seq_qlen": (3, 7, 12), "actual_seq_kvlen": (3, 7, 12)}
+
+    def numpy_items() -> tuple:
+        return (t(12, H, D), t(12, KVH, D), t(12, KVH, D), H, "TND"), {"scale": 0.088, "actual_seq_qlen": list(np.cumsum([5, 7])), "actual_seq_kvlen": list(np.cumsum([5, 7]))}
+    return (
+        Case("torch_npu npu_fusion_attention schema (int[]? actual_seq_qlen): ends as a tuple", as_tuple, (
+            m("ends permuted with a batch reorder (cu_seqlens[perm]) instead of recomputed", "cumulative_lengths_valid", says="decrease",
+              actual_seq_qlen=lambda: (7, 3, 12), actual_seq_kvlen=lambda: (7, 3, 12)),
+            m("ends summed from lengths holding a -1 pad entry ([-1, 8, 5])", "cumulative_lengths_valid", says="start at -1",
+              actual_seq_qlen=lambda: (-1, 7, 12), actual_seq_kvlen=lambda: (-1, 7, 12)),
+        )),
+        Case(SG + "np.cumsum ends passed through list(): np.int64 items", numpy_items, (
+            m("K/V ends of a trimmed batch", "cumulative_lengths_valid", says="end at 11", actual_seq_kvlen=lambda: list(np.cumsum([5, 6]))),
+        )),
+    )
+
+
+def _fusion_attention_meta() -> Case:
+    """Meta tensors, as torch_npu's meta kernel for the op (op_plugin/meta/_meta_registrations.py)
+    sees them in shape inference: no device to judge, the shapes still judged."""
+    def meta(*shape: int) -> torch.Tensor:
+        return torch.empty(shape, dtype=BF16, device="meta")
+
+    def build() -> tuple:
+        return (meta(12, H, D), meta(12, KVH, D), meta(12, KVH, D), H, "TND"), {"scale": 0.088, "actual_seq_qlen": [5, 12], "actual_seq_kvlen": [5, 12]}
+    return Case("torch_npu npu_fusion_attention over meta tensors (its meta kernel)", build, (
+        m("value trimmed without key", "k_v_token_counts_match", value=lambda: meta(11, KVH, D)),
+        m("K/V lengths built before a trim", "cumulative_lengths_valid", actual_seq_kvlen=lambda: [5, 11]),
+    ))
 
 
 def _prompt_flash() -> Case:
@@ -376,6 +435,8 @@ def _atb_flash(site: str, mask: bool, **extra: int) -> Case:
         m("seq_len of a trimmed batch", "per_sequence_lengths_fit", seq_len=lambda: host(5, 6)),
         m("seq_len differenced from unsorted ends (sums to T)", "per_sequence_lengths_fit", seq_len=lambda: host(13, -1)),
         m("seq_len as a 2-D device tensor", "length_tensor_shape", seq_len=lambda: t(2, 1, dtype=I32)),
+        m("seq_len summed from a float mask (mask.sum(-1) stays float)", "length_tensor_shape", says="torch.float32", seq_len=lambda: torch.tensor([5.0, 7.0])),
+        m("seq_len passed as the batch's bool mask (seq_lens > 0)", "length_tensor_shape", says="torch.bool", seq_len=lambda: torch.tensor([True, True])),
         m("seq_len as a string", "argument_types", seq_len=lambda: "5,7"),
     ))
 
@@ -407,6 +468,7 @@ def _paged_decode_mutations(dtype: torch.dtype, cache_dtype: torch.dtype) -> tup
         m("three KV heads for eight query heads", "kv_heads_divide_q_heads", key_cache=lambda: t(BLOCKS, BS, 3, D, dtype=cache_dtype), value_cache=lambda: t(BLOCKS, BS, 3, D, dtype=cache_dtype), num_kv_heads=lambda: 3),
         m("block table of another batch", "block_table_shape", block_table=lambda: t(3, 4, dtype=I32)),
         m("context length past the row's blocks", "per_sequence_lengths_fit", context_lens=lambda: host(100, 50, 7, 4 * BS + 1)),
+        m("context length of a padding request filled with -1 (as slot mappings are padded)", "per_sequence_lengths_fit", says="negative entry -1", context_lens=lambda: host(100, 50, -1, 4 * BS)),
         m("context lengths as a 2-D device tensor", "length_tensor_shape", context_lens=lambda: t(4, 1, dtype=I32)),
         m("context lengths on the device, built for another batch", "length_tensor_shape", context_lens=lambda: t(3, dtype=I32)),
         m("context lengths as a float list", "argument_types", says="whose entry 1.5 (float) is not an int", context_lens=lambda: [1.5, 2.0, 3.0, 4.0]),
@@ -524,6 +586,7 @@ def _cache_write_mutations(slot_arg: str, nd: bool) -> tuple:
         m("value of another head count", "k_v_head_counts_match", value=lambda: t(12, 4, D)),
         m("value cache from another pool", "caches_match", value_cache=lambda: t(BLOCKS - 1, *cache[1:])),
         m("slots of another batch", "slot_count_matches", **{slot_arg: lambda: t(11, dtype=I32)}),
+        m("slots unsqueezed to (T, 1): one row per token, not one slot", "slot_count_matches", **{slot_arg: lambda: t(12, 1, dtype=I32)}),
     )
     if nd:
         found += (
@@ -818,9 +881,10 @@ def _prefix_encoder() -> Case:
     return Case("torch_npu.atb.npu_self_attention_prefix_encoder docstring", build, (
         m("value cache missing", "arguments_are_tensors", value=lambda: None),
         m("value cache on another card", "one_device_of_type", value=lambda: t(8, 16, 4, 32, index=1)),
-        m("value cache flattened to (blocks, block_size, H)", "rank_matches_layout", value=lambda: t(8, 16, 128)),
+        m("value cache flattened to (blocks, block_size, H)", "rank_matches_layout", says="(blocks, block_size, N, D), as key is", value=lambda: t(8, 16, 128)),
         m("value cache from another pool", "caches_match", value=lambda: t(7, 16, 4, 32)),
         m("value cache of another block size", "caches_match", value=lambda: t(8, 8, 4, 32)),
+        m("value cache with fewer KV heads", "caches_match", value=lambda: t(8, 16, 2, 32)),
         m("block table flattened", "block_table_shape", block_tables=lambda: t(8, dtype=I32)),
         m("K/V length past the row's blocks", "per_sequence_lengths_fit", kv_seqlen=lambda: [32, 4 * 16 + 1]),
     ))
@@ -830,10 +894,18 @@ def _prefix_encoder_hidden() -> Case:
     def build() -> tuple:  # the same docstring's other cache form, (numBlocks, blockSize, H)
         return (t(64, 4, 32), t(8, 16, 128), t(8, 16, 128), t(2, 4, dtype=I32), [32, 32], [32, 48], 4, 0.1, 4), {}
     return Case("torch_npu.atb.npu_self_attention_prefix_encoder docstring, (blocks, block_size, H) caches", build, (
-        m("value cache left 4-D", "rank_matches_layout", value=lambda: t(8, 16, 4, 32)),
+        m("value cache left 4-D", "rank_matches_layout", says="(blocks, block_size, H), as key is", value=lambda: t(8, 16, 4, 32)),
         m("value cache of another block size", "caches_match", value=lambda: t(8, 8, 128)),
         m("K/V length past the row's blocks", "per_sequence_lengths_fit", kv_seqlen=lambda: [32, 4 * 16 + 1]),
     ))
+
+
+def _prefix_encoder_unknown_form() -> Case:
+    def build() -> tuple:  # 5-D caches (an NZ view such as other ops take), a form its docstring does not list: the kernel judges it
+        return (t(64, 4, 32), t(8, 4, 2, 16, 16), t(8, 4, 2, 16, 16), t(2, 4, dtype=I32), [32, 32], [32, 48], 4, 0.1, 4), {}
+    return Case("torch_npu.atb.npu_self_attention_prefix_encoder with 5-D caches its docstring does not list", build, (
+        m("value cache missing", "arguments_are_tensors", value=lambda: None),
+    ), unjudged="5-D key cache")
 
 
 # The K/V ops other packages register (ops.PACKAGE_ROWS). vllm-ascend's torch.ops._C_ascend.* as its
@@ -940,9 +1012,9 @@ def _scatter_pa_cache_compressed() -> Case:
 
 
 CASES: dict = {
-    ("npu", "npu_fusion_attention"): _fusion_attention(),
+    ("npu", "npu_fusion_attention"): _fusion_attention() + _fusion_attention_host_forms() + (_fusion_attention_meta(),),
     ("npu", "npu_fused_infer_attention_score"): (_fia(VA + "attention_v1._get_fia_params (paged TND)", "TND"), _fia(SG + "ascend_backend.forward_extend (BSND)", "BSND"), _fia_paged_heads(), _fia_paged_nz(), _fia_c8(), _fia_nsd(), _fia_unknown_paged_form(),
-                                                 _fia_numpy_heads(paged=False), _fia_numpy_heads(paged=True)),
+                                                 _fia_numpy_heads(paged=False), _fia_numpy_heads(paged=True), _fia_numpy_ends(empty=False), _fia_numpy_ends(empty=True)),
     ("npu", "npu_fused_infer_attention_score_v2"): (_fia_v2(VA + "FIA v2 over paged caches (TND)", paged=True), _fia_v2(VA + "FIA v2 prefill over contiguous K/V (TND)", paged=False),
                                                     _fia_v2_device_lengths(paged=True), _fia_v2_device_lengths(paged=False)),
     ("npu", "npu_prompt_flash_attention"): (_prompt_flash(),),
@@ -972,7 +1044,7 @@ CASES: dict = {
     ("atb", "_npu_paged_attention_mla"): (_paged_mla(),),
     ("atb", "npu_ring_mla"): (_ring_mla(), _ring_mla_bsnd()),
     ("atb", "npu_multi_head_latent_attention"): (_latent(), _latent_variant("int8_nzcache"), _latent_variant("nzcache"), _latent_variant("3-D")),
-    ("atb", "npu_self_attention_prefix_encoder"): (_prefix_encoder(), _prefix_encoder_hidden()),
+    ("atb", "npu_self_attention_prefix_encoder"): (_prefix_encoder(), _prefix_encoder_hidden(), _prefix_encoder_unknown_form()),
     ("_C_ascend", "npu_sparse_flash_attention"): (_package_sparse("_C_ascend"),),
     ("_C_ascend", "npu_kv_quant_sparse_flash_attention"): (_package_kv_quant_sparse("_C_ascend"),),
     ("_C_ascend", "npu_lightning_indexer"): (_package_indexer("_C_ascend", quant=False), _package_indexer_unknown_layout("_C_ascend")),

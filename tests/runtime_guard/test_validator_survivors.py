@@ -62,6 +62,17 @@ def test_several_functions_of_one_module_are_all_in_scope():
     assert scope_of([(None, validators, {"cache_write"}), (None, validators, None)]) == {"runtime_guard/validators.py": None}
 
 
+def test_several_targets_in_one_file_run_the_union_of_their_functions():
+    checks, validators = ROOT / "runtime_guard" / "checks.py", ROOT / "runtime_guard" / "validators.py"
+    scope = scope_of([(None, checks, {"host_ints"}), (None, checks, {"one_dtype"}), (None, validators, {"attention"})])
+    assert scope == {"runtime_guard/checks.py": {"host_ints", "one_dtype"}, "runtime_guard/validators.py": {"attention"}}
+    assert scope_of([(None, checks, {"host_ints"}), (None, checks, None)]) == {"runtime_guard/checks.py": None}
+    assert scope_of([(None, checks, None), (None, checks, {"host_ints"})]) == {"runtime_guard/checks.py": None}
+    # Each target's listed survivors stay in scope: one listed for the first target is not "not in" the list.
+    known = [_entry("a", function="host_ints", file="runtime_guard/checks.py")]
+    assert compare([_entry("a", function="host_ints", file="runtime_guard/checks.py")], known, scope) == []
+
+
 @pytest.fixture(scope="module")
 def survivors() -> list[dict]:
     entries = listed()

@@ -116,12 +116,22 @@ def _returns(schema: Any, bound: dict) -> Any:
     return None if not results else results[0] if len(results) == 1 else tuple(results)
 
 
+def _record_meta(name: str, args: tuple, kwargs: dict, result: Any) -> None:
+    """A call over meta tensors (shape inference: torch_npu's meta kernels) is recorded as an npu()
+    tensor's call is; npu() tensors reach the ops unwrapped, as CPU tensors, so never twice."""
+    if any(isinstance(a, torch.Tensor) and a.device.type == "meta" for a in (*args, *kwargs.values())):  # not a FakeTensor: its device is npu
+        namespace, _, op = name.partition("::")
+        calls.append(Call(op, args, kwargs, result, namespace))
+
+
 def _generic(schema: Any) -> Any:
     names = [a.name for a in schema.arguments]
 
     def impl(*args: Any, **kwargs: Any) -> Any:
         bound = dict(zip(names, args), **kwargs)
-        return _returns(schema, bound)
+        result = _returns(schema, bound)
+        _record_meta(schema.name, args, kwargs, result)
+        return result
 
     return impl
 
@@ -162,7 +172,9 @@ _define(_npu, "npu")
 @torch.library.register_fake("npu::npu_fusion_attention", lib=_npu)
 def _fusion_attention_fake(query, key, value, head_num, input_layout, *args, **kwargs):
     empty = query.new_empty(0)
-    return query.new_empty(*query.shape[:-1], value.shape[-1]), empty, empty.clone(), empty.clone(), 0, 0, 0
+    result = query.new_empty(*query.shape[:-1], value.shape[-1]), empty, empty.clone(), empty.clone(), 0, 0, 0
+    _record_meta("npu::npu_fusion_attention", (query, key, value, head_num, input_layout, *args), kwargs, result)  # also its Meta kernel
+    return result
 
 
 for _schema in SCHEMAS:
