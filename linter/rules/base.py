@@ -51,6 +51,14 @@ class RuleContext:
         """The 0-based line of the module's text that holds the file's row ``row``."""
         return row - 1 if self.rows is None else bisect_left(self.rows, row)
 
+    def row_of(self, line: int) -> int:
+        """The file's row of 1-based ``line`` of the module's text (past the last kept line,
+        the rows run on from it)."""
+        rows = self.rows
+        if not rows:
+            return line
+        return rows[line - 1] if line <= len(rows) else rows[-1] + line - len(rows)
+
 
 @dataclass(frozen=True)
 class Mirror:
@@ -209,6 +217,11 @@ class Rule(cst.BatchableCSTVisitor):
         rng = self.context.position(node)
         # libcst columns are 0-based; ours are 1-based like ruff's.
         return Span(rng.start.line, rng.start.column + 1, rng.end.line, rng.end.column + 1)
+
+    def ast_span(self, node, lines: list[str]) -> Span:
+        """The file's span of a stdlib ``ast`` node parsed from the module's text ``lines``."""
+        found = Span.of_ast(node, lines)
+        return Span(self.context.row_of(found.row), found.column, self.context.row_of(found.end_row), found.end_column)
 
     def report(
         self,

@@ -6,7 +6,7 @@ import ast
 
 import libcst as cst
 
-from linter.finding import Finding, Span
+from linter.finding import Finding
 from linter.model.symmetry import Break, breaks
 from linter.rules.base import Example, Rule
 from linter.plan.triggers import PAIRED, AnyCase, Trigger
@@ -394,21 +394,9 @@ def eager_attention(self, query, key, value, batch, n):
 
     def _report(self, found: Break, lines: list[str]) -> None:
         node = found.node
-        span = Span(
-            node.lineno, _column(lines, node.lineno, node.col_offset) + 1,
-            node.end_lineno, _column(lines, node.end_lineno, node.end_col_offset) + 1,
-        )
+        span = self.ast_span(node, lines)
         self.findings.append(Finding(
             code=self.code, message=found.message, path=self.context.path, span=span,
             suggestion=found.suggestion, noqa_row=span.row,
         ))
 
-
-def _column(lines: list[str], line: int, offset: int) -> int:
-    """The character column of UTF-8 byte ``offset`` in 1-based ``line``."""
-    if not 0 < line <= len(lines):
-        return offset
-    text = lines[line - 1]
-    if text.isascii():
-        return offset
-    return len(text.encode()[:offset].decode(errors="replace"))

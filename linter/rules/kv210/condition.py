@@ -118,7 +118,21 @@ def _read_by_getattr(f: _File) -> frozenset[str] | None:
     return identifier_set(whole) if f.reduced else frozenset()
 
 
+def _kv_count_named(f: _File) -> bool:
+    """Does the file spell a KV head count anywhere, strings included (which code-only text
+    has lost)? ``model.head_lookups`` needs one in a string it looks up by name."""
+    whole = f.source if f.reduced else f.text
+    if whole is None or _NAMING_ESCAPE.search(whole):
+        return True
+    low = whole.lower()
+    if "head" not in low and "group" not in low:
+        return False
+    return any(name_role(w) is Role.KV_HEADS for w in identifier_set(whole) if "head" in w.lower() or "group" in w.lower())
+
+
 def _kv210(f: _File) -> bool:
+    if _kv_count_named(f) and not {"hasattr", "getattr", "get", "in"}.isdisjoint(f.identifiers):
+        return True  # a KV head count looked up by name (``model.head_lookups``)
     ids = f.identifiers  # one set for the many single-word questions below
     wild = "getattr" in ids
     read = _read_by_getattr(f) if wild else frozenset()

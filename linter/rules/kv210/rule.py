@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -9,7 +10,9 @@ import libcst as cst
 
 from linter.model.classes import OwnerTracking
 from linter.model.flows import projected
+from linter.finding import Finding
 from linter.model.functions import FunctionModel, function_model
+from linter.model.head_lookups import lookup_faults
 from linter.model.mqa_branches import heads_shared_off_calls
 from linter.model.size_roles import (
     KEYWORD_TWINS,
@@ -961,6 +964,41 @@ class Backend:
         o = dense_kernel(q.view(-1, layer.tp_q_head_num, layer.head_dim), k, v)
         return o.view(-1, layer.tp_q_head_num * layer.head_dim)
 """),
+        # The KV head count looked up first, the query's the fallback; a loop that reads each
+        # candidate name; both counts read on one configuration.
+        Example("""\
+def kv_heads_of(config):
+    if hasattr(config, "num_key_value_heads"):
+        return config.num_key_value_heads
+    elif hasattr(config, "num_attention_heads"):
+        return config.num_attention_heads
+    raise KeyError("no head count in the config")
+
+
+def kv_heads_by_name(config, world_size):
+    for name in ("num_key_value_heads", "num_kv_heads", "num_attention_heads"):
+        kv_heads = getattr(config, name, None)
+        if kv_heads is not None:
+            break
+    return kv_heads // world_size
+
+
+class PagedCache:
+    def __init__(self, engine_config, model_config):
+        self.num_heads = model_config.num_attention_heads
+        self.block_size = engine_config.block_size
+        if hasattr(model_config, "num_key_value_heads"):
+            self.num_kv_heads = model_config.num_key_value_heads
+        else:
+            self.num_kv_heads = self.num_heads
+"""),
+        # Every name of the list is read, none first-found-wins: the order says nothing.
+        Example("""\
+def shard_sizes(module, world_size):
+    for name in ["num_attention_heads", "num_key_value_heads", "hidden_size"]:
+        if hasattr(module, name):
+            setattr(module, name, getattr(module, name) // world_size)
+"""),
     )
     INVALID = (
         Example(bad, line=7),
@@ -1194,7 +1232,51 @@ class Backend:
             return o.view(-1, layer.tp_q_head_num * layer.head_dim)
         return self.slow(q, k, v, layer)
 """, line=6),
+        # A lookup that asks for the query head count first: the KV branch is never reached.
+        Example("""\
+def guess_kv_heads(model):
+    if hasattr(model.config, "num_attention_heads"):
+        return model.config.num_attention_heads
+    elif hasattr(model.config, "num_key_value_heads"):
+        return model.config.num_key_value_heads
+    raise KeyError("no head count in the config")
+""", line=2),
+        # A loop over KV head count names that reads one constant name on every pass.
+        Example("""\
+def kv_heads_by_name(config, world_size):
+    kv_heads = None
+    for name in ("num_key_value_heads", "num_kv_heads", "n_head"):
+        kv_heads = getattr(config, "n_head", None)
+        if kv_heads is not None:
+            break
+    return kv_heads // world_size
+""", line=4),
+        # The KV head count looked up on the engine's settings, the query's read on the model's
+        # configuration and the fallback.
+        Example("""\
+class PagedCache:
+    def __init__(self, engine_config, model_config):
+        self.num_heads = model_config.num_attention_heads
+        self.head_size = model_config.hidden_size // self.num_heads
+        if hasattr(engine_config, "num_key_value_heads"):
+            self.num_kv_heads = engine_config.num_key_value_heads
+        else:
+            self.num_kv_heads = self.num_heads
+""", line=5),
     )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        # KV head counts looked up by name (``model.head_lookups``) are read on the standard
+        # library's tree, the one the ``ast`` screen reads: one code for both paths.
+        try:
+            tree = ast.parse(node.code)
+        except (SyntaxError, ValueError, RecursionError):
+            return
+        lines = node.code.split("\n")
+        for fault in lookup_faults(tree):
+            span = self.ast_span(fault.node, lines)
+            self.findings.append(Finding(code=self.code, message=fault.message, path=self.context.path, span=span,
+                                         suggestion=fault.suggestion, noqa_row=span.row))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         # A function nested in a method reads the method's ``self``: its class is the owner.
@@ -1564,3 +1646,4 @@ class Backend:
                 # are the buffers' sizes.
                 yield _Site(assignment.order, side, f"the buffer `{assignment.name}` (made by `{callee_tail(value)}`)",
                             _shape_args(value), value, tail)
+

@@ -19,6 +19,7 @@ from linter.model.size_roles import (
     key_state, length_name, makes_buffers, query_heads, size_kind, value_dim, value_dim_twins, value_kernel_sizes,
     value_tile_from_key,
 )
+from linter.model.head_lookups import lookup_faults
 from linter.plan.screen_facts import Facts, _dotted, _tail, walk
 from linter.settings import Settings
 
@@ -280,6 +281,8 @@ def _statements(facts: Facts, known: set[str]) -> bool:
 
 def kv210(facts: Facts, settings: Settings) -> bool:
     extra = settings.extra_pairs
+    if lookup_faults(facts.tree):
+        return True  # the rule's own model of head count lookups: exact
     # ``getattr(config, "num_key_value_heads")`` reads the name its string spells.
     read_by_getattr = {
         a.value for c in facts.calls if type(c.func) is ast.Name and c.func.id == "getattr"
