@@ -47,7 +47,10 @@ class BrokenKvTwin(Rule):
         "side is reported there, since Q and K differ in ops and cuts by design. And a key name "
         "set on every path whose value twin is set in one branch only, both read after it "
         "(`new_k = k` beside `if t: new_v = ...`, then `return new_k, new_v`), is reported at "
-        "the key's assignment. Branches of one `if` are twins too: where one branch repeats K "
+        "the key's assignment; a value name set in one branch and then overwritten, before any "
+        "read, by a line copied from its key twin (`new_v = v` beside `new_k = k` after `if t: "
+        "new_v = v.transpose(-1, -2)`) is reported at the overwrite. Branches of one `if` are "
+        "twins too: where one branch repeats K "
         "and V to the query's head count (`repeat_kv(key_states, groups)`) and the other "
         "multiplies the query with the same K, or the weights with the same V, unrepeated "
         "(`torch.matmul`, `@`, SDPA without `enable_gqa`), the product is reported, unless the "
@@ -237,6 +240,31 @@ def self_attention(self, query, key, value, cos, sin):
     value = value.transpose(1, 2)
     return flash_attn_func(query, key, value)
 """),
+        # The value twin set in a branch is read before the line that mirrors its key twin
+        # sets it again; and both twins set in the branch are both set again.
+        Example("""\
+def attention_step(self, hidden, cache):
+    key_states = self.k_proj(hidden)
+    value_states = self.v_proj(hidden)
+    if self.value_transposed:
+        new_value_states = value_states.transpose(-1, -2)
+        cache.write_value(new_value_states)
+    cache.write_value(new_value_states if self.value_transposed else value_states)
+    new_key_states = key_states
+    new_value_states = value_states
+    return new_key_states, new_value_states
+
+
+def attention_reset(self, hidden):
+    key_states = self.k_proj(hidden)
+    value_states = self.v_proj(hidden)
+    if self.warmup:
+        new_key_states = key_states.float()
+        new_value_states = value_states.float()
+    new_key_states = key_states
+    new_value_states = value_states
+    return new_key_states, new_value_states
+"""),
     )
     INVALID = (
         Example(bad, line=9),
@@ -378,6 +406,20 @@ def eager_attention(self, query, key, value, batch, n):
     probs = torch.softmax(torch.matmul(query, key.transpose(-1, -2)) * self.scale, dim=-1)
     return torch.matmul(probs, value)
 """, line=4),
+        # The value twin set in a branch, then overwritten before any read by the line copied
+        # from its key twin.
+        Example("""\
+def attention_step(self, hidden, past_key, past_value):
+    key_states = self.k_proj(hidden)
+    value_states = self.v_proj(hidden)
+    if self.value_transposed:
+        new_value_states = value_states.transpose(-1, -2)
+        value_states = new_value_states
+    new_key_states = key_states
+    new_value_states = value_states
+    key_states = torch.cat([past_key, key_states], dim=-2)
+    return key_states, new_key_states, new_value_states
+""", line=8),
     )
 
     def visit_Module(self, node: cst.Module) -> None:
