@@ -17,6 +17,7 @@ from linter.model.size_roles import (
     query_heads, value_dim, value_dim_twins,
 )
 from linter.model.names import Role, is_query_name, kv_side, name_role
+from linter.model.tile_offsets import VALUE_TILES
 from linter.plan.chains import bracket_groups
 from linter.plan.file import _File
 from linter.plan.words import identifier_set
@@ -134,6 +135,8 @@ def _kv210(f: _File) -> bool:
     if _kv_count_named(f) and not {"hasattr", "getattr", "get", "in"}.isdisjoint(f.identifiers):
         return True  # a KV head count looked up by name (``model.head_lookups``)
     ids = f.identifiers  # one set for the many single-word questions below
+    if "make_block_ptr" in ids and not ids.isdisjoint(VALUE_TILES):
+        return True  # a value-tiled block pointer (``model.tile_offsets``)
     wild = "getattr" in ids
     read = _read_by_getattr(f) if wild else frozenset()
     unit_wild = read is None

@@ -13,6 +13,7 @@ from linter.model.flows import projected
 from linter.finding import Finding
 from linter.model.functions import FunctionModel, function_model
 from linter.model.head_lookups import lookup_faults
+from linter.model.tile_offsets import untiled_offsets
 from linter.model.mqa_branches import heads_shared_off_calls
 from linter.model.size_roles import (
     KEYWORD_TWINS,
@@ -571,6 +572,13 @@ class KVSizeRole(OwnerTracking, Rule):
         "self.multi_query_attention:`), in MLA code "
         "(latent K/V heads follow the path), on rope/nope parts of a latent head dim, on V "
         "padded to the key's dim on purpose and on an output cut to the value's dim after. "
+        "It also reads where a KV head count is looked up by name (`hasattr`, `getattr`, `in`, "
+        "a loop over candidate names): a lookup that asks for the query head count before the KV "
+        "head count (the KV branch is never reached), a loop over KV head count names that reads "
+        "one constant name on every pass, and a KV head count looked up on another object than "
+        "the query's with the query's count as the fallback. And in a Triton kernel that moves "
+        "its value blocks by a tile index (`i_v * BV`), a block pointer of the value's tile left "
+        "at offset 0 on that axis and never advanced. "
         "KV205 (a projection's view), KV206 (a key-named head "
         "dim in a value view or buffer) and the query-head spellings of KV202 are special cases."
     )
@@ -999,6 +1007,26 @@ def shard_sizes(module, world_size):
         if hasattr(module, name):
             setattr(module, name, getattr(module, name) // world_size)
 """),
+        # A decoding kernel whose output block moves with the program's value tile; a state
+        # block made at the first tile and advanced tile by tile.
+        Example("""\
+@triton.jit
+def decode_kernel(q, v, o, T, K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr):
+    i_v, i_bh = tl.program_id(0), tl.program_id(1)
+    p_v = tl.make_block_ptr(v + i_bh * T * V, (T, V), (V, 1), (0, i_v * BV), (T, BV), (1, 0))
+    p_o = tl.make_block_ptr(o + i_bh * V, (V,), (1,), (i_v * BV,), (BV,), (0,))
+    tl.store(p_o, tl.sum(tl.load(p_v), 0).to(p_o.dtype.element_ty))
+
+
+@triton.jit
+def sweep_kernel(v, h, T, V: tl.constexpr, BT: tl.constexpr, BV: tl.constexpr):
+    i_v = tl.program_id(0)
+    p_v = tl.make_block_ptr(v, (T, V), (V, 1), (0, i_v * BV), (BT, BV), (1, 0))
+    p_h = tl.make_block_ptr(h, (V,), (1,), (0,), (BV,), (0,))
+    for _ in range(tl.cdiv(V, BV)):
+        tl.store(p_h, tl.sum(tl.load(p_v), 0))
+        p_h = tl.advance(p_h, (BV,))
+"""),
     )
     INVALID = (
         Example(bad, line=7),
@@ -1263,20 +1291,36 @@ class PagedCache:
         else:
             self.num_kv_heads = self.num_heads
 """, line=5),
+        # A decoding kernel splits V into tiles across programs, but stores each program's
+        # output at the first tile.
+        Example("""\
+@triton.jit
+def decode_kernel(q, v, o, T, K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr):
+    i_v, i_bh = tl.program_id(0), tl.program_id(1)
+    p_v = tl.make_block_ptr(v + i_bh * T * V, (T, V), (V, 1), (0, i_v * BV), (T, BV), (1, 0))
+    p_o = tl.make_block_ptr(o + i_bh * V, (V,), (1,), (0,), (BV,), (0,))
+    tl.store(p_o, tl.sum(tl.load(p_v), 0).to(p_o.dtype.element_ty))
+""", line=5),
     )
 
     def visit_Module(self, node: cst.Module) -> None:
-        # KV head counts looked up by name (``model.head_lookups``) are read on the standard
-        # library's tree, the one the ``ast`` screen reads: one code for both paths.
+        # KV head counts looked up by name (``model.head_lookups``) and value tiles left at the
+        # first tile (``model.tile_offsets``) are read on the standard library's tree, the one
+        # the ``ast`` screen reads: one code for both paths.
         try:
             tree = ast.parse(node.code)
         except (SyntaxError, ValueError, RecursionError):
             return
         lines = node.code.split("\n")
-        for fault in lookup_faults(tree):
-            span = self.ast_span(fault.node, lines)
-            self.findings.append(Finding(code=self.code, message=fault.message, path=self.context.path, span=span,
-                                         suggestion=fault.suggestion, noqa_row=span.row))
+        found = [(f.node, f.message, f.suggestion) for f in lookup_faults(tree)]
+        found += [(f.node, f"`{f.pointer}` is tiled by the value's `{f.tile}` but stays at offset 0 on that axis, "
+                           f"while the kernel's other value blocks move by `{f.index} * {f.tile}`: every program "
+                           f"reads or writes the first tile",
+                   f"offset `{f.pointer}` by `{f.index} * {f.tile}` on the value axis") for f in untiled_offsets(tree)]
+        for at, message, suggestion in found:
+            span = self.ast_span(at, lines)
+            self.findings.append(Finding(code=self.code, message=message, path=self.context.path, span=span,
+                                         suggestion=suggestion, noqa_row=span.row))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         # A function nested in a method reads the method's ``self``: its class is the owner.
