@@ -137,6 +137,8 @@ def _kv210(f: _File) -> bool:
     ids = f.identifiers  # one set for the many single-word questions below
     if "make_block_ptr" in ids and not ids.isdisjoint(VALUE_TILES):
         return True  # a value-tiled block pointer (``model.tile_offsets``)
+    if not ids.isdisjoint(("shape", "size")) and not ids.isdisjoint(("view", "reshape")):
+        return True  # a width read off a tensor, and a view (``model.input_widths``)
     wild = "getattr" in ids
     read = _read_by_getattr(f) if wild else frozenset()
     unit_wild = read is None

@@ -13,6 +13,7 @@ from linter.model.flows import projected
 from linter.finding import Finding
 from linter.model.functions import FunctionModel, function_model
 from linter.model.head_lookups import lookup_faults
+from linter.model.input_widths import query_input_widths
 from linter.model.tile_offsets import untiled_offsets
 from linter.model.mqa_branches import heads_shared_off_calls
 from linter.model.size_roles import (
@@ -578,7 +579,9 @@ class KVSizeRole(OwnerTracking, Rule):
         "one constant name on every pass, and a KV head count looked up on another object than "
         "the query's with the query's count as the fallback. And in a Triton kernel that moves "
         "its value blocks by a tile index (`i_v * BV`), a block pointer of the value's tile left "
-        "at offset 0 on that axis and never advanced. "
+        "at offset 0 on that axis and never advanced; and a K/V view whose head dim comes from "
+        "the width of the input the query is projected from (`hidden_states.shape[-1]`) while "
+        "K and V are projected from another input. "
         "KV205 (a projection's view), KV206 (a key-named head "
         "dim in a value view or buffer) and the query-head spellings of KV202 are special cases."
     )
@@ -1027,6 +1030,34 @@ def sweep_kernel(v, h, T, V: tl.constexpr, BT: tl.constexpr, BV: tl.constexpr):
         tl.store(p_h, tl.sum(tl.load(p_v), 0))
         p_h = tl.advance(p_h, (BV,))
 """),
+        # The head dim read off the projected key; and off an input the key is projected from.
+        Example("""\
+def cross_attention(attn, hidden_states, encoder_hidden_states, batch_size):
+    query = attn.to_q(hidden_states)
+    key = attn.to_k(encoder_hidden_states)
+    value = attn.to_v(encoder_hidden_states)
+    head_dim = key.shape[-1] // attn.heads
+    query = query.view(batch_size, -1, attn.heads, head_dim)
+    key = key.view(batch_size, -1, attn.heads, head_dim)
+    return query, key, value.view(batch_size, -1, attn.heads, head_dim)
+
+
+def self_attention(attn, hidden_states, batch_size):
+    query = attn.to_q(hidden_states)
+    key = attn.to_k(hidden_states)
+    head_dim = hidden_states.shape[-1] // attn.heads
+    return query, key.view(batch_size, -1, attn.heads, head_dim)
+"""),
+        # The projected query's own width (after its norm) gives the head dim K shares.
+        Example("""\
+def grouped_cross_attention(attn, hidden_states, encoder_hidden_states, batch_size):
+    query = attn.to_q(hidden_states)
+    key = attn.to_k(encoder_hidden_states)
+    query = attn.norm_q(query)
+    head_dim = query.shape[-1] // attn.heads
+    kv_heads = key.shape[-1] // head_dim
+    return query, key.view(batch_size, -1, kv_heads, head_dim)
+"""),
     )
     INVALID = (
         Example(bad, line=7),
@@ -1301,11 +1332,24 @@ def decode_kernel(q, v, o, T, K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr
     p_o = tl.make_block_ptr(o + i_bh * V, (V,), (1,), (0,), (BV,), (0,))
     tl.store(p_o, tl.sum(tl.load(p_v), 0).to(p_o.dtype.element_ty))
 """, line=5),
+        # Cross-attention: the K/V head dim taken from the width of the query's input.
+        Example("""\
+def cross_attention(attn, hidden_states, encoder_hidden_states, batch_size):
+    inner_dim = hidden_states.shape[-1]
+    query = attn.to_q(hidden_states)
+    key = attn.to_k(encoder_hidden_states)
+    value = attn.to_v(encoder_hidden_states)
+    head_dim = inner_dim // attn.heads
+    key = key.view(batch_size, -1, attn.heads, head_dim)
+    value = value.view(batch_size, -1, attn.heads, head_dim)
+    return query, key, value
+""", line=2),
     )
 
     def visit_Module(self, node: cst.Module) -> None:
-        # KV head counts looked up by name (``model.head_lookups``) and value tiles left at the
-        # first tile (``model.tile_offsets``) are read on the standard library's tree, the one
+        # KV head counts looked up by name (``model.head_lookups``), value tiles left at the
+        # first tile (``model.tile_offsets``) and K/V head dims taken from the query input's
+        # width (``model.input_widths``) are read on the standard library's tree, the one
         # the ``ast`` screen reads: one code for both paths.
         try:
             tree = ast.parse(node.code)
@@ -1317,6 +1361,11 @@ def decode_kernel(q, v, o, T, K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr
                            f"while the kernel's other value blocks move by `{f.index} * {f.tile}`: every program "
                            f"reads or writes the first tile",
                    f"offset `{f.pointer}` by `{f.index} * {f.tile}` on the value axis") for f in untiled_offsets(tree)]
+        found += [(f.node, f"`{f.width}` is the width of `{f.source}`, the input the query is projected from, and "
+                           f"sizes the K/V view on line {self.context.row_of(f.view_line)}, while K and V are projected from "
+                           f"`{f.kv_source}`: a projection may change the width",
+                   f"read the width off the projected key (`key.shape[-1]`)")
+                  for f in query_input_widths(tree, self.extra_pairs)]
         for at, message, suggestion in found:
             span = self.ast_span(at, lines)
             self.findings.append(Finding(code=self.code, message=message, path=self.context.path, span=span,
