@@ -139,6 +139,8 @@ def _kv210(f: _File) -> bool:
         return True  # a value-tiled block pointer (``model.tile_offsets``)
     if not ids.isdisjoint(("shape", "size")) and not ids.isdisjoint(("view", "reshape")):
         return True  # a width read off a tensor, and a view (``model.input_widths``)
+    if any(n.endswith("Linear") for n in f.names_containing("Linear")) and f.names_containing("norm", ignore_case=True):
+        return True  # a linear layer and a norm (``model.output_norms``)
     wild = "getattr" in ids
     read = _read_by_getattr(f) if wild else frozenset()
     unit_wild = read is None

@@ -14,6 +14,7 @@ from linter.finding import Finding
 from linter.model.functions import FunctionModel, function_model
 from linter.model.head_lookups import lookup_faults
 from linter.model.input_widths import query_input_widths
+from linter.model.output_norms import output_norm_widths
 from linter.model.tile_offsets import untiled_offsets
 from linter.model.mqa_branches import heads_shared_off_calls
 from linter.model.size_roles import (
@@ -581,7 +582,9 @@ class KVSizeRole(OwnerTracking, Rule):
         "its value blocks by a tile index (`i_v * BV`), a block pointer of the value's tile left "
         "at offset 0 on that axis and never advanced; and a K/V view whose head dim comes from "
         "the width of the input the query is projected from (`hidden_states.shape[-1]`) while "
-        "K and V are projected from another input. "
+        "K and V are projected from another input; and a norm applied to the attention output "
+        "just before the output projection (`self.o_proj(self.g_norm(o))`) sized with another "
+        "width than the value's width the projection takes. "
         "KV205 (a projection's view), KV206 (a key-named head "
         "dim in a value view or buffer) and the query-head spellings of KV202 are special cases."
     )
@@ -1058,6 +1061,32 @@ def grouped_cross_attention(attn, hidden_states, encoder_hidden_states, batch_si
     kv_heads = key.shape[-1] // head_dim
     return query, key.view(batch_size, -1, kv_heads, head_dim)
 """),
+        # An output norm of the value's width before the output projection; and one of the
+        # model's width where the value's width is the model's by construction.
+        Example("""\
+class GatedAttention(nn.Module):
+    def __init__(self, hidden_size, expand_v):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.value_dim = int(hidden_size * expand_v)
+        self.g_norm = nn.RMSNorm(self.value_dim)
+        self.o_proj = nn.Linear(self.value_dim, hidden_size, bias=False)
+
+    def forward(self, o):
+        return self.o_proj(self.g_norm(o))
+
+
+class PlainAttention(nn.Module):
+    def __init__(self, hidden_size):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.value_dim = self.hidden_size
+        self.g_norm = nn.RMSNorm(self.hidden_size)
+        self.o_proj = nn.Linear(self.value_dim, hidden_size, bias=False)
+
+    def forward(self, o):
+        return self.o_proj(self.g_norm(o))
+"""),
     )
     INVALID = (
         Example(bad, line=7),
@@ -1344,12 +1373,27 @@ def cross_attention(attn, hidden_states, encoder_hidden_states, batch_size):
     value = value.view(batch_size, -1, attn.heads, head_dim)
     return query, key, value
 """, line=2),
+        # The output norm sized with the model's width, the output projection taking the
+        # value's.
+        Example("""\
+class GatedAttention(nn.Module):
+    def __init__(self, hidden_size, expand_v):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.value_dim = int(hidden_size * expand_v)
+        self.g_norm = nn.RMSNorm(self.hidden_size)
+        self.o_proj = nn.Linear(self.value_dim, hidden_size, bias=False)
+
+    def forward(self, o):
+        return self.o_proj(self.g_norm(o))
+""", line=6),
     )
 
     def visit_Module(self, node: cst.Module) -> None:
         # KV head counts looked up by name (``model.head_lookups``), value tiles left at the
-        # first tile (``model.tile_offsets``) and K/V head dims taken from the query input's
-        # width (``model.input_widths``) are read on the standard library's tree, the one
+        # first tile (``model.tile_offsets``), K/V head dims taken from the query input's width
+        # (``model.input_widths``) and output norms of another width than the output's
+        # (``model.output_norms``) are read on the standard library's tree, the one
         # the ``ast`` screen reads: one code for both paths.
         try:
             tree = ast.parse(node.code)
@@ -1366,6 +1410,9 @@ def cross_attention(attn, hidden_states, encoder_hidden_states, batch_size):
                            f"`{f.kv_source}`: a projection may change the width",
                    f"read the width off the projected key (`key.shape[-1]`)")
                   for f in query_input_widths(tree, self.extra_pairs)]
+        found += [(f.node, f"`{f.norm}` is sized with `{f.size}`, but it normalizes the attention output just "
+                           f"before `{f.projection}`, which takes `{f.width}`, the value's width",
+                   f"size `{f.norm}` with `{f.width}`") for f in output_norm_widths(tree, self.extra_pairs)]
         for at, message, suggestion in found:
             span = self.ast_span(at, lines)
             self.findings.append(Finding(code=self.code, message=message, path=self.context.path, span=span,

@@ -21,6 +21,7 @@ from linter.model.size_roles import (
 )
 from linter.model.head_lookups import lookup_faults
 from linter.model.input_widths import query_input_widths
+from linter.model.output_norms import output_norm_widths
 from linter.model.tile_offsets import untiled_offsets
 from linter.plan.screen_facts import Facts, _dotted, _tail, walk
 from linter.settings import Settings
@@ -283,8 +284,9 @@ def _statements(facts: Facts, known: set[str]) -> bool:
 
 def kv210(facts: Facts, settings: Settings) -> bool:
     extra = settings.extra_pairs
-    if lookup_faults(facts.tree) or untiled_offsets(facts.tree) or query_input_widths(facts.tree, extra):
-        return True  # the rule's own models of head count lookups, value tiles, input widths: exact
+    if lookup_faults(facts.tree) or untiled_offsets(facts.tree) or query_input_widths(facts.tree, extra) \
+            or output_norm_widths(facts.tree, extra):
+        return True  # the rule's own models of lookups, tiles, input widths and output norms: exact
     # ``getattr(config, "num_key_value_heads")`` reads the name its string spells.
     read_by_getattr = {
         a.value for c in facts.calls if type(c.func) is ast.Name and c.func.id == "getattr"
