@@ -234,6 +234,8 @@ def _functions(tree: ast.AST) -> Iterator[ast.AST]:
 def lookup_faults(tree: ast.AST) -> list[LookupFault]:
     """Every KV head count lookup of ``tree`` that can only give the query's count."""
     found: list[LookupFault] = []
+    if not any(n.__class__ is ast.Constant and _role(_string(n)) is Role.KV_HEADS for n in walk(tree)):
+        return found  # every lookup reported names a KV head count in a string
     for function in _functions(tree):
         found.extend(_query_first_chains(function))
         found.extend(_loops(function, _string_lists(function)))

@@ -30,7 +30,7 @@ class WidthFault:
     view_line: int     # a K/V view that uses it
 
 
-def _last_axis(node: ast.expr) -> str | None:
+def last_axis_of(node: ast.expr) -> str | None:
     """``x`` of ``x.shape[-1]`` or ``x.size(-1)``."""
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
         index, base = node.slice, node.value.value
@@ -62,7 +62,15 @@ def _functions(tree: ast.AST) -> Iterator[ast.AST]:
 
 def query_input_widths(tree: ast.AST, pairs=()) -> list[WidthFault]:
     found: list[WidthFault] = []
+    # Lines that bind a name to a width read off a tensor (``inner = x.shape[-1]``): only the
+    # functions that hold one are read further.
+    lines = [n.lineno for n in walk(tree) if n.__class__ is ast.Assign and len(n.targets) == 1
+             and n.targets[0].__class__ is ast.Name and last_axis_of(n.value) is not None]
+    if not lines:
+        return found
     for function in _functions(tree):
+        if not any(function.lineno <= line <= function.end_lineno for line in lines):
+            continue
         assigns = [n for n in walk(function) if isinstance(n, ast.Assign) and len(n.targets) == 1
                    and isinstance(n.targets[0], ast.Name)]
         q_sources = {src for a in assigns if is_query_name(a.targets[0].id) and (src := _projected_from(a.value, pairs))}
@@ -70,7 +78,7 @@ def query_input_widths(tree: ast.AST, pairs=()) -> list[WidthFault]:
                       and not is_query_name(a.targets[0].id) and (src := _projected_from(a.value, pairs))}
         if not q_sources or not kv_sources or kv_sources & q_sources:
             continue
-        widths = {a.targets[0].id: (a, src) for a in assigns if (src := _last_axis(a.value)) in q_sources}
+        widths = {a.targets[0].id: (a, src) for a in assigns if (src := last_axis_of(a.value)) in q_sources}
         if not widths:
             continue
         # Names made from the width (``head_dim = inner_dim // heads``).

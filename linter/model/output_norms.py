@@ -56,6 +56,9 @@ def _value_width(name: str, pairs) -> bool:
 
 def output_norm_widths(tree: ast.AST, pairs=()) -> list[NormFault]:
     found: list[NormFault] = []
+    if not any(n.__class__ is ast.Call and len(n.args) == 1 and n.args[0].__class__ is ast.Call
+               and "norm" in (_self_attr(n.args[0].func) or "").lower() and _self_attr(n.func) for n in walk(tree)):
+        return found  # no layer applied to a norm's result
     for cls in walk(tree):
         if not isinstance(cls, ast.ClassDef):
             continue

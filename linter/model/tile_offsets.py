@@ -98,6 +98,9 @@ def untiled_offsets(tree: ast.AST) -> list[TileFault]:
     """Every V-tiled block pointer of ``tree`` fixed at the first tile where the kernel's
     other V-tiled pointers move with a tile index."""
     found: list[TileFault] = []
+    if not any(n.__class__ is ast.Attribute and n.attr == "make_block_ptr" or n.__class__ is ast.Name
+               and n.id == "make_block_ptr" for n in walk(tree)):
+        return found
     for function in _functions(tree):
         pointers: list[tuple[str, list[ast.expr], list[ast.expr]]] = []
         for node in walk(function):

@@ -7,6 +7,7 @@ examples and the test suite runs every rule against its own examples.
 
 from __future__ import annotations
 
+import ast
 from bisect import bisect_left
 
 from collections.abc import Callable, Sequence
@@ -46,6 +47,17 @@ class RuleContext:
     # some of the file's lines (``position`` gives the file's rows already); None: the
     # module's lines are the file's.
     rows: tuple[int, ...] | None = None
+    # The module's text where the runner has it, so a rule that reads the stdlib ``ast`` tree
+    # does not regenerate the text from libcst.
+    text: str | None = None
+
+    def python_tree(self, module: cst.Module) -> tuple[ast.Module, list[str]] | None:
+        """The stdlib ``ast`` tree of ``module`` and its text's lines; None where it does not parse."""
+        text = self.text if self.text is not None else module.code
+        try:
+            return ast.parse(text), text.split("\n")
+        except (SyntaxError, ValueError, RecursionError):
+            return None
 
     def line_of(self, row: int) -> int:
         """The 0-based line of the module's text that holds the file's row ``row``."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 
 import libcst as cst
 
@@ -426,11 +425,10 @@ def attention_step(self, hidden, past_key, past_value):
         # The model reads the standard library's tree, the one the ``ast`` screen reads: one
         # code for both paths. The text is the file's own lines (the fast path blanks the
         # others), so lines agree; columns are converted from UTF-8 bytes.
-        try:
-            tree = ast.parse(node.code)
-        except (SyntaxError, ValueError, RecursionError):
+        parsed = self.context.python_tree(node)
+        if parsed is None:
             return
-        lines = node.code.split("\n")
+        tree, lines = parsed
         for found in breaks(tree, self.extra_pairs):
             self._report(found, lines)
 

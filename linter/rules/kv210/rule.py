@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -1395,11 +1394,10 @@ class GatedAttention(nn.Module):
         # (``model.input_widths``) and output norms of another width than the output's
         # (``model.output_norms``) are read on the standard library's tree, the one
         # the ``ast`` screen reads: one code for both paths.
-        try:
-            tree = ast.parse(node.code)
-        except (SyntaxError, ValueError, RecursionError):
+        parsed = self.context.python_tree(node)
+        if parsed is None:
             return
-        lines = node.code.split("\n")
+        tree, lines = parsed
         found = [(f.node, f.message, f.suggestion) for f in lookup_faults(tree)]
         found += [(f.node, f"`{f.pointer}` is tiled by the value's `{f.tile}` but stays at offset 0 on that axis, "
                            f"while the kernel's other value blocks move by `{f.index} * {f.tile}`: every program "
