@@ -57,12 +57,14 @@ def selected_rules(codes: Iterable[str] | None = None) -> list[type[Rule]]:
 
 def lint_module(
     module: cst.Module, path: str, settings: Settings, rules: Iterable[type[Rule]],
-    rows: tuple[int, ...] | None = None,
+    rows: tuple[int, ...] | None = None, text: str | None = None,
 ) -> list[Finding]:
     """The findings of ``rules`` on ``module``; ``rows``: the file's row of each line of the
-    module's text, where it holds only some of the file's lines."""
+    module's text, where it holds only some of the file's lines; ``text``: the module's text,
+    where the caller has it."""
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    context = RuleContext(path=path, settings=settings, position=_LazyPositions(wrapper, rows), rows=rows)
+    context = RuleContext(path=path, settings=settings, position=_LazyPositions(wrapper, rows), rows=rows,
+                          text=text)
     visitors = [rule(context) for rule in rules]
     if not visitors:
         return []

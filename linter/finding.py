@@ -18,6 +18,23 @@ class Span:
     end_row: int
     end_column: int
 
+    @classmethod
+    def of_ast(cls, node, lines: list[str]) -> "Span":
+        """The span of a stdlib ``ast`` node (1-based lines, UTF-8 byte columns) in ``lines``, the
+        text it was parsed from, in characters."""
+        return cls(node.lineno, _column(lines, node.lineno, node.col_offset) + 1,
+                   node.end_lineno, _column(lines, node.end_lineno, node.end_col_offset) + 1)
+
+
+def _column(lines: list[str], line: int, offset: int) -> int:
+    """The character column of UTF-8 byte ``offset`` in 1-based ``line``."""
+    if not 0 < line <= len(lines):
+        return offset
+    text = lines[line - 1]
+    if text.isascii():
+        return offset
+    return len(text.encode()[:offset].decode(errors="replace"))
+
 
 @dataclass(frozen=True)
 class Edit:

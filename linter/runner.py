@@ -299,7 +299,8 @@ def _parse_and_lint(
 
     try:
         module = cst.parse_module(text)
-        return lint_module(module, path, job.settings, job.rule_classes if rules is None else _classes_of(job, rules), rows)
+        return lint_module(module, path, job.settings, job.rule_classes if rules is None else _classes_of(job, rules), rows,
+                           text=text)
     except cst.ParserSyntaxError as exc:
         raise _Unlintable(_syntax_problem(path, exc, python if isinstance(python, SyntaxError) else None)) from None
     except RecursionError:

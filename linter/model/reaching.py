@@ -114,6 +114,61 @@ def unset_value_twins(function: ast.AST, pairs) -> list[Unset]:
     return found
 
 
+class Overwritten(NamedTuple):
+    value: ast.Assign   # the top-level assignment that overwrites the V name
+    set_at: int         # the line of the branch's assignment it throws away
+    key: str            # the K twin assigned beside it
+
+
+def overwritten_value_twins(function: ast.AST, pairs) -> list[Overwritten]:
+    """``new_v = ...`` set in a branch of an ``if`` (its K twin not), then ``new_v = v``
+    beside ``new_k = k`` after the ``if``, before anything reads ``new_v``: the line copied
+    from its K twin throws the branch's value away on every path."""
+    found: list[Overwritten] = []
+    body = function.body
+    for i, statement in enumerate(body):
+        if statement.__class__ is not ast.If:
+            continue
+        assigned = _assigned(statement, pairs)
+        stored = {n.id for n in walk(statement) if n.__class__ is ast.Name and not isinstance(n.ctx, ast.Load)}
+        for name, line in assigned.items():
+            key = key_counterpart(name, pairs)
+            if key is None or key in stored:
+                continue
+            later = _next_touch(body[i + 1:], name)
+            if later is None or not _plain_assignment(later, name):
+                continue
+            near = body[max(0, body.index(later) - 3):body.index(later) + 4]
+            if any(_plain_assignment(s, key) and _mirrors(s.value, later.value, pairs) for s in near):
+                found.append(Overwritten(later, line, key))
+    return found
+
+
+def _next_touch(statements: list[ast.stmt], name: str) -> ast.stmt | None:
+    """The first statement that reads or binds ``name``."""
+    for statement in statements:
+        if any(n.__class__ is ast.Name and n.id == name for n in walk(statement)):
+            return statement
+    return None
+
+
+def _plain_assignment(statement: ast.stmt, name: str) -> bool:
+    """``name = value``, with a value that does not read ``name``."""
+    return (statement.__class__ is ast.Assign and len(statement.targets) == 1
+            and statement.targets[0].__class__ is ast.Name and statement.targets[0].id == name
+            and not any(n.__class__ is ast.Name and n.id == name for n in walk(statement.value)))
+
+
+def _mirrors(key_value: ast.expr, value: ast.expr, pairs) -> bool:
+    """The V value is the K value with its K names renamed: ``v`` for ``k``."""
+    k_names = [n.id for n in walk(key_value) if n.__class__ is ast.Name]
+    v_names = [n.id for n in walk(value) if n.__class__ is ast.Name]
+    if len(k_names) != len(v_names) or ast.dump(key_value.__class__()) != ast.dump(value.__class__()):
+        return False
+    return any(kv_side(k, pairs) == "k" for k in k_names) and all(
+        k == v or (kv_side(k, pairs) == "k" and key_counterpart(v, pairs) == k) for k, v in zip(k_names, v_names))
+
+
 def _plain_reads(statement: ast.stmt) -> set[str]:
     """The names a top-level statement reads outside tests, lambdas and comprehensions."""
     if not isinstance(statement, (ast.Return, ast.Assign, ast.Expr)) or statement.value is None:

@@ -47,7 +47,7 @@ from linter.model.ast_reading import dotted as dotted_name
 from linter.model.twin_ops import CONCATS, MOVES, TRANSPOSES, axes_differ, moves_last_axis, axis_difference, axis_list, dropped_operand, slice_difference, transposed_for_scores
 from linter.model.twin_ops import dropped as dropped_op
 from linter.model.branch_repeat import unrepeated_uses
-from linter.model.reaching import rebuilds, rebuilt_from_key, unset_value_twins
+from linter.model.reaching import overwritten_value_twins, rebuilds, rebuilt_from_key, unset_value_twins
 from linter.model.ast_walk import walk
 from linter.model.names import (
     METADATA_ATTRIBUTES,
@@ -404,6 +404,15 @@ def _function_breaks(function: ast.AST, owner: ast.ClassDef | None, classes: dic
                 f"set `{u.value}` beside `{tail(u.key.targets[0])}` on every path",
             )
             for u in unset_value_twins(function, pairs)
+        )
+        found.extend(
+            Break(
+                "one-side-op", o.value, o.set_at,
+                f"`{o.value.targets[0].id}`, set in a branch on line {o.set_at}, is overwritten here before it is "
+                f"read, by a line that mirrors its key twin `{o.key}`: the branch's value is lost on every path",
+                f"set `{o.value.targets[0].id}` here only on the paths the branch does not cover (an `else`)",
+            )
+            for o in overwritten_value_twins(function, pairs)
         )
     key_only = {id(s) for s, side in zip(statements, sides) if side.k and not side.v and _effect(s)}
     if key_only:

@@ -7,6 +7,7 @@ examples and the test suite runs every rule against its own examples.
 
 from __future__ import annotations
 
+import ast
 from bisect import bisect_left
 
 from collections.abc import Callable, Sequence
@@ -46,10 +47,29 @@ class RuleContext:
     # some of the file's lines (``position`` gives the file's rows already); None: the
     # module's lines are the file's.
     rows: tuple[int, ...] | None = None
+    # The module's text where the runner has it, so a rule that reads the stdlib ``ast`` tree
+    # does not regenerate the text from libcst.
+    text: str | None = None
+
+    def python_tree(self, module: cst.Module) -> tuple[ast.Module, list[str]] | None:
+        """The stdlib ``ast`` tree of ``module`` and its text's lines; None where it does not parse."""
+        text = self.text if self.text is not None else module.code
+        try:
+            return ast.parse(text), text.split("\n")
+        except (SyntaxError, ValueError, RecursionError):
+            return None
 
     def line_of(self, row: int) -> int:
         """The 0-based line of the module's text that holds the file's row ``row``."""
         return row - 1 if self.rows is None else bisect_left(self.rows, row)
+
+    def row_of(self, line: int) -> int:
+        """The file's row of 1-based ``line`` of the module's text (past the last kept line,
+        the rows run on from it)."""
+        rows = self.rows
+        if not rows:
+            return line
+        return rows[line - 1] if line <= len(rows) else rows[-1] + line - len(rows)
 
 
 @dataclass(frozen=True)
@@ -209,6 +229,11 @@ class Rule(cst.BatchableCSTVisitor):
         rng = self.context.position(node)
         # libcst columns are 0-based; ours are 1-based like ruff's.
         return Span(rng.start.line, rng.start.column + 1, rng.end.line, rng.end.column + 1)
+
+    def ast_span(self, node, lines: list[str]) -> Span:
+        """The file's span of a stdlib ``ast`` node parsed from the module's text ``lines``."""
+        found = Span.of_ast(node, lines)
+        return Span(self.context.row_of(found.row), found.column, self.context.row_of(found.end_row), found.end_column)
 
     def report(
         self,

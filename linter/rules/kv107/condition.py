@@ -14,7 +14,8 @@ keeping the K side's tokens there (a kept name or expression), a stretch inside 
 inside an axis call's or ``narrow``'s arguments (a bound, dims, order), or an op the twin
 applies and the V side lacks (a layout op, a repeat, a cut); or the same part of a fused
 tensor cut for both. Or a statement naming the K side repeated word for word within 12 lines,
-or a V name assigned anew from its K twin's chain after an assignment of its own. The ``ast``
+or a V name assigned anew from its K twin's chain after an assignment of its own, or a V name
+assigned in a branch and again less deep, beside its K twin at that depth. The ``ast``
 screen (``screen._kv107``) then runs the rule's own model.
 """
 
@@ -175,7 +176,7 @@ def _near_twins(f: _File) -> bool:
     if query_twins and _any_break(statements, query_twins, kept_only=True):
         return True
     names = [*twins, *twins.values()]
-    return bool(names) and _unset(f.text, names, pairs) or _branch_repeat(f.text)
+    return bool(names) and (_unset(f.text, names, pairs) or _overwritten(f.text, names, pairs)) or _branch_repeat(f.text)
 
 
 # A repeat of K and V in one branch of an ``if`` and a product in the other
@@ -327,6 +328,26 @@ def _effect(tokens: list[str]) -> bool:
 
 
 _DEF_LINE = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]+\w+[ \t]*\(", re.MULTILINE)
+
+
+def _overwritten(text: str, names: list[str], pairs) -> bool:
+    """What ``reaching.overwritten_value_twins`` needs: a V name assigned in a branch (deeper),
+    then again less deep, where its K twin is assigned at that depth too. (An assignment after
+    a ``;`` has no depth this reading can tell: it passes.)"""
+    assigned: dict[str, list[tuple[int, int]]] = {}
+    plain = re.compile(rf"^([ \t]*)({'|'.join(map(re.escape, names))})[ \t]*=(?!=)", re.MULTILINE)
+    for match in plain.finditer(text):
+        assigned.setdefault(match.group(2), []).append((match.end(), len(match.group(1))))
+    if re.search(rf";[ \t]*(?:{'|'.join(map(re.escape, names))})[ \t]*=(?!=)", text):
+        return True
+    for name, where in assigned.items():
+        key = key_counterpart(name, pairs) if kv_side(name, pairs) == "v" else None
+        if key not in assigned:
+            continue
+        key_depths = {i for _, i in assigned[key]}
+        if any(a < b and deep > shallow and shallow in key_depths for a, deep in where for b, shallow in where):
+            return True
+    return False
 
 
 def _unset(text: str, names: list[str], pairs) -> bool:

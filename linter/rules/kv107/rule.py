@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import ast
 
 import libcst as cst
 
-from linter.finding import Finding, Span
+from linter.finding import Finding
 from linter.model.symmetry import Break, breaks
 from linter.rules.base import Example, Rule
 from linter.plan.triggers import PAIRED, AnyCase, Trigger
@@ -47,7 +46,10 @@ class BrokenKvTwin(Rule):
         "side is reported there, since Q and K differ in ops and cuts by design. And a key name "
         "set on every path whose value twin is set in one branch only, both read after it "
         "(`new_k = k` beside `if t: new_v = ...`, then `return new_k, new_v`), is reported at "
-        "the key's assignment. Branches of one `if` are twins too: where one branch repeats K "
+        "the key's assignment; a value name set in one branch and then overwritten, before any "
+        "read, by a line copied from its key twin (`new_v = v` beside `new_k = k` after `if t: "
+        "new_v = v.transpose(-1, -2)`) is reported at the overwrite. Branches of one `if` are "
+        "twins too: where one branch repeats K "
         "and V to the query's head count (`repeat_kv(key_states, groups)`) and the other "
         "multiplies the query with the same K, or the weights with the same V, unrepeated "
         "(`torch.matmul`, `@`, SDPA without `enable_gqa`), the product is reported, unless the "
@@ -237,6 +239,31 @@ def self_attention(self, query, key, value, cos, sin):
     value = value.transpose(1, 2)
     return flash_attn_func(query, key, value)
 """),
+        # The value twin set in a branch is read before the line that mirrors its key twin
+        # sets it again; and both twins set in the branch are both set again.
+        Example("""\
+def attention_step(self, hidden, cache):
+    key_states = self.k_proj(hidden)
+    value_states = self.v_proj(hidden)
+    if self.value_transposed:
+        new_value_states = value_states.transpose(-1, -2)
+        cache.write_value(new_value_states)
+    cache.write_value(new_value_states if self.value_transposed else value_states)
+    new_key_states = key_states
+    new_value_states = value_states
+    return new_key_states, new_value_states
+
+
+def attention_reset(self, hidden):
+    key_states = self.k_proj(hidden)
+    value_states = self.v_proj(hidden)
+    if self.warmup:
+        new_key_states = key_states.float()
+        new_value_states = value_states.float()
+    new_key_states = key_states
+    new_value_states = value_states
+    return new_key_states, new_value_states
+"""),
     )
     INVALID = (
         Example(bad, line=9),
@@ -378,37 +405,38 @@ def eager_attention(self, query, key, value, batch, n):
     probs = torch.softmax(torch.matmul(query, key.transpose(-1, -2)) * self.scale, dim=-1)
     return torch.matmul(probs, value)
 """, line=4),
+        # The value twin set in a branch, then overwritten before any read by the line copied
+        # from its key twin.
+        Example("""\
+def attention_step(self, hidden, past_key, past_value):
+    key_states = self.k_proj(hidden)
+    value_states = self.v_proj(hidden)
+    if self.value_transposed:
+        new_value_states = value_states.transpose(-1, -2)
+        value_states = new_value_states
+    new_key_states = key_states
+    new_value_states = value_states
+    key_states = torch.cat([past_key, key_states], dim=-2)
+    return key_states, new_key_states, new_value_states
+""", line=8),
     )
 
     def visit_Module(self, node: cst.Module) -> None:
         # The model reads the standard library's tree, the one the ``ast`` screen reads: one
         # code for both paths. The text is the file's own lines (the fast path blanks the
         # others), so lines agree; columns are converted from UTF-8 bytes.
-        try:
-            tree = ast.parse(node.code)
-        except (SyntaxError, ValueError, RecursionError):
+        parsed = self.context.python_tree(node)
+        if parsed is None:
             return
-        lines = node.code.split("\n")
+        tree, lines = parsed
         for found in breaks(tree, self.extra_pairs):
             self._report(found, lines)
 
     def _report(self, found: Break, lines: list[str]) -> None:
         node = found.node
-        span = Span(
-            node.lineno, _column(lines, node.lineno, node.col_offset) + 1,
-            node.end_lineno, _column(lines, node.end_lineno, node.end_col_offset) + 1,
-        )
+        span = self.ast_span(node, lines)
         self.findings.append(Finding(
             code=self.code, message=found.message, path=self.context.path, span=span,
             suggestion=found.suggestion, noqa_row=span.row,
         ))
 
-
-def _column(lines: list[str], line: int, offset: int) -> int:
-    """The character column of UTF-8 byte ``offset`` in 1-based ``line``."""
-    if not 0 < line <= len(lines):
-        return offset
-    text = lines[line - 1]
-    if text.isascii():
-        return offset
-    return len(text.encode()[:offset].decode(errors="replace"))

@@ -17,6 +17,7 @@ from linter.model.size_roles import (
     query_heads, value_dim, value_dim_twins,
 )
 from linter.model.names import Role, is_query_name, kv_side, name_role
+from linter.model.tile_offsets import VALUE_TILES
 from linter.plan.chains import bracket_groups
 from linter.plan.file import _File
 from linter.plan.words import identifier_set
@@ -118,8 +119,41 @@ def _read_by_getattr(f: _File) -> frozenset[str] | None:
     return identifier_set(whole) if f.reduced else frozenset()
 
 
+# A string that is one name: ``"num_key_value_heads"``.
+_NAME_STRING = re.compile(r"""(["'])([A-Za-z_][A-Za-z_0-9]*)\1""")
+
+
+def _kv_count_string(f: _File) -> bool:
+    """Does a string of the file spell a KV head count (``"num_key_value_heads"``)? Every
+    lookup ``model.head_lookups`` reports names one in a string; code-only text has lost them,
+    the text it was read from holds them."""
+    whole = f.source if f.reduced else f.text
+    if whole is None or _NAMING_ESCAPE.search(whole):
+        return True
+    low = whole.lower()
+    if "head" not in low and "group" not in low:
+        return False
+    return any(name_role(m.group(2)) is Role.KV_HEADS for m in _NAME_STRING.finditer(whole)
+               if "head" in m.group(2).lower() or "group" in m.group(2).lower())
+
+
+# ``inner = x.shape[-1]``, ``w = x.size(-1)``: a name bound to a width read off a tensor
+# (``model.input_widths``).
+_LAST_AXIS = re.compile(r"^[ \t]*\w+[ \t]*=[ \t]*\w+(?:\.shape\s*\[\s*-\s*1\s*\]|\.size\s*\(\s*-\s*1\s*\))", re.MULTILINE)
+# ``self.o_proj(self.g_norm(``: a layer applied to a norm's result (``model.output_norms``).
+_NORM_INTO_LAYER = re.compile(r"self\s*\.\s*\w+\s*\(\s*self\s*\.\s*\w*[Nn][Oo][Rr][Mm]\w*\s*\(")
+
+
 def _kv210(f: _File) -> bool:
     ids = f.identifiers  # one set for the many single-word questions below
+    if not {"hasattr", "getattr", "get", "in"}.isdisjoint(ids) and _kv_count_string(f):
+        return True  # a KV head count looked up by name (``model.head_lookups``)
+    if "make_block_ptr" in ids and not ids.isdisjoint(VALUE_TILES):
+        return True  # a value-tiled block pointer (``model.tile_offsets``)
+    if not ids.isdisjoint(("view", "reshape")) and _LAST_AXIS.search(f.text):
+        return True  # a width read off a tensor, and a view (``model.input_widths``)
+    if _NORM_INTO_LAYER.search(f.text):
+        return True  # a layer applied to a norm's result (``model.output_norms``)
     wild = "getattr" in ids
     read = _read_by_getattr(f) if wild else frozenset()
     unit_wild = read is None

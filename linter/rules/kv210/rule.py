@@ -9,7 +9,12 @@ import libcst as cst
 
 from linter.model.classes import OwnerTracking
 from linter.model.flows import projected
+from linter.finding import Finding
 from linter.model.functions import FunctionModel, function_model
+from linter.model.head_lookups import lookup_faults
+from linter.model.input_widths import query_input_widths
+from linter.model.output_norms import output_norm_widths
+from linter.model.tile_offsets import untiled_offsets
 from linter.model.mqa_branches import heads_shared_off_calls
 from linter.model.size_roles import (
     KEYWORD_TWINS,
@@ -571,6 +576,17 @@ class KVSizeRole(OwnerTracking, Rule):
         "self.multi_query_attention:`), in MLA code "
         "(latent K/V heads follow the path), on rope/nope parts of a latent head dim, on V "
         "padded to the key's dim on purpose and on an output cut to the value's dim after. "
+        "It also reads where a KV head count is looked up by name (`hasattr`, `getattr`, `in`, "
+        "a loop over candidate names): a lookup that asks for the query head count before the KV "
+        "head count (the KV branch is never reached), a loop over KV head count names that reads "
+        "one constant name on every pass, and a KV head count looked up on another object than "
+        "the query's with the query's count as the fallback. And in a Triton kernel that moves "
+        "its value blocks by a tile index (`i_v * BV`), a block pointer of the value's tile left "
+        "at offset 0 on that axis and never advanced; and a K/V view whose head dim comes from "
+        "the width of the input the query is projected from (`hidden_states.shape[-1]`) while "
+        "K and V are projected from another input; and a norm applied to the attention output "
+        "just before the output projection (`self.o_proj(self.g_norm(o))`) sized with another "
+        "width than the value's width the projection takes. "
         "KV205 (a projection's view), KV206 (a key-named head "
         "dim in a value view or buffer) and the query-head spellings of KV202 are special cases."
     )
@@ -1006,6 +1022,115 @@ class Attention(nn.Module):
         self.attn(q, k, v, out)
         return out
 """),
+        # The KV head count looked up first, the query's the fallback; a loop that reads each
+        # candidate name; both counts read on one configuration.
+        Example("""\
+def kv_heads_of(config):
+    if hasattr(config, "num_key_value_heads"):
+        return config.num_key_value_heads
+    elif hasattr(config, "num_attention_heads"):
+        return config.num_attention_heads
+    raise KeyError("no head count in the config")
+
+
+def kv_heads_by_name(config, world_size):
+    for name in ("num_key_value_heads", "num_kv_heads", "num_attention_heads"):
+        kv_heads = getattr(config, name, None)
+        if kv_heads is not None:
+            break
+    return kv_heads // world_size
+
+
+class PagedCache:
+    def __init__(self, engine_config, model_config):
+        self.num_heads = model_config.num_attention_heads
+        self.block_size = engine_config.block_size
+        if hasattr(model_config, "num_key_value_heads"):
+            self.num_kv_heads = model_config.num_key_value_heads
+        else:
+            self.num_kv_heads = self.num_heads
+"""),
+        # Every name of the list is read, none first-found-wins: the order says nothing.
+        Example("""\
+def shard_sizes(module, world_size):
+    for name in ["num_attention_heads", "num_key_value_heads", "hidden_size"]:
+        if hasattr(module, name):
+            setattr(module, name, getattr(module, name) // world_size)
+"""),
+        # A decoding kernel whose output block moves with the program's value tile; a state
+        # block made at the first tile and advanced tile by tile.
+        Example("""\
+@triton.jit
+def decode_kernel(q, v, o, T, K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr):
+    i_v, i_bh = tl.program_id(0), tl.program_id(1)
+    p_v = tl.make_block_ptr(v + i_bh * T * V, (T, V), (V, 1), (0, i_v * BV), (T, BV), (1, 0))
+    p_o = tl.make_block_ptr(o + i_bh * V, (V,), (1,), (i_v * BV,), (BV,), (0,))
+    tl.store(p_o, tl.sum(tl.load(p_v), 0).to(p_o.dtype.element_ty))
+
+
+@triton.jit
+def sweep_kernel(v, h, T, V: tl.constexpr, BT: tl.constexpr, BV: tl.constexpr):
+    i_v = tl.program_id(0)
+    p_v = tl.make_block_ptr(v, (T, V), (V, 1), (0, i_v * BV), (BT, BV), (1, 0))
+    p_h = tl.make_block_ptr(h, (V,), (1,), (0,), (BV,), (0,))
+    for _ in range(tl.cdiv(V, BV)):
+        tl.store(p_h, tl.sum(tl.load(p_v), 0))
+        p_h = tl.advance(p_h, (BV,))
+"""),
+        # The head dim read off the projected key; and off an input the key is projected from.
+        Example("""\
+def cross_attention(attn, hidden_states, encoder_hidden_states, batch_size):
+    query = attn.to_q(hidden_states)
+    key = attn.to_k(encoder_hidden_states)
+    value = attn.to_v(encoder_hidden_states)
+    head_dim = key.shape[-1] // attn.heads
+    query = query.view(batch_size, -1, attn.heads, head_dim)
+    key = key.view(batch_size, -1, attn.heads, head_dim)
+    return query, key, value.view(batch_size, -1, attn.heads, head_dim)
+
+
+def self_attention(attn, hidden_states, batch_size):
+    query = attn.to_q(hidden_states)
+    key = attn.to_k(hidden_states)
+    head_dim = hidden_states.shape[-1] // attn.heads
+    return query, key.view(batch_size, -1, attn.heads, head_dim)
+"""),
+        # The projected query's own width (after its norm) gives the head dim K shares.
+        Example("""\
+def grouped_cross_attention(attn, hidden_states, encoder_hidden_states, batch_size):
+    query = attn.to_q(hidden_states)
+    key = attn.to_k(encoder_hidden_states)
+    query = attn.norm_q(query)
+    head_dim = query.shape[-1] // attn.heads
+    kv_heads = key.shape[-1] // head_dim
+    return query, key.view(batch_size, -1, kv_heads, head_dim)
+"""),
+        # An output norm of the value's width before the output projection; and one of the
+        # model's width where the value's width is the model's by construction.
+        Example("""\
+class GatedAttention(nn.Module):
+    def __init__(self, hidden_size, expand_v):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.value_dim = int(hidden_size * expand_v)
+        self.g_norm = nn.RMSNorm(self.value_dim)
+        self.o_proj = nn.Linear(self.value_dim, hidden_size, bias=False)
+
+    def forward(self, o):
+        return self.o_proj(self.g_norm(o))
+
+
+class PlainAttention(nn.Module):
+    def __init__(self, hidden_size):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.value_dim = self.hidden_size
+        self.g_norm = nn.RMSNorm(self.hidden_size)
+        self.o_proj = nn.Linear(self.value_dim, hidden_size, bias=False)
+
+    def forward(self, o):
+        return self.o_proj(self.g_norm(o))
+"""),
     )
     INVALID = (
         Example(bad, line=7),
@@ -1259,7 +1384,102 @@ class Backend:
             return o.view(-1, layer.tp_q_head_num * layer.head_dim)
         return self.slow(q, k, v, layer)
 """, line=6),
+        # A lookup that asks for the query head count first: the KV branch is never reached.
+        Example("""\
+def guess_kv_heads(model):
+    if hasattr(model.config, "num_attention_heads"):
+        return model.config.num_attention_heads
+    elif hasattr(model.config, "num_key_value_heads"):
+        return model.config.num_key_value_heads
+    raise KeyError("no head count in the config")
+""", line=2),
+        # A loop over KV head count names that reads one constant name on every pass.
+        Example("""\
+def kv_heads_by_name(config, world_size):
+    kv_heads = None
+    for name in ("num_key_value_heads", "num_kv_heads", "n_head"):
+        kv_heads = getattr(config, "n_head", None)
+        if kv_heads is not None:
+            break
+    return kv_heads // world_size
+""", line=4),
+        # The KV head count looked up on the engine's settings, the query's read on the model's
+        # configuration and the fallback.
+        Example("""\
+class PagedCache:
+    def __init__(self, engine_config, model_config):
+        self.num_heads = model_config.num_attention_heads
+        self.head_size = model_config.hidden_size // self.num_heads
+        if hasattr(engine_config, "num_key_value_heads"):
+            self.num_kv_heads = engine_config.num_key_value_heads
+        else:
+            self.num_kv_heads = self.num_heads
+""", line=5),
+        # A decoding kernel splits V into tiles across programs, but stores each program's
+        # output at the first tile.
+        Example("""\
+@triton.jit
+def decode_kernel(q, v, o, T, K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr):
+    i_v, i_bh = tl.program_id(0), tl.program_id(1)
+    p_v = tl.make_block_ptr(v + i_bh * T * V, (T, V), (V, 1), (0, i_v * BV), (T, BV), (1, 0))
+    p_o = tl.make_block_ptr(o + i_bh * V, (V,), (1,), (0,), (BV,), (0,))
+    tl.store(p_o, tl.sum(tl.load(p_v), 0).to(p_o.dtype.element_ty))
+""", line=5),
+        # Cross-attention: the K/V head dim taken from the width of the query's input.
+        Example("""\
+def cross_attention(attn, hidden_states, encoder_hidden_states, batch_size):
+    inner_dim = hidden_states.shape[-1]
+    query = attn.to_q(hidden_states)
+    key = attn.to_k(encoder_hidden_states)
+    value = attn.to_v(encoder_hidden_states)
+    head_dim = inner_dim // attn.heads
+    key = key.view(batch_size, -1, attn.heads, head_dim)
+    value = value.view(batch_size, -1, attn.heads, head_dim)
+    return query, key, value
+""", line=2),
+        # The output norm sized with the model's width, the output projection taking the
+        # value's.
+        Example("""\
+class GatedAttention(nn.Module):
+    def __init__(self, hidden_size, expand_v):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.value_dim = int(hidden_size * expand_v)
+        self.g_norm = nn.RMSNorm(self.hidden_size)
+        self.o_proj = nn.Linear(self.value_dim, hidden_size, bias=False)
+
+    def forward(self, o):
+        return self.o_proj(self.g_norm(o))
+""", line=6),
     )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        # KV head counts looked up by name (``model.head_lookups``), value tiles left at the
+        # first tile (``model.tile_offsets``), K/V head dims taken from the query input's width
+        # (``model.input_widths``) and output norms of another width than the output's
+        # (``model.output_norms``) are read on the standard library's tree, the one
+        # the ``ast`` screen reads: one code for both paths.
+        parsed = self.context.python_tree(node)
+        if parsed is None:
+            return
+        tree, lines = parsed
+        found = [(f.node, f.message, f.suggestion) for f in lookup_faults(tree)]
+        found += [(f.node, f"`{f.pointer}` is tiled by the value's `{f.tile}` but stays at offset 0 on that axis, "
+                           f"while the kernel's other value blocks move by `{f.index} * {f.tile}`: every program "
+                           f"reads or writes the first tile",
+                   f"offset `{f.pointer}` by `{f.index} * {f.tile}` on the value axis") for f in untiled_offsets(tree)]
+        found += [(f.node, f"`{f.width}` is the width of `{f.source}`, the input the query is projected from, and "
+                           f"sizes the K/V view on line {self.context.row_of(f.view_line)}, while K and V are projected from "
+                           f"`{f.kv_source}`: a projection may change the width",
+                   f"read the width off the projected key (`key.shape[-1]`)")
+                  for f in query_input_widths(tree, self.extra_pairs)]
+        found += [(f.node, f"`{f.norm}` is sized with `{f.size}`, but it normalizes the attention output just "
+                           f"before `{f.projection}`, which takes `{f.width}`, the value's width",
+                   f"size `{f.norm}` with `{f.width}`") for f in output_norm_widths(tree, self.extra_pairs)]
+        for at, message, suggestion in found:
+            span = self.ast_span(at, lines)
+            self.findings.append(Finding(code=self.code, message=message, path=self.context.path, span=span,
+                                         suggestion=suggestion, noqa_row=span.row))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         # A function nested in a method reads the method's ``self``: its class is the owner.
@@ -1636,3 +1856,4 @@ class Backend:
                 # are the buffers' sizes.
                 yield _Site(assignment.order, side, f"the buffer `{assignment.name}` (made by `{callee_tail(value)}`)",
                             _shape_args(value), value, tail)
+

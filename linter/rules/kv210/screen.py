@@ -11,6 +11,7 @@ for code with one.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from linter.model.names import Role, is_kv_tensor_name, is_query_name, is_scale_name, kv_side, name_role
@@ -19,6 +20,10 @@ from linter.model.size_roles import (
     key_state, length_name, makes_buffers, query_heads, size_kind, value_dim, value_dim_twins, value_kernel_sizes,
     value_tile_from_key,
 )
+from linter.model.head_lookups import lookup_faults
+from linter.model.input_widths import last_axis_of, query_input_widths
+from linter.model.output_norms import output_norm_widths
+from linter.model.tile_offsets import untiled_offsets
 from linter.plan.screen_facts import Facts, _dotted, _tail, walk
 from linter.settings import Settings
 
@@ -278,8 +283,52 @@ def _statements(facts: Facts, known: set[str]) -> bool:
     return False
 
 
+# A string that is one name (``"num_key_value_heads"``), read in the unit's own lines.
+_NAME_STRING = re.compile(r"""(["'])([A-Za-z_][A-Za-z_0-9]*)\1""")
+
+
+def _kv_count_string(facts: Facts) -> bool:
+    """Can a string of the unit name a KV head count? (Every lookup ``model.head_lookups``
+    reports does.) Without the unit's lines: yes."""
+    if facts.source is None:
+        return True
+    lines, offset = facts.source
+    tree = facts.tree
+    body = getattr(tree, "body", None)
+    start = offset + (body[0].lineno - 1 if body else 0)
+    end = offset + (getattr(body[-1], "end_lineno", len(lines)) if body else len(lines))
+    text = "\n".join(lines[max(0, start - 1):end + 1])
+    return any(name_role(m.group(2)) is Role.KV_HEADS for m in _NAME_STRING.finditer(text))
+
+
+def _norm_into_layer(call: ast.Call) -> bool:
+    """``self.o_proj(self.g_norm(o))``."""
+    if len(call.args) != 1 or type(call.args[0]) is not ast.Call:
+        return False
+    inner, outer = call.args[0].func, call.func
+    return (type(outer) is ast.Attribute and type(outer.value) is ast.Name and outer.value.id == "self"
+            and type(inner) is ast.Attribute and type(inner.value) is ast.Name and inner.value.id == "self"
+            and "norm" in inner.attr.lower())
+
+
+def _models(facts: Facts, extra) -> bool:
+    """The rule's own models of head count lookups, value tiles, input widths and output
+    norms (exact), each asked where the unit holds what it needs."""
+    if "make_block_ptr" in facts.attrs | facts.names and untiled_offsets(facts.tree):
+        return True
+    if ("view" in facts.attrs or "reshape" in facts.attrs) and any(
+            len(a.targets) == 1 and type(a.targets[0]) is ast.Name and last_axis_of(a.value) for a in facts.assigns) \
+            and query_input_widths(facts.tree, extra):
+        return True
+    if any(map(_norm_into_layer, facts.calls)) and output_norm_widths(facts.tree, extra):
+        return True
+    return _kv_count_string(facts) and bool(lookup_faults(facts.tree))
+
+
 def kv210(facts: Facts, settings: Settings) -> bool:
     extra = settings.extra_pairs
+    if _models(facts, extra):
+        return True
     # ``getattr(config, "num_key_value_heads")`` reads the name its string spells.
     read_by_getattr = {
         a.value for c in facts.calls if type(c.func) is ast.Name and c.func.id == "getattr"
