@@ -541,3 +541,18 @@ def test_statements_with_no_near_twin_leave_a_function_unparsed() -> None:
     text = "import torch\n\n\ndef attend(q, k, v, t):\n    k = rope(k, t)\n    return flash_attn_func(q, k[:, :t], v)\n"
     plan = parse_plan(text, ["KV107"], Settings(select=frozenset({"KV107"})))
     assert plan.ranges == ()
+
+
+# PEP 695 syntax: libcst reads it, the standard library's parser of Python 3.11 does not.
+_NEWER_SYNTAX = """\
+def attention[T](q, k, v, n):
+    k = k[:n]
+    v = v[:n]
+    return flash_attn_func(q, k, v)
+"""
+
+
+def test_a_module_the_running_python_cannot_parse_leaves_the_ast_model_silent():
+    # The model reads the ``ast`` tree; where it cannot be built the rule says nothing rather
+    # than fail.
+    assert lint_source(_NEWER_SYNTAX, codes=["KV107"]) == []
