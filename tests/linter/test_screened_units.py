@@ -100,9 +100,9 @@ def test_libcst_runs_only_the_rules_the_screens_left_live(monkeypatch) -> None:
     ran = []
     real = engine.lint_module
 
-    def recording(module, path, settings, rules, *rest):
+    def recording(module, path, settings, rules, *rest, **named):
         ran.append(sorted(r.code for r in rules))
-        return real(module, path, settings, rules, *rest)
+        return real(module, path, settings, rules, *rest, **named)
 
     monkeypatch.setattr(engine, "lint_module", recording)
     fast = check_stdin(CLASS.encode(), "attention.py", job).findings
