@@ -23,6 +23,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from linter.model.ast_reading import dotted
 from linter.model.ast_walk import walk
 from linter.model.names import Role, name_role
 
@@ -34,15 +35,6 @@ class LookupFault:
     node: ast.AST
     message: str
     suggestion: str
-
-
-def _dotted(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        head = _dotted(node.value)
-        return None if head is None else f"{head}.{node.attr}"
-    return None
 
 
 def _string(node: ast.AST) -> str | None:
@@ -63,15 +55,15 @@ def probe(node: ast.AST) -> tuple[str, str, ast.AST] | None:
     if isinstance(node, ast.Call):
         func = node.func
         if isinstance(func, ast.Name) and func.id in ("hasattr", "getattr") and len(node.args) >= 2:
-            obj, name = _dotted(node.args[0]), _string(node.args[1])
+            obj, name = dotted(node.args[0]), _string(node.args[1])
             if obj is not None and name is not None:
                 return obj, name, node
         if isinstance(func, ast.Attribute) and func.attr == "get" and node.args:
-            obj, name = _dotted(func.value), _string(node.args[0])
+            obj, name = dotted(func.value), _string(node.args[0])
             if obj is not None and name is not None:
                 return obj, name, node
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.In):
-        obj, name = _dotted(node.comparators[0]), _string(node.left)
+        obj, name = dotted(node.comparators[0]), _string(node.left)
         if obj is not None and name is not None:
             return obj, name, node
     return None
@@ -160,14 +152,14 @@ def _objects_read_for(function: ast.AST, role: Role) -> dict[str, ast.AST]:
     found: dict[str, ast.AST] = {}
     for node in walk(function):
         if isinstance(node, ast.Attribute) and _role(node.attr) is role:
-            obj = _dotted(node.value)
+            obj = dotted(node.value)
             if obj is not None and obj != "self":
                 found.setdefault(obj, node)
         elif isinstance(node, ast.Call):
             hit = probe(node)
             if hit is None:
                 strings = [_string(a) for a in node.args]
-                objects = [_dotted(a) for a in node.args if not isinstance(a, ast.Constant)]
+                objects = [dotted(a) for a in node.args if not isinstance(a, ast.Constant)]
                 if len(objects) == 1 and objects[0] is not None and any(_role(s) is role for s in strings):
                     hit = (objects[0], next(s for s in strings if _role(s) is role), node)
             if hit is not None and _role(hit[1]) is role:
