@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from linter.model.ast_reading import tail
 from linter.model.ast_walk import walk
 from linter.model.names import kv_side
 
@@ -30,14 +31,6 @@ class NormFault:
 def _self_attr(node: ast.AST) -> str | None:
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
         return node.attr
-    return None
-
-
-def _size_tail(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    if isinstance(node, ast.Name):
-        return node.id
     return None
 
 
@@ -83,7 +76,7 @@ def output_norm_widths(tree: ast.AST, pairs=()) -> list[NormFault]:
             projection, norm = _self_attr(node.func), _self_attr(node.args[0].func)
             if projection not in widths or norm not in norms:
                 continue
-            size, width = _size_tail(norms[norm]), _size_tail(widths[projection])
+            size, width = tail(norms[norm]), tail(widths[projection])
             if size is None or width is None or size == width:
                 continue
             if not _value_width(width, pairs) or _value_width(size, pairs):
