@@ -2,13 +2,20 @@ import codecs
 import io
 import os
 import re
-import tokenize
 import subprocess
+import tokenize
 from pathlib import Path
 
 import pytest
 
-from linter.files import Unreadable, _declared_encoding, decode, discover, read_bytes, source_lines
+from linter.files import (
+    Unreadable,
+    _declared_encoding,
+    decode,
+    discover,
+    read_bytes,
+    source_lines,
+)
 from linter.settings import Settings
 
 
