@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import libcst as cst
-from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodePosition, CodeRange, MetadataWrapper
+from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from linter.finding import Finding
 from linter.rules import all_rules
@@ -24,18 +25,40 @@ class SourceError(Exception):
         self.row = row
 
 
+class _Ranges:
+    """Where ``PositionProvidingCodegenState`` records each node's range (the one attribute of
+    a metadata provider it writes)."""
+
+    __slots__ = ("_computed",)
+
+    def __init__(self) -> None:
+        self._computed: dict[cst.CSTNode, CodeRange] = {}
+
+
+def positions(module: cst.Module) -> dict[cst.CSTNode, CodeRange]:
+    """``PositionProvider``'s ranges of every node of ``module``, from its own code generation
+    run directly: resolved through ``MetadataWrapper``, the same ranges cost twice as much
+    (the wrapper also walks the whole tree once more for the batchable providers, of which
+    there are none)."""
+    ranges = _Ranges()
+    module._codegen(PositionProvidingCodegenState(
+        default_indent=module.default_indent, default_newline=module.default_newline, provider=ranges,
+    ))
+    return ranges._computed
+
+
 class _LazyPositions:
     """Node -> CodeRange, computed for the whole module on the first finding only; with
     ``rows``, the file's row of each line of the module's text, on the file's rows."""
 
-    def __init__(self, wrapper: MetadataWrapper, rows: tuple[int, ...] | None = None) -> None:
-        self._wrapper = wrapper
-        self._ranges = None
+    def __init__(self, module: cst.Module, rows: tuple[int, ...] | None = None) -> None:
+        self._module = module
+        self._ranges: dict[cst.CSTNode, CodeRange] | None = None
         self._rows = rows
 
     def __call__(self, node: cst.CSTNode) -> CodeRange:
         if self._ranges is None:
-            self._ranges = self._wrapper.resolve(PositionProvider)
+            self._ranges = positions(self._module)
         found = self._ranges[node]
         if self._rows is None:
             return found
@@ -63,7 +86,7 @@ def lint_module(
     module's text, where it holds only some of the file's lines; ``text``: the module's text,
     where the caller has it."""
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    context = RuleContext(path=path, settings=settings, position=_LazyPositions(wrapper, rows), rows=rows,
+    context = RuleContext(path=path, settings=settings, position=_LazyPositions(module, rows), rows=rows,
                           text=text)
     visitors = [rule(context) for rule in rules]
     if not visitors:

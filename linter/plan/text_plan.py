@@ -153,7 +153,7 @@ def parse_plan(text: str, rules: Iterable[str | type[Rule]], settings: Settings)
         reduced = _File(raw.code, settings, reduced=True, source=text, whole=True)
         return bool(reduced.k_names)
 
-    passing = known.scanner.passing(text, paired, raw.joined_identifiers)
+    passing = known.scanner.passing(text, paired, raw.joined_identifiers, lambda: raw.lower_names)
     if not passing:
         return NOTHING
     conditions = list(dict.fromkeys(known.conditions[code] for code in passing))

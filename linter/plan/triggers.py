@@ -123,7 +123,8 @@ class Scanner:
         }
 
     def passing(
-        self, text: str, paired: Callable[[], bool] | None = None, words: Callable[[], str] | None = None
+        self, text: str, paired: Callable[[], bool] | None = None, words: Callable[[], str] | None = None,
+        lower_words: Callable[[], str] | None = None,
     ) -> set[str]:
         """The codes whose trigger ``text`` passes; ``paired()`` says whether the text holds a
         K/V pair of names (asked at most once, and only once a rule's other groups passed;
@@ -132,9 +133,10 @@ class Scanner:
         ``words()``: the text's distinct identifiers, one per line (asked at most once). A
         word made of word characters is a substring of the text exactly when it is one of
         an identifier, and that list is a fraction of the text: most files lack most words,
-        and each absent word was a scan of the whole text.
+        and each absent word was a scan of the whole text. ``lower_words()``: those identifiers
+        lower-cased, where the caller keeps them (the conditions read them too).
         """
-        hits = self._hits(text, words)
+        hits = self._hits(text, words, lower_words)
         pair: bool | None = None
         found = set()
         for code, groups in self._rules:
@@ -150,7 +152,9 @@ class Scanner:
                 found.add(code)
         return found
 
-    def _hits(self, text: str, words: Callable[[], str] | None) -> set[str]:
+    def _hits(
+        self, text: str, words: Callable[[], str] | None, lower_words: Callable[[], str] | None = None
+    ) -> set[str]:
         """Every search key of the run's triggers that ``text`` holds, found all at once: a
         set test per group then replaces a lookup per word (the loop over the rules' words
         was a twentieth of the pre-filter's time on sglang)."""
@@ -161,7 +165,7 @@ class Scanner:
         hits = {k for k in self._plain_unwordlike if k in text}
         hits.update(_present(names, self._among_words[False]))
         if self._among_words[True]:
-            hits.update("\0" + w for w in _present(names.lower(), self._among_words[True]))
+            hits.update("\0" + w for w in _present(lower_words() if lower_words else names.lower(), self._among_words[True]))
         if self._any_case_unwordlike:
             lowered = text.lower()
             hits.update(k for k in self._any_case_unwordlike if k[1:] in lowered)

@@ -7,7 +7,7 @@ what may stand between two tokens inside brackets.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from functools import lru_cache
 
 from linter.plan.code_only import is_word_char as _is_word_char  # one definition: code_only needs it first
@@ -108,6 +108,24 @@ def identifier_set(text: str) -> frozenset[str]:
         else:
             found.update(_IDENTIFIER.findall(word.decode("utf-8", "surrogatepass")))
     return frozenset(found)
+
+
+def named_matches(pattern: re.Pattern[str], text: str, names: Collection[str]) -> Iterator[re.Match[str]]:
+    """``pattern.finditer(text)`` as though its group 1 (``(\\w++)``, a whole name) were an
+    alternation of ``names``: its matches whose name is one of them, each where that pattern
+    would match, the search going on just after the start of a match of another name (the
+    alternation fails there and is tried at the next character; after a match, past its end).
+
+    One pattern for every file: the names are a file's own (KV208's head-dim keywords), and a
+    pattern of them was compiled for that file alone, a quarter of a millisecond each, over
+    a hundred times a tree."""
+    at = 0
+    while (match := pattern.search(text, at)) is not None:
+        if match.group(1) in names:
+            yield match
+            at = match.end()
+        else:
+            at = match.start() + 1
 
 
 def word_spans(text: str, words: Iterable[str]) -> Iterator[tuple[int, int]]:

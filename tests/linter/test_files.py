@@ -1,10 +1,21 @@
+import codecs
+import io
 import os
+import re
 import subprocess
+import tokenize
 from pathlib import Path
 
 import pytest
 
-from linter.files import Unreadable, decode, discover, read_bytes, source_lines
+from linter.files import (
+    Unreadable,
+    _declared_encoding,
+    decode,
+    discover,
+    read_bytes,
+    source_lines,
+)
 from linter.settings import Settings
 
 
@@ -121,3 +132,33 @@ def test_a_nul_byte_is_a_diagnostic_naming_its_line():
 
 def test_source_lines_split_only_where_python_does():
     assert source_lines("a\r\nb\x0cc\rd\n") == ["a", "b\x0cc", "d"]
+
+
+# Declarations and their look-alikes, on the first, second and third line, beside a BOM and
+# bytes that are not UTF-8: the shortcut for files without the word "coding" must answer as
+# tokenize does, or fail alike where ``decode`` reports a bad declaration; a BOM is read by
+# ``decode`` itself (utf-8-sig either way).
+_HEADS = [
+    b"", b"x = 1\n", b"#!/usr/bin/env python\n", b"\xef\xbb\xbf", b"\xff\xfe = 1\n", b"# \xe9\n",
+    b"# -*- coding: latin-1 -*-\n", b"# vim: set fileencoding=cp1252 :\n", b"# coding: nonsense\n",
+    b"# encoding is not declared here\n", b"\xef\xbb\xbf# coding: latin-1\n", b"s = '''\n",
+]
+
+
+@pytest.mark.parametrize("second", _HEADS)
+@pytest.mark.parametrize("first", _HEADS)
+def test_the_declared_encoding_is_tokenizes(first: bytes, second: bytes) -> None:
+    for data in (first + second, first + second + b"# coding: latin-1\nx = 1\n", first + second + b"x = '\xe9'\n"):
+        try:
+            expected = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+        except SyntaxError as exc:
+            if b"coding" in data[:1024]:
+                with pytest.raises(SyntaxError, match=re.escape(exc.msg)):
+                    _declared_encoding(data)
+                continue
+            expected = "utf-8"  # what ``decode`` reads where tokenize refuses undeclared bytes
+        try:
+            found = _declared_encoding(data)
+        except SyntaxError:
+            found = "utf-8"  # as ``decode`` reads a refusal without a declaration
+        assert codecs.lookup(found.replace("-sig", "")).name == codecs.lookup(expected.replace("-sig", "")).name, data

@@ -48,6 +48,14 @@ def test_any_case_words_match_in_any_case() -> None:
     assert scanner.passing("self.pool = None") == set()
 
 
+def test_any_case_words_are_looked_for_in_the_lowered_identifiers_the_caller_keeps() -> None:
+    scanner = Scanner({"A": Trigger(AnyCase("cache"))})
+    names = "self\nKV_CACHE"
+    assert scanner.passing("self.KV_CACHE = None", words=lambda: names) == {"A"}
+    # The caller's lowered list is the one read (here, one that lacks the word).
+    assert scanner.passing("self.KV_CACHE = None", words=lambda: names, lower_words=lambda: "self\nkv") == set()
+
+
 def test_attention_takes_any_spelling_and_the_configured_callables() -> None:
     trigger = Trigger(ATTENTION)
     assert Scanner({"A": trigger}).passing("class MyAtTeNtIoN: pass") == {"A"}

@@ -17,7 +17,7 @@ from linter.plan.imports import _from_imported
 from linter.plan.lines import TOP_LEVEL_CLASS, top_level_starts
 from linter.plan.statements import _BRACKET
 from linter.plan.vocabulary import _HEAD_DIM_PARTS
-from linter.plan.words import _GAP, _compiled, word_spans
+from linter.plan.words import _GAP, named_matches, word_spans
 from linter.settings import Settings
 
 
@@ -68,9 +68,9 @@ def _head_dim_callees(f: _File) -> set[str]:
     if not keywords:
         return callees
     # One scan for every keyword (a bracket or comma first lets ``re`` skip ahead).
-    pattern = _compiled(rf"[(,]{_GAP}(?:{'|'.join(map(re.escape, keywords))}){_GAP}=(?!=)")
+    keyword_set = frozenset(keywords)
     brackets = _Brackets(text) if f.reduced else None
-    for keyword in pattern.finditer(text):
+    for keyword in named_matches(_KEYWORD_ARGUMENT, text, keyword_set):
         callee = _plain_callee(text, keyword.start(), brackets)
         if callee is None or callee in callees:
             continue
@@ -84,6 +84,10 @@ def _head_dim_callees(f: _File) -> set[str]:
         if index < len(reads) and reads[index] < end:  # type: ignore[arg-type]
             callees.add(callee)
     return callees
+
+
+# ``(name=`` or ``, name=`` (not ``==``), the name whole: ``named_matches`` keeps the keywords.
+_KEYWORD_ARGUMENT = re.compile(rf"[(,]{_GAP}(\w++){_GAP}=(?!=)")
 
 
 try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from linter.plan.code_only import code_only
 from linter.model.module_files import read_once
 from linter.model.twins import is_value_head_dim
@@ -133,11 +133,17 @@ _INIT = re.compile(r"def[ \t]+__init__[ \t]*\(")
 _PARAMETER_PIECE = re.compile(r"[()\[\]{},]|(?<![=!<>])=(?!=)|[^\W\d]\w*")
 
 
-def _top_level_class_texts(text: str) -> Iterator[str]:
-    """The text of each top-level class, from its ``class`` line to the next top-level
-    definition (the module's statements between count with it)."""
-    starts = [m.start() for m in top_level_starts(text)]
+def _top_level_class_texts(text: str, named: Collection[str]) -> Iterator[str]:
+    """The text of each top-level class of one of the ``named``, from its ``class`` line to
+    the next top-level definition (the module's statements between count with it). A class
+    line in column 0 starts a top-level definition, so each text holds its own class alone:
+    the other classes need not be cut out (most files call none of theirs with a head dim)."""
+    starts: list[int] | None = None
     for match in TOP_LEVEL_CLASS.finditer(text):
+        if match.group(1) not in named:
+            continue
+        if starts is None:
+            starts = [m.start() for m in top_level_starts(text)]
         index = bisect_right(starts, match.start())
         yield text[match.start():starts[index] if index < len(starts) else len(text)]
 
@@ -167,7 +173,7 @@ def kv208_text(text: str, settings: Settings, path: str) -> bool:
         return False
     if any(
         callees & _classes_with_a_value_dim(region) and _may_take_an_optional_value_dim(region)
-        for region in _top_level_class_texts(text)
+        for region in _top_level_class_texts(text, callees)
     ):
         return True
     for level, parts, real, bound in from_imports(text):

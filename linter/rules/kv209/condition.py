@@ -16,7 +16,7 @@ import string
 from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import pairwise
+from bisect import bisect_right
 
 from linter.plan.code_only import code_only
 from linter.model.names import SAME_TENSOR_METHODS, SEE_THROUGH, value_counterpart
@@ -217,14 +217,17 @@ def _named_with_a_view(code: str, wanted: frozenset[str]) -> frozenset[str]:
 
     Statements are read from each ``def`` or ``class`` line (every such line of code starts a
     statement, outside any bracket) to the next, in the stretches naming one of ``wanted``;
-    where their brackets do not balance, the whole stretch counts as one statement."""
+    where their brackets do not balance, the whole stretch counts as one statement. The
+    stretches are found from the names' side (substring search, each hit's stretch by its
+    offset; a name never crosses a line start, where stretches begin): a pattern of the names
+    was compiled for the file alone, and searched for in every stretch with a view word."""
     found: set[str] = set()
     if not wanted or _VIEW_WORD.search(code) is None:
         return frozenset()
-    named = _compiled(rf"{word_first(wanted)}(?!\w)")
     cuts = [0, *(m.end() for m in _DEFINITION_LINE.finditer(code)), len(code)]
-    for a, b in pairwise(cuts):
-        if _VIEW_WORD.search(code, a, b) is None or named.search(code, a, b) is None:
+    for i in sorted({bisect_right(cuts, at) - 1 for at, _ in word_spans(code, wanted)}):
+        a, b = cuts[i], cuts[i + 1]
+        if _VIEW_WORD.search(code, a, b) is None:
             continue
         stretch = code[a:b]
         # Brackets inside an f-string's kept fields are text (``f"{d[')']}"``): neutral.
