@@ -5,8 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import libcst as cst
-from libcst.metadata import CodePosition, CodeRange, MetadataWrapper
-from libcst.metadata.position_provider import PositionProvidingCodegenState
+from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
+
+try:  # libcst's own code generation state; a libcst without it takes the public route below
+    from libcst.metadata.position_provider import PositionProvidingCodegenState
+except ImportError:  # pragma: no cover - depends on the installed libcst
+    PositionProvidingCodegenState = None
 
 from linter.finding import Finding
 from linter.rules import all_rules
@@ -39,12 +43,20 @@ def positions(module: cst.Module) -> dict[cst.CSTNode, CodeRange]:
     """``PositionProvider``'s ranges of every node of ``module``, from its own code generation
     run directly: resolved through ``MetadataWrapper``, the same ranges cost twice as much
     (the wrapper also walks the whole tree once more for the batchable providers, of which
-    there are none)."""
-    ranges = _Ranges()
-    module._codegen(PositionProvidingCodegenState(
-        default_indent=module.default_indent, default_newline=module.default_newline, provider=ranges,
-    ))
-    return ranges._computed
+    there are none). Both are libcst internals: where they moved, ``MetadataWrapper`` gives the
+    same ranges."""
+    if PositionProvidingCodegenState is not None:
+        ranges = _Ranges()
+        try:
+            module._codegen(PositionProvidingCodegenState(
+                default_indent=module.default_indent, default_newline=module.default_newline, provider=ranges,
+            ))
+        except (AttributeError, TypeError):
+            pass
+        else:
+            return ranges._computed
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    return dict(wrapper.resolve(PositionProvider))
 
 
 class _LazyPositions:

@@ -35,3 +35,16 @@ def test_the_linters_own_modules_get_the_providers_ranges() -> None:
     for path in sorted((_ROOT / "linter" / "engine.py").parent.glob("*.py")):
         module = cst.parse_module(path.read_text(encoding="utf-8"))
         assert positions(module) == _provider_ranges(module), path
+
+
+def _moved_state(**_kwargs):  # a libcst whose codegen state takes other arguments
+    raise TypeError("unexpected keyword argument 'provider'")
+
+
+@pytest.mark.parametrize("state", [None, _moved_state], ids=["state-gone", "state-changed"])
+def test_a_libcst_without_the_codegen_state_gets_the_same_ranges(monkeypatch, state) -> None:
+    import linter.engine as engine
+
+    monkeypatch.setattr(engine, "PositionProvidingCodegenState", state)
+    module = cst.parse_module(_ODD_LAYOUTS[0])
+    assert positions(module) == _provider_ranges(module)
