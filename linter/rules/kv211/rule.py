@@ -193,8 +193,27 @@ class Attention(nn.Module):
 class Attention(nn.Module):
     def __init__(self, config, tp_size):
         super().__init__()
-        assert config.num_key_value_heads % tp_size == 0, "KV heads must divide over TP ranks"
+        if config.num_key_value_heads % tp_size:
+            raise ValueError("the KV heads must divide over the TP ranks")
         self.num_kv_heads = config.num_key_value_heads // tp_size
+"""),
+        # A group wider than the KV heads refused up front.
+        Example("""\
+class Attention(nn.Module):
+    def __init__(self, config, tp_size):
+        super().__init__()
+        assert tp_size <= config.num_key_value_heads, "more TP ranks than KV heads"
+        self.num_kv_heads = config.num_key_value_heads // tp_size
+"""),
+        # Multi-query kept whole on every rank: the branch reads the KV head count.
+        Example("""\
+class GPTBigCodeAttention(nn.Module):
+    def __init__(self, config, tp_size):
+        super().__init__()
+        if config.num_key_value_heads == 1:
+            self.num_kv_heads = 1
+        else:
+            self.num_kv_heads = config.num_key_value_heads // tp_size
 """),
         # The shard count itself falls back to 1 when the heads do not divide.
         Example("""\
@@ -263,6 +282,14 @@ class Attention(nn.Module):
         self.num_kv_heads: int = getattr(config, "num_key_value_heads", 1) // tp_size
         self.kv_size = self.num_kv_heads * config.head_dim
 """, line=6),
+        # The count read into an attribute first: still the KV head count.
+        Example("""\
+class MixtralAttention(nn.Module):
+    def __init__(self, config, tp_size):
+        super().__init__()
+        self.total_num_kv_heads = config.num_key_value_heads
+        self.num_kv_heads = self.total_num_kv_heads // tp_size
+""", line=5),
     )
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
