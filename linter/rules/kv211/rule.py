@@ -24,12 +24,12 @@ def _tail(node: cst.BaseExpression) -> str | None:
     if isinstance(node, cst.Subscript):
         if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
             key = node.slice[0].slice.value
-            if isinstance(key, cst.SimpleString):
+            if isinstance(key, (cst.SimpleString, cst.ConcatenatedString)):
                 return key.evaluated_value if isinstance(key.evaluated_value, str) else None
         return None
     if isinstance(node, cst.Call):
         keys = [a.value.evaluated_value for a in node.args
-                if a.keyword is None and a.star == "" and isinstance(a.value, cst.SimpleString)]
+                if a.keyword is None and a.star == "" and isinstance(a.value, (cst.SimpleString, cst.ConcatenatedString))]
         keys = [k for k in keys if isinstance(k, str)]
         if keys:
             return keys[0]
