@@ -129,6 +129,33 @@ def _assigned_query_count(statement: cst.CSTNode) -> str | None:
     return dotted_name(target)
 
 
+def _parameters(function: cst.FunctionDef) -> set[str]:
+    params = function.params
+    found = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            found.add(star.name.value)
+    return found
+
+
+def _stored(statement: cst.CSTNode) -> Iterator[str]:
+    """The plain names an assignment binds (``a``, ``a, b = ...``, ``a += ...``)."""
+    if isinstance(statement, cst.Assign):
+        targets = [t.target for t in statement.targets]
+    elif isinstance(statement, (cst.AnnAssign, cst.AugAssign)):
+        targets = [statement.target]
+    else:
+        return
+    while targets:
+        target = targets.pop()
+        if isinstance(target, cst.Name):
+            yield target.value
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            targets.extend(e.value for e in target.elements)
+        elif isinstance(target, cst.StarredElement):
+            targets.append(target.value)
+
+
 class KVHeadsShardedToZero(Rule):
     code = "KV211"
     # A floor division, and a KV head count (its name has "head" or "group" in it).
@@ -239,6 +266,12 @@ class SelfAttention(MegatronModule):
         self.num_query_groups_per_partition = divide(config.num_query_groups, world_size)
         self.kv_width = config.num_query_groups // world_size * config.kv_channels
 """),
+        # The KV head count is the caller's argument: the caller picked the layout and checks it.
+        Example("""\
+class ShardedStoreLayout:
+    def __init__(self, num_kv_heads, store_tp_size):
+        self.heads_per_shard = num_kv_heads // store_tp_size
+"""),
         # A local quotient: a one-off computation, not the layer's head count.
         Example("""\
 def load_qkv(self, weight, tp_size):
@@ -290,14 +323,24 @@ class MixtralAttention(nn.Module):
         self.total_num_kv_heads = config.num_key_value_heads
         self.num_kv_heads = self.total_num_kv_heads // tp_size
 """, line=5),
+        # A parameter rebound from the config before the division: no longer the caller's.
+        Example("""\
+class FlashCausalLM:
+    def __init__(self, config, num_kv_heads=None, world_size=1):
+        if num_kv_heads is None:
+            num_kv_heads = config.num_key_value_heads
+        self.num_kv_heads = num_kv_heads // world_size
+""", line=5),
     )
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         divisions: list[tuple[cst.BinaryOperation, tuple[cst.CSTNode, ...]]] = []
         query_counts: set[str] = set()
+        rebound: set[str] = set()
         for current, above in _own_nodes(node):
             if _relates(current):
                 return
+            rebound.update(_stored(current))
             if isinstance(current, (cst.Assign, cst.AnnAssign)):
                 name = _assigned_query_count(current)
                 if name is not None:
@@ -305,10 +348,15 @@ class MixtralAttention(nn.Module):
             if (isinstance(current, cst.BinaryOperation) and isinstance(current.operator, cst.FloorDivide)
                     and _kv_heads(current.left) and _shards(current.right)):
                 divisions.append((current, above))
+        passed = _parameters(node) - rebound
         for division, above in sorted(divisions, key=lambda found: len(found[1])):
             statement = next((n for n in reversed(above) if isinstance(n, (cst.Assign, cst.AnnAssign))), None)
             target = _self_target(statement) if statement is not None else None
             if target is None or _kept_positive(above, division) or dotted_name(division.left) in query_counts:
+                continue
+            # A count the caller passes in: the caller chose it for this TP size and may have
+            # checked it there (no evidence here either way).
+            if isinstance(division.left, cst.Name) and division.left.value in passed:
                 continue
             kv, shards = source_of(division.left), source_of(division.right)
             self.report(

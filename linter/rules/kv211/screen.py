@@ -104,12 +104,22 @@ def _kept_positive(above: tuple[ast.AST, ...]) -> bool:
     return False
 
 
+def _parameters(function: ast.AST) -> set[str]:
+    arguments = function.args
+    found = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+    found.update(a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None)
+    return found
+
+
 def _function_may_report(function: ast.AST) -> bool:
     divisions = []
     query_counts = set()
+    rebound = set()
     for node, above in _own_nodes(function):
         if _relates(node):
             return False
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            rebound.add(node.id)
         assigned = _assignment(node)
         if assigned is not None:
             tail = _tail(assigned[1])
@@ -124,6 +134,8 @@ def _function_may_report(function: ast.AST) -> bool:
         if target is None or not target.startswith("self."):
             continue
         if _kept_positive(above) or _dotted(division.left) in query_counts:
+            continue
+        if isinstance(division.left, ast.Name) and division.left.id in _parameters(function) - rebound:
             continue
         return True
     return False
