@@ -25,6 +25,7 @@ _CONCATS = frozenset({"cat", "concat", "concatenate"})
 # Cache methods that return the keys or values with the past in front.
 _CACHE_UPDATES = frozenset({"update"})
 _SHAPERS = frozenset({"view", "reshape", "expand"})
+EXTENDERS = _CONCATS | _CACHE_UPDATES
 _SCOPE_ENDS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
@@ -107,6 +108,9 @@ def _extensions(nodes: list[ast.AST], pairs) -> list[tuple[int, str, bool]]:
 
 def query_length_shapes(tree: ast.AST, pairs: Iterable[tuple[str, str]] = ()) -> list[LengthFault]:
     faults: list[LengthFault] = []
+    # Most trees extend nothing: one walk for the extending calls before any function is read.
+    if not any(isinstance(n, ast.Call) and _callee_tail(n) in EXTENDERS for n in walk(tree)):
+        return faults
     for function in walk(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
