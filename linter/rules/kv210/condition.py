@@ -13,14 +13,19 @@ import re
 from functools import lru_cache
 
 from linter.model.size_roles import (
-    KERNEL_TWINS, KEYWORD_TWINS, attention_output, gradient_side, key_dim, kv_length_name, length_name, makes_buffers,
+    KERNEL_TWINS, KEYWORD_TWINS, allocates, attention_output, gradient_side, key_dim, kv_length_name, length_name, makes_buffers,
     query_heads, value_dim, value_dim_twins,
 )
+from linter.model.families import FAMILY_PARTS
 from linter.model.names import Role, is_query_name, kv_side, name_role
 from linter.model.tile_offsets import VALUE_TILES
 from linter.plan.chains import bracket_groups
 from linter.plan.file import _File
 from linter.plan.words import identifier_set
+
+# A model family's name (``model.families``) in any identifier: the evidence of a KV head
+# count that code named for the family need not spell.
+_FAMILY = re.compile("|".join(sorted(FAMILY_PARTS)), re.IGNORECASE)
 
 # Identifiers (whole words) of the calls the rule reads.
 _SHAPE_WORDS = frozenset({
@@ -159,13 +164,16 @@ def _kv210(f: _File) -> bool:
     unit_wild = read is None
     counts = f.names_containing("head", ignore_case=True) | f.names_containing("group", ignore_case=True)
     kv_names = tuple(sorted(n for n in counts if name_role(n) is Role.KV_HEADS))
-    kv_counts = unit_wild or bool(kv_names) or any(name_role(n) is Role.KV_HEADS for n in read or ())
+    kv_counts = unit_wild or bool(kv_names) or any(name_role(n) is Role.KV_HEADS for n in read or ()) or bool(
+        _FAMILY.search(f.text))
     if _statements(f, ids, kv_counts, kv_names):
         return True
     # K/V buffer helpers (``create_kv_cache``): read as allocations where a KV count exists.
     helpers = frozenset(filter(makes_buffers, f.names_containing("cache", ignore_case=True)
                                | f.names_containing("kv", ignore_case=True))) if kv_counts else frozenset()
-    if ids.isdisjoint(_SHAPE_WORDS) and not helpers:
+    # Methods that give a K/V buffer object its shape (``self.k_cache.allocate(...)``).
+    allocators = frozenset(filter(allocates, f.names_containing("alloc", ignore_case=True)))
+    if ids.isdisjoint(_SHAPE_WORDS) and not helpers and not allocators:
         return False
     kernel = any(key in ids and value in ids for key, value in KERNEL_TWINS.items())
     text = f.text
@@ -179,11 +187,11 @@ def _kv210(f: _File) -> bool:
         return False
     extra = f.settings.extra_pairs
     text, raw = f.text, not f.reduced
-    for at, _, inside, close in bracket_groups(text, _SHAPE_WORDS | helpers, raw):
+    for at, _, inside, close in bracket_groups(text, _SHAPE_WORDS | helpers | allocators, raw):
         if close is None:
             return True
         sizes = identifier_set(text[inside:close])
-        asked = (kv_counts and any(query_heads(n) for n in sizes)) or (
+        asked = (kv_counts and (any(query_heads(n) for n in sizes) or any(_bound_to_sequence(text, n) for n in sizes))) or (
             lengths and any(length_name(n) and not kv_length_name(n) for n in sizes)) or (value_dims and (
             any(map(_key_size, sizes)) or (("shape" in sizes or "size" in sizes) and any(kv_side(n, extra) == "k" for n in sizes))))
         if not asked:
@@ -208,6 +216,22 @@ def _kv210(f: _File) -> bool:
                                                    for n in prefix | sizes)):
             return True
     return False
+
+
+def _bound_to_sequence(text: str, name: str) -> bool:
+    """``cache_shape = (b, heads, s, d)``: is ``name`` bound to a bracketed sequence anywhere
+    in ``text``? (Its sizes join a shape the name gives: ``rule._with_shape_names``.)"""
+    at = text.find(name)
+    while at != -1:
+        end = at + len(name)
+        before = text[at - 1] if at else "\n"
+        if not (before.isalnum() or before in "_.") and _BINDS_SEQUENCE.match(text, end):
+            return True
+        at = text.find(name, end)
+    return False
+
+
+_BINDS_SEQUENCE = re.compile(r"[ \t]*(?::[^=\n]*)?=[ \t]*[(\[]")
 
 
 # Asked of the same names file after file.

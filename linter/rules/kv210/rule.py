@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import libcst as cst
 
 from linter.model.classes import OwnerTracking
 from linter.model.flows import projected
 from linter.finding import Finding
+from linter.model.families import family_kv_heads
 from linter.model.functions import FunctionModel, function_model
 from linter.model.head_lookups import lookup_faults
 from linter.model.input_widths import query_input_widths
@@ -19,6 +20,7 @@ from linter.model.mqa_branches import heads_shared_off_calls
 from linter.model.size_roles import (
     KEYWORD_TWINS,
     Assigned,
+    allocates,
     attention_output,
     equal_by_construction,
     equal_to_query,
@@ -468,6 +470,43 @@ def _allocations(value: cst.BaseExpression) -> Iterator[cst.Call]:
         yield from _allocations(node.orelse)
 
 
+def _divided(shape: tuple[cst.BaseExpression, ...], at: cst.CSTNode) -> bool:
+    """Is ``at`` divided in its shape (``num_heads // factor``, ``n_heads // groups``)? A
+    query head count divided by a ratio counts the groups that share K/V."""
+    def walk(node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.FloorDivide, cst.Divide)) \
+                and _contains(node.left, at):
+            return True
+        return any(walk(child) for child in children(node))
+    return any(walk(element) for element in shape)
+
+
+def _read_off_tensor(model: FunctionModel, name: str) -> bool:
+    """Is ``name`` bound here from a tensor's shape (``b, num_heads, s, d = keys.shape``)? Then
+    it counts that tensor's heads, whatever its name says."""
+    def reads_shape(node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Attribute) and node.attr.value == "shape":
+            return True
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size":
+            return True
+        return any(reads_shape(child) for child in children(node))
+    return any(a.name == name and reads_shape(a.value) for a in model.assignments)
+
+
+def _with_shape_names(site: _Site, model: FunctionModel) -> Iterator[_Site]:
+    """A shape given by a name bound to a tuple (``cache_shape = (b, self.num_heads, s, d)``;
+    ``self.k_cache.allocate(..., cache_shape)``): the site once per binding before it (one per
+    branch), with that tuple's sizes joined to its own."""
+    names = {arg.value for arg in site.shape if isinstance(arg, cst.Name)}
+    bindings = [a.value for a in model.assignments
+                if a.name in names and a.position is None and a.order < site.order
+                and isinstance(a.value, (cst.Tuple, cst.List))]
+    if not bindings:
+        yield site
+    for value in bindings:
+        yield replace(site, shape=site.shape + tuple(element.value for element in value.elements))
+
+
 # Methods that give a tensor another tensor's whole shape.
 _AS_QUERY = frozenset({"expand_as", "view_as", "reshape_as"})
 # einops calls whose first argument is the tensor they reshape.
@@ -555,9 +594,17 @@ class KVSizeRole(OwnerTracking, Rule):
         "names of its own object (`layer.head_dim` with `layer.v_head_dim`, never another "
         "object's). It reports a K or V shape that carries the query head count and no KV head "
         "count where that object has a KV head count that is not the query's by construction, "
+        "or, where it holds none, in code named for a model family whose config gives K/V a head "
+        "count of their own (`LlamaAttention`, a subclass of `FalconAttention`, `mistral_forward`: "
+        "Llama, Mistral, Mixtral, Qwen2/3, Gemma, Falcon, Starcoder2, Phi-3, InternLM2, ChatGLM; "
+        "not their vision or audio towers, not a query head count divided by a group ratio, not "
+        "a count read off a tensor's shape), "
         "and a V shape (or an attention output cut to the value's head dim) that carries the "
         "key's or the shared head dim where the value has one of its own. The same roles are read "
-        "off more places: K/V caches made by a helper (`k, v = create_kv_cache(b, heads, ...)`); "
+        "off more places: a shape given by a name bound to a tuple (`shape = (b, heads, s, d)`), "
+        "each binding on its own; K/V buffer objects given their shape by a method "
+        "(`self.k_cache.allocate(..., shape)`); "
+        "K/V caches made by a helper (`k, v = create_kv_cache(b, heads, ...)`); "
         "a buffer made where states are made (`init_state`) whose shape holds the key's own head "
         "dim (a key-slot state); the attention output (`o`, `out`, `attn_output`) flattened with "
         "the key's head dim where its own branch reads the value's; a length read off the "
@@ -1131,9 +1178,75 @@ class PlainAttention(nn.Module):
     def forward(self, o):
         return self.o_proj(self.g_norm(o))
 """),
+        # Code for a family with grouped K/V: a query head count divided by the group ratio is
+        # the KV head count.
+        Example("""\
+def llama_value_states(module, hidden_states):
+    b, s, _ = hidden_states.size()
+    heads = module.config.num_attention_heads
+    ratio = module.k_proj.in_features // module.k_proj.out_features
+    return module.v_proj(hidden_states).view(b, s, heads // ratio, module.head_dim)
+"""),
+        # A head count read off a cached key's shape is the KV head count, whatever its name.
+        Example("""\
+class MistralBlockAttention(nn.Module):
+    def grow(self, cached_keys, cached_values, key_states, value_states):
+        batch, num_heads, length, dim = cached_keys.shape
+        keys = key_states.new_zeros(batch, num_heads, length + key_states.shape[-2], dim)
+        values = value_states.new_zeros(batch, num_heads, length + value_states.shape[-2], dim)
+        return keys, values
+
+    def page(self, key_cache, blocks):
+        slots, block, num_heads, dim = key_cache.size()
+        return key_cache[blocks].view(-1, num_heads, dim)
+"""),
+        # The vision tower of a multimodal family shares one head count among Q, K and V.
+        Example("""\
+class Qwen2VisionAttention(nn.Module):
+    def forward(self, x):
+        s = x.shape[0]
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        k = k.view(s, self.num_heads, self.head_dim)
+        v = v.view(s, self.num_heads, self.head_dim)
+        return self.attend(q.view(s, self.num_heads, self.head_dim), k, v)
+"""),
+        # A port of a family that holds a KV head count equal to the query's by construction
+        # (a multi-head checkpoint only).
+        Example("""\
+class FalconRWAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.num_kv_heads = self.num_heads
+        self.head_dim = config.hidden_size // self.num_heads
+
+    def forward(self, key_states, b, s):
+        return key_states.view(b, s, self.num_heads, self.head_dim)
+"""),
     )
     INVALID = (
         Example(bad, line=7),
+        # A forward patched onto a family's attention whose config has grouped K/V heads: no
+        # KV head count in the file, the family's config has one.
+        Example("""\
+def mistral_sdpa_forward(self, hidden_states):
+    bsz, q_len, _ = hidden_states.size()
+    query = self.q_proj(hidden_states).view(bsz, q_len, self.num_heads, self.head_dim)
+    key = self.k_proj(hidden_states).view(bsz, q_len, self.num_heads, self.head_dim)
+    value = self.v_proj(hidden_states).view(bsz, q_len, -1, self.head_dim)
+    return sdpa(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2))
+""", line=4),
+        # A static cache allocated through a shape tuple, in a subclass of a family's attention.
+        Example("""\
+class HPUQwen2Attention(Qwen2Attention):
+    def allocate_kv_cache(self, batch_size, max_seq_len):
+        if self.static_cache:
+            shape = (batch_size, self.num_heads, max_seq_len, self.head_dim)
+        else:
+            shape = (batch_size, self.num_key_value_heads, 0, self.head_dim)
+        self.k_cache.allocate(max_seq_len, shape)
+        self.v_cache.allocate(max_seq_len, shape)
+""", line=4),
         # The query's heads where multi-query attention is on.
         Example("""\
 class GLMSelfAttention(nn.Module):
@@ -1488,7 +1601,7 @@ class GatedAttention(nn.Module):
         model = function_model(node)
         kv_lengths = self._kv_lengths(model)
         self._check_statements(model, kv_lengths)
-        sites = list(self._sites(model))
+        sites = [each for site in self._sites(model) for each in _with_shape_names(site, model)]
         if not sites:
             return
         assigned: dict[str, list[Assigned]] = {}
@@ -1521,6 +1634,9 @@ class GatedAttention(nn.Module):
             for base, names in held.items() for side in ("k", "v")
         }
         expanded = [o for o, c in model.calls_in_order() if expands(callee_tail(c))]
+        # Code named for a model family whose config has a KV head count (``LlamaAttention``,
+        # ``llama_forward``): the evidence of a KV head count where the file spells none.
+        family = family_kv_heads([node.name.value, *((owner.name, *owner.bases) if owner is not None else ())])
         pad_calls = [(o, c) for o, c in model.calls_in_order() if pads(callee_tail(c)) and c.args
                      and _receiver_side(c.args[0].value, self.extra_pairs)[0] == "v"]
         self._function_body = node.body
@@ -1570,6 +1686,20 @@ class GatedAttention(nn.Module):
                 at = next(at for n, at in found if n == queries[0])
                 base = _base_of(at)
                 counts = kv_counts.get((base, site.side), ())
+                if not counts and family is not None and base in ("", "config") and not any(
+                        name_role(n) is Role.KV_HEADS for n in held.get(base, ())) and not _divided(site.shape, at) \
+                        and not _read_off_tensor(model, queries[0]):
+                    if id(at) not in reported:
+                        reported.add(id(at))
+                        self.report(
+                            at,
+                            f"{site.what} is a {'key' if site.side == 'k' else 'value'} tensor shaped with "
+                            f"`{source_of(at)}`, the query head count, in code for {family[0].capitalize()}, whose "
+                            f"config gives K/V their own head count (`{family[1]}`): checkpoints with grouped "
+                            f"K/V heads get the wrong shape",
+                            suggestion=f"use the KV head count (`config.{family[1]}`) or -1 for the head axis",
+                        )
+                    continue
                 if counts:
                     if id(at) not in reported:
                         reported.add(id(at))
@@ -1802,6 +1932,12 @@ class GatedAttention(nn.Module):
                 elif func.attr.value.startswith("new_") and id(call) not in made and (
                         site := self._state_site(model, order, call)) is not None:
                     yield site
+            elif isinstance(func, cst.Attribute) and allocates(func.attr.value):
+                # A K/V buffer object given its shape by a method (``self.k_cache.allocate(...)``).
+                side, what, name = _receiver_side(func.value, pairs)
+                if side is not None:
+                    yield _Site(order, side, f"the buffer {what} (made by `{func.attr.value}`)", _shape_args(call),
+                                call, name)
             elif callee_tail(call) == "rearrange" and call.args and call.args[0].keyword is None:
                 # einops: the sizes are the keyword arguments (``h=self.num_kv_heads``).
                 side, what, name = _receiver_side(call.args[0].value, pairs)
