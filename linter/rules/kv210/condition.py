@@ -149,6 +149,18 @@ _LAST_AXIS = re.compile(r"^[ \t]*\w+[ \t]*=[ \t]*\w+(?:\.shape\s*\[\s*-\s*1\s*\]
 _NORM_INTO_LAYER = re.compile(r"self\s*\.\s*\w+\s*\(\s*self\s*\.\s*\w*[Nn][Oo][Rr][Mm]\w*\s*\(")
 
 
+_CLASS_NAME = re.compile(r"^[ \t]*class[ \t]+(\w+)", re.MULTILINE)
+
+
+def _self_constructions(text: str) -> bool:
+    """Does a class of ``text`` (or ``cls``) look built three times (``ModelConfig(``), as a
+    field's role needs two constructions that witness it and one that breaks it?"""
+    for name in ("cls", *_CLASS_NAME.findall(text)):
+        if len(re.findall(rf"\b{name}[ \t]*\(", text)) >= 3:
+            return True
+    return False
+
+
 def _kv210(f: _File) -> bool:
     ids = f.identifiers  # one set for the many single-word questions below
     if not {"hasattr", "getattr", "get", "in"}.isdisjoint(ids) and _kv_count_string(f):
@@ -159,6 +171,8 @@ def _kv210(f: _File) -> bool:
         return True  # a width read off a tensor, and a view (``model.input_widths``)
     if _NORM_INTO_LAYER.search(f.text):
         return True  # a layer applied to a norm's result (``model.output_norms``)
+    if "class" in ids and _self_constructions(f.text) and any(map(query_heads, f.names_containing("head", ignore_case=True))):
+        return True  # a class built by its own factory methods (``model.call_slots``)
     wild = "getattr" in ids
     read = _read_by_getattr(f) if wild else frozenset()
     unit_wild = read is None

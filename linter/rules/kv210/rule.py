@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
@@ -10,6 +11,7 @@ import libcst as cst
 from linter.model.classes import OwnerTracking
 from linter.model.flows import projected
 from linter.finding import Finding
+from linter.model.call_slots import query_heads_in_kv_fields
 from linter.model.families import family_kv_heads
 from linter.model.functions import FunctionModel, function_model
 from linter.model.head_lookups import lookup_faults
@@ -623,6 +625,9 @@ class KVSizeRole(OwnerTracking, Rule):
         "self.multi_query_attention:`), in MLA code "
         "(latent K/V heads follow the path), on rope/nope parts of a latent head dim, on V "
         "padded to the key's dim on purpose and on an output cut to the value's dim after. "
+        "It reads a class's factory methods (`cls(...)`, `ModelConfig(...)` in a per-family "
+        "builder): a field that two or more constructions give a KV head count and another gives "
+        "the query's bare head count. "
         "It also reads where a KV head count is looked up by name (`hasattr`, `getattr`, `in`, "
         "a loop over candidate names): a lookup that asks for the query head count before the KV "
         "head count (the KV branch is never reached), a loop over KV head count names that reads "
@@ -1223,9 +1228,63 @@ class FalconRWAttention(nn.Module):
     def forward(self, key_states, b, s):
         return key_states.view(b, s, self.num_heads, self.head_dim)
 """),
+        # A factory whose constructions give the head count field the query's count where the
+        # model has no other, and a KV count once: one witness is no role.
+        Example("""\
+@dataclass
+class CacheSpec:
+    kv_width: int
+    n_layers: int
+    n_heads: int
+
+    @classmethod
+    def from_config(cls, cfg):
+        if getattr(cfg, "multi_query", False):
+            return cls(cfg.hidden_size // cfg.num_attention_heads, cfg.num_layers, 1)
+        if cfg.model_type == "chatglm":
+            return cls(cfg.kv_channels * cfg.multi_query_group_num, cfg.num_layers, cfg.multi_query_group_num)
+        return cls(cfg.hidden_size, cfg.num_layers, cfg.num_attention_heads)
+"""),
+        # Layers built in one method for each side take each side's own count: a gate per
+        # query head beside projections sized with the KV heads.
+        Example("""\
+class GatedAttention(nn.Module):
+    def __init__(self, config, head_dim):
+        super().__init__()
+        self.k_proj = nn.Linear(config.hidden_size, config.num_key_value_heads * head_dim)
+        self.v_proj = nn.Linear(config.hidden_size, config.num_key_value_heads * head_dim)
+        self.gate = nn.Linear(config.hidden_size, config.num_attention_heads)
+        self.beta = nn.Linear(config.hidden_size, config.num_key_value_heads)
+        self.alpha = nn.Linear(config.hidden_size, config.num_key_value_heads)
+"""),
     )
     INVALID = (
         Example(bad, line=7),
+        # A config record built per model family: two builders give its head count field the KV
+        # heads, the default one the query's.
+        Example("""\
+@dataclass
+class EngineModelConfig:
+    kv_width: int
+    n_layers: int
+    n_heads: int
+
+    @classmethod
+    def from_hf(cls, hf):
+        def for_glm():
+            return EngineModelConfig(hf.kv_channels * hf.multi_query_group_num, hf.num_layers,
+                                     hf.multi_query_group_num)
+
+        def for_falcon():
+            kv_heads = hf.num_kv_heads if hf.new_decoder_architecture else 1
+            return EngineModelConfig(hf.hidden_size // hf.num_attention_heads * kv_heads, hf.num_hidden_layers,
+                                     kv_heads)
+
+        def default():
+            return EngineModelConfig(hf.hidden_size, hf.num_hidden_layers, hf.num_attention_heads)
+
+        return {"chatglm": for_glm, "falcon": for_falcon}.get(hf.model_type, default)()
+""", line=19),
         # A forward patched onto a family's attention whose config has grouped K/V heads: no
         # KV head count in the file, the family's config has one.
         Example("""\
@@ -1589,6 +1648,12 @@ class GatedAttention(nn.Module):
         found += [(f.node, f"`{f.norm}` is sized with `{f.size}`, but it normalizes the attention output just "
                            f"before `{f.projection}`, which takes `{f.width}`, the value's width",
                    f"size `{f.norm}` with `{f.width}`") for f in output_norm_widths(tree, self.extra_pairs)]
+        found += [(f.node, f"`{ast.unparse(f.node)}` is the query head count, given as {f.slot} of `{f.callee}`, "
+                           f"where the class's other constructions give a KV head count "
+                           f"({', '.join(f'`{w}`' for w in f.witnesses)}): the K/V sizes it describes get the "
+                           f"query's heads",
+                   "give the KV head count (`num_key_value_heads`, or the query's count where the model has "
+                   "no other)") for f in query_heads_in_kv_fields(tree)]
         for at, message, suggestion in found:
             span = self.ast_span(at, lines)
             self.findings.append(Finding(code=self.code, message=message, path=self.context.path, span=span,

@@ -20,6 +20,7 @@ from linter.model.size_roles import (
     key_state, length_name, makes_buffers, query_heads, size_kind, value_dim, value_dim_twins, value_kernel_sizes,
     value_tile_from_key,
 )
+from linter.model.call_slots import query_heads_in_kv_fields
 from linter.model.families import family_named
 from linter.model.head_lookups import lookup_faults
 from linter.model.input_widths import last_axis_of, query_input_widths
@@ -349,6 +350,8 @@ def _models(facts: Facts, extra) -> bool:
             and query_input_widths(facts.tree, extra):
         return True
     if any(map(_norm_into_layer, facts.calls)) and output_norm_widths(facts.tree, extra):
+        return True
+    if any(type(n) is ast.ClassDef for n in walk(facts.tree)) and query_heads_in_kv_fields(facts.tree):
         return True
     return _kv_count_string(facts) and bool(lookup_faults(facts.tree))
 
