@@ -17,6 +17,7 @@ from linter.model.size_roles import (
     query_heads, value_dim, value_dim_twins,
 )
 from linter.model.families import FAMILY_PARTS
+from linter.model.key_norms import key_norm_name
 from linter.model.names import Role, is_query_name, kv_side, name_role
 from linter.model.tile_offsets import VALUE_TILES
 from linter.plan.chains import bracket_groups
@@ -171,6 +172,8 @@ def _kv210(f: _File) -> bool:
         return True  # a width read off a tensor, and a view (``model.input_widths``)
     if _NORM_INTO_LAYER.search(f.text):
         return True  # a layer applied to a norm's result (``model.output_norms``)
+    if "class" in ids and any(map(key_norm_name, f.names_containing("k", ignore_case=True))):
+        return True  # a norm of the key, sized in its class (``model.key_norms``)
     if "class" in ids and _self_constructions(f.text) and any(map(query_heads, f.names_containing("head", ignore_case=True))):
         return True  # a class built by its own factory methods (``model.call_slots``)
     wild = "getattr" in ids

@@ -15,6 +15,7 @@ from linter.model.call_slots import query_heads_in_kv_fields
 from linter.model.families import family_kv_heads
 from linter.model.functions import FunctionModel, function_model
 from linter.model.head_lookups import lookup_faults
+from linter.model.key_norms import key_norm_widths
 from linter.model.input_widths import query_input_widths
 from linter.model.output_norms import output_norm_widths
 from linter.model.tile_offsets import untiled_offsets
@@ -472,6 +473,19 @@ def _allocations(value: cst.BaseExpression) -> Iterator[cst.Call]:
         yield from _allocations(node.orelse)
 
 
+def _family_modules(node: cst.CSTNode) -> Iterator[str]:
+    """The model modules a body reads through (``modeling_llama`` of
+    ``transformers.models.llama.modeling_llama.apply_rotary_pos_emb``)."""
+    if isinstance(node, cst.Attribute):
+        name = dotted_name(node)
+        if name is not None:
+            yield from (part for part in name.split(".") if part.startswith("modeling_"))
+            return
+    for child in children(node):
+        if not isinstance(child, (cst.FunctionDef, cst.ClassDef)):
+            yield from _family_modules(child)
+
+
 def _divided(shape: tuple[cst.BaseExpression, ...], at: cst.CSTNode) -> bool:
     """Is ``at`` divided in its shape (``num_heads // factor``, ``n_heads // groups``)? A
     query head count divided by a ratio counts the groups that share K/V."""
@@ -597,7 +611,8 @@ class KVSizeRole(OwnerTracking, Rule):
         "object's). It reports a K or V shape that carries the query head count and no KV head "
         "count where that object has a KV head count that is not the query's by construction, "
         "or, where it holds none, in code named for a model family whose config gives K/V a head "
-        "count of their own (`LlamaAttention`, a subclass of `FalconAttention`, `mistral_forward`: "
+        "count of their own (`LlamaAttention`, a subclass of `FalconAttention`, `mistral_forward`, "
+        "a function that calls into `modeling_llama`: "
         "Llama, Mistral, Mixtral, Qwen2/3, Gemma, Falcon, Starcoder2, Phi-3, InternLM2, ChatGLM; "
         "not their vision or audio towers, not a query head count divided by a group ratio, not "
         "a count read off a tensor's shape), "
@@ -625,6 +640,9 @@ class KVSizeRole(OwnerTracking, Rule):
         "self.multi_query_attention:`), in MLA code "
         "(latent K/V heads follow the path), on rope/nope parts of a latent head dim, on V "
         "padded to the key's dim on purpose and on an output cut to the value's dim after. "
+        "It reports a norm the class applies to K (`self.k_norm(k)`) sized with the query's or "
+        "the model's width (`RMSNorm(hidden_size)`) or with the model's width divided by the KV "
+        "head count, where the class holds a KV head count. "
         "It reads a class's factory methods (`cls(...)`, `ModelConfig(...)` in a per-family "
         "builder): a field that two or more constructions give a KV head count and another gives "
         "the query's bare head count. "
@@ -1257,9 +1275,63 @@ class GatedAttention(nn.Module):
         self.beta = nn.Linear(config.hidden_size, config.num_key_value_heads)
         self.alpha = nn.Linear(config.hidden_size, config.num_key_value_heads)
 """),
+        # A key norm applied to the cross-attention input before its projection has the
+        # input's width.
+        Example("""\
+class CrossAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_key_value_heads = config.num_key_value_heads
+        self.k_norm = RMSNorm(config.hidden_size)
+        self.k_proj = nn.Linear(config.hidden_size, self.num_key_value_heads * config.head_dim)
+
+    def forward(self, hidden_states, cross_states):
+        cross_states = self.k_norm(cross_states)
+        return self.k_proj(cross_states)
+"""),
+        # A key norm over K in a class whose KV head count is the query's by construction.
+        Example("""\
+class MHAttention(nn.Module):
+    def __init__(self, hidden_size, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.num_kv_heads = num_heads
+        self.k_norm = RMSNorm(hidden_size)
+
+    def forward(self, k):
+        return self.k_norm(k.contiguous())
+"""),
     )
     INVALID = (
         Example(bad, line=7),
+        # A norm over all of K sized with the model's width, in a layer with its own KV heads.
+        Example("""\
+class MoEAttention(nn.Module):
+    def __init__(self, hidden_size, num_heads, num_kv_heads):
+        super().__init__()
+        self.head_dim = hidden_size // num_heads
+        self.num_kv_heads = num_kv_heads
+        self.qkv_proj = QKVLinear(hidden_size, self.head_dim, num_heads, num_kv_heads)
+        self.q_norm = RMSNorm(hidden_size)
+        self.k_norm = RMSNorm(hidden_size)
+
+    def forward(self, x):
+        q, k, v = self.qkv_proj(x)
+        q, k = self.q_norm(q.contiguous()), self.k_norm(k.contiguous())
+        return q, k, v
+""", line=8),
+        # The model's width divided by the KV head count: neither a head dim nor K's width.
+        Example("""\
+class Block(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.k_norm = LayerNorm.build(config, size=config.d_model // config.n_kv_heads)
+        self.att_proj = nn.Linear(config.d_model, config.d_model + 2 * config.n_kv_heads * config.head_dim)
+
+    def attention(self, q, k, v):
+        k = self.k_norm(k).to(dtype=q.dtype)
+        return sdpa(q, k, v)
+""", line=4),
         # A config record built per model family: two builders give its head count field the KV
         # heads, the default one the query's.
         Example("""\
@@ -1654,6 +1726,12 @@ class GatedAttention(nn.Module):
                            f"query's heads",
                    "give the KV head count (`num_key_value_heads`, or the query's count where the model has "
                    "no other)") for f in query_heads_in_kv_fields(tree)]
+        found += [(f.node, f"`{f.norm}` normalizes K but is sized with `{ast.unparse(f.node)}`, "
+                           + ("the model's width divided by the KV head count, which is neither the head dim nor K's "
+                              "width" if f.divided else "the query's width")
+                           + f", while `{f.kv_heads}` counts K's heads: K's width is the KV head count times the head dim",
+                   "size it with the head dim (one head) or the KV head count times the head dim (all of K)")
+                  for f in key_norm_widths(tree)]
         for at, message, suggestion in found:
             span = self.ast_span(at, lines)
             self.findings.append(Finding(code=self.code, message=message, path=self.context.path, span=span,
@@ -1701,7 +1779,10 @@ class GatedAttention(nn.Module):
         expanded = [o for o, c in model.calls_in_order() if expands(callee_tail(c))]
         # Code named for a model family whose config has a KV head count (``LlamaAttention``,
         # ``llama_forward``): the evidence of a KV head count where the file spells none.
-        family = family_kv_heads([node.name.value, *((owner.name, *owner.bases) if owner is not None else ())])
+        # So is a function that calls into the family's own module
+        # (``transformers.models.llama.modeling_llama.apply_rotary_pos_emb``).
+        family = family_kv_heads([node.name.value, *((owner.name, *owner.bases) if owner is not None else ()),
+                                  *_family_modules(node.body)])
         pad_calls = [(o, c) for o, c in model.calls_in_order() if pads(callee_tail(c)) and c.args
                      and _receiver_side(c.args[0].value, self.extra_pairs)[0] == "v"]
         self._function_body = node.body

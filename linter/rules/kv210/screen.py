@@ -23,6 +23,7 @@ from linter.model.size_roles import (
 from linter.model.call_slots import query_heads_in_kv_fields
 from linter.model.families import family_named
 from linter.model.head_lookups import lookup_faults
+from linter.model.key_norms import key_norm_name, key_norm_widths
 from linter.model.input_widths import last_axis_of, query_input_widths
 from linter.model.output_norms import output_norm_widths
 from linter.model.tile_offsets import untiled_offsets
@@ -353,17 +354,23 @@ def _models(facts: Facts, extra) -> bool:
         return True
     if any(type(n) is ast.ClassDef for n in walk(facts.tree)) and query_heads_in_kv_fields(facts.tree):
         return True
+    if any(key_norm_name(a) for a in facts.attrs) and key_norm_widths(facts.tree):
+        return True
     return _kv_count_string(facts) and bool(lookup_faults(facts.tree))
 
 
 def _definition_names(tree: ast.AST) -> Iterator[str]:
-    """The names of the unit's classes and functions, and of the classes' bases."""
+    """The names of the unit's classes and functions, of the classes' bases, and of the model
+    modules it reads through."""
     for node in walk(tree):
         if type(node) is ast.ClassDef:
             yield node.name
             yield from (b for b in map(_dotted, node.bases) if b is not None)
         elif type(node) is ast.FunctionDef or type(node) is ast.AsyncFunctionDef:
             yield node.name
+        elif type(node) is ast.Attribute and (name := _dotted(node)) is not None:
+            # ``rule._family_modules``: a model module read through.
+            yield from (part for part in name.split(".") if part.startswith("modeling_"))
 
 
 def kv210(facts: Facts, settings: Settings) -> bool:
