@@ -2,10 +2,11 @@
 
 Attention code written for one of these families (``LlamaAttention``, ``GaudiFalconAttention``,
 ``llama_forward``) runs on checkpoints whose K/V head count is not the query's: Llama 2 70B and
-every Llama 3 have 8 KV heads, Mistral 8, Qwen2 72B 8, Falcon 40B 8. Code that shapes K or V with
-the query head count and reads no KV head count is right only on the family's oldest or smallest
-checkpoints, and the family's name is the evidence that a KV head count exists, even where the
-file never spells it (the count lives in the configuration the code was written against).
+every Llama 3 have 8 KV heads, Mistral 8, Qwen2 72B 8, Falcon 40B 8, Aquila2 34B 8. Code that
+shapes K or V with the query head count and reads no KV head count is right only on the
+family's oldest or smallest checkpoints, and the family's name is the evidence that a KV head
+count exists, even where the file never spells it (the count lives in the configuration the
+code was written against).
 
 Text only: the text condition and the ``ast`` screen ask the same table.
 """
@@ -31,6 +32,7 @@ _KV_HEADS_BY_FAMILY = {
     "internlm2": "num_key_value_heads",
     "falcon": "num_kv_heads",
     "chatglm": "multi_query_group_num",
+    "aquila": "num_key_value_heads",
 }
 # Parts of the text name: a family's name also names its substrings (``llama`` in ``Mllama``)
 # only as a whole part.

@@ -185,6 +185,8 @@ def _kv210(f: _File) -> bool:
         _FAMILY.search(f.text))
     if _statements(f, ids, kv_counts, kv_names):
         return True
+    if kv_names and _FAMILY.search(f.text) and any(re.search(rf"\b{n}\s*=(?!=)", f.text) for n in kv_names):
+        return True  # a KV head count given by keyword in code for a family (``num_kv_heads=...``)
     # K/V buffer helpers (``create_kv_cache``): read as allocations where a KV count exists.
     helpers = frozenset(filter(makes_buffers, f.names_containing("cache", ignore_case=True)
                                | f.names_containing("kv", ignore_case=True))) if kv_counts else frozenset()

@@ -613,7 +613,7 @@ class KVSizeRole(OwnerTracking, Rule):
         "or, where it holds none, in code named for a model family whose config gives K/V a head "
         "count of their own (`LlamaAttention`, a subclass of `FalconAttention`, `mistral_forward`, "
         "a function that calls into `modeling_llama`: "
-        "Llama, Mistral, Mixtral, Qwen2/3, Gemma, Falcon, Starcoder2, Phi-3, InternLM2, ChatGLM; "
+        "Llama, Mistral, Mixtral, Qwen2/3, Gemma, Falcon, Starcoder2, Phi-3, InternLM2, ChatGLM, Aquila; "
         "not their vision or audio towers, not a query head count divided by a group ratio, not "
         "a count read off a tensor's shape), "
         "and a V shape (or an attention output cut to the value's head dim) that carries the "
@@ -640,6 +640,8 @@ class KVSizeRole(OwnerTracking, Rule):
         "self.multi_query_attention:`), in MLA code "
         "(latent K/V heads follow the path), on rope/nope parts of a latent head dim, on V "
         "padded to the key's dim on purpose and on an output cut to the value's dim after. "
+        "In such family code it also reports a KV head count keyword given the query's "
+        "(`num_kv_heads=config.num_attention_heads`). "
         "It reports a norm the class applies to K (`self.k_norm(k)`) sized with the query's or "
         "the model's width (`RMSNorm(hidden_size)`) or with the model's width divided by the KV "
         "head count, where the class holds a KV head count. "
@@ -1301,9 +1303,27 @@ class MHAttention(nn.Module):
     def forward(self, k):
         return self.k_norm(k.contiguous())
 """),
+        # A vision tower of a family passes its one head count to both slots.
+        Example("""\
+class Qwen2VisionBlock(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.attn = Attention(config.embed_dim, num_heads=config.num_heads, num_kv_heads=config.num_heads)
+"""),
     )
     INVALID = (
         Example(bad, line=7),
+        # A decoder layer of a family with grouped K/V builds its attention as multi-head.
+        Example("""\
+class MistralDecoderLayer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.self_attn = MistralAttention(
+            hidden_size=config.hidden_size,
+            num_heads=config.num_attention_heads,
+            num_kv_heads=config.num_attention_heads,
+        )
+""", line=7),
         # A norm over all of K sized with the model's width, in a layer with its own KV heads.
         Example("""\
 class MoEAttention(nn.Module):
@@ -1743,7 +1763,13 @@ class GatedAttention(nn.Module):
         self.enter_function()
         model = function_model(node)
         kv_lengths = self._kv_lengths(model)
-        self._check_statements(model, kv_lengths)
+        # Code named for a model family whose config has a KV head count (``LlamaAttention``,
+        # ``llama_forward``), or that calls into the family's own module
+        # (``transformers.models.llama.modeling_llama.apply_rotary_pos_emb``): the evidence of a
+        # KV head count where the file spells none.
+        family = family_kv_heads([node.name.value, *((owner.name, *owner.bases) if owner is not None else ()),
+                                  *_family_modules(node.body)])
+        self._check_statements(model, kv_lengths, family)
         sites = [each for site in self._sites(model) for each in _with_shape_names(site, model)]
         if not sites:
             return
@@ -1777,12 +1803,6 @@ class GatedAttention(nn.Module):
             for base, names in held.items() for side in ("k", "v")
         }
         expanded = [o for o, c in model.calls_in_order() if expands(callee_tail(c))]
-        # Code named for a model family whose config has a KV head count (``LlamaAttention``,
-        # ``llama_forward``): the evidence of a KV head count where the file spells none.
-        # So is a function that calls into the family's own module
-        # (``transformers.models.llama.modeling_llama.apply_rotary_pos_emb``).
-        family = family_kv_heads([node.name.value, *((owner.name, *owner.bases) if owner is not None else ()),
-                                  *_family_modules(node.body)])
         pad_calls = [(o, c) for o, c in model.calls_in_order() if pads(callee_tail(c)) and c.args
                      and _receiver_side(c.args[0].value, self.extra_pairs)[0] == "v"]
         self._function_body = node.body
@@ -1892,7 +1912,7 @@ class GatedAttention(nn.Module):
                 other.add(tail)
         return {n: o for n, o in found.items() if n not in other}
 
-    def _check_statements(self, model: FunctionModel, kv_lengths: dict[str, int]) -> None:
+    def _check_statements(self, model: FunctionModel, kv_lengths: dict[str, int], family) -> None:
         """The size roles read off statements rather than shapes: a value tile computed from
         the key's, twin keywords given sizes of different kinds, a literal KV head count, K/V
         shaped as the query."""
@@ -1925,6 +1945,16 @@ class GatedAttention(nn.Module):
                 )
         for order, call in model.calls_in_order():
             keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
+            for key, value in keywords.items() if family is not None else ():
+                # ``num_kv_heads=config.num_attention_heads`` in code for a family with grouped K/V.
+                tail = _tail_of(value)
+                if name_role(key) is Role.KV_HEADS and tail is not None and query_heads(tail):
+                    self.report(
+                        value,
+                        f"`{key}={source_of(value)}` gives the KV head count the query's, in code for "
+                        f"{family[0].capitalize()}, whose config gives K/V their own head count (`{family[1]}`)",
+                        suggestion=f"pass the KV head count (`config.{family[1]}`)",
+                    )
             for key, value in KEYWORD_TWINS.items() if len(keywords) > 1 else ():
                 if key in keywords and value in keywords and \
                         size_kind(n for n, _ in _names(keywords[key])) == "head" and \

@@ -389,6 +389,10 @@ def kv210(facts: Facts, settings: Settings) -> bool:
     # A definition named for a model family whose config has a KV head count (the rule asks
     # the function's, its class's and the bases' names; any definition of the unit may be one).
     family = any(family_named(n) for n in _definition_names(facts.tree))
+    # ``num_kv_heads=config.num_attention_heads`` in code for such a family.
+    if family and any(k.arg is not None and name_role(k.arg) is Role.KV_HEADS and query_heads(_tail(k.value) or "")
+                      for c in facts.calls for k in c.keywords):
+        return True
     kernel_dims = {k for k, v in KERNEL_TWINS.items() if k in facts.params and v in facts.params}
     value_dims = any(value_dim(n) for n in known)
     # Lengths read off a query's shape, where the unit holds the keys' own length.
