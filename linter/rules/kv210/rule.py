@@ -476,11 +476,8 @@ def _allocations(value: cst.BaseExpression) -> Iterator[cst.Call]:
 def _family_modules(node: cst.CSTNode) -> Iterator[str]:
     """The model modules a body reads through (``modeling_llama`` of
     ``transformers.models.llama.modeling_llama.apply_rotary_pos_emb``)."""
-    if isinstance(node, cst.Attribute):
-        name = dotted_name(node)
-        if name is not None:
-            yield from (part for part in name.split(".") if part.startswith("modeling_"))
-            return
+    if isinstance(node, cst.Name) and node.value.startswith("modeling_"):
+        yield node.value  # a module's name, or an attribute's (``llama.modeling_llama``)
     for child in children(node):
         if not isinstance(child, (cst.FunctionDef, cst.ClassDef)):
             yield from _family_modules(child)
@@ -1386,6 +1383,15 @@ def mistral_sdpa_forward(self, hidden_states):
     key = self.k_proj(hidden_states).view(bsz, q_len, self.num_heads, self.head_dim)
     value = self.v_proj(hidden_states).view(bsz, q_len, -1, self.head_dim)
     return sdpa(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2))
+""", line=4),
+        # A patched forward that names no family but calls into the family's module.
+        Example("""\
+def xformers_patched_forward(self, hidden_states, position_ids=None):
+    bsz, q_len, _ = hidden_states.size()
+    query = self.q_proj(hidden_states).view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+    key = self.k_proj(hidden_states).view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+    cos, sin = self.rotary_emb(query, seq_len=q_len)
+    return transformers.models.llama.modeling_llama.apply_rotary_pos_emb(query, key, cos, sin, position_ids)
 """, line=4),
         # A static cache allocated through a shape tuple, in a subclass of a family's attention.
         Example("""\

@@ -368,9 +368,10 @@ def _definition_names(tree: ast.AST) -> Iterator[str]:
             yield from (b for b in map(_dotted, node.bases) if b is not None)
         elif type(node) is ast.FunctionDef or type(node) is ast.AsyncFunctionDef:
             yield node.name
-        elif type(node) is ast.Attribute and (name := _dotted(node)) is not None:
-            # ``rule._family_modules``: a model module read through.
-            yield from (part for part in name.split(".") if part.startswith("modeling_"))
+        elif type(node) is ast.Attribute and node.attr.startswith("modeling_"):
+            yield node.attr  # ``rule._family_modules``: a model module read through
+        elif type(node) is ast.Name and node.id.startswith("modeling_"):
+            yield node.id
 
 
 def kv210(facts: Facts, settings: Settings) -> bool:
