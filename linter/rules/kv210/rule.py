@@ -473,6 +473,12 @@ def _allocations(value: cst.BaseExpression) -> Iterator[cst.Call]:
         yield from _allocations(node.orelse)
 
 
+def _class_expands(owner) -> bool:
+    """Does a method of the class repeat or expand a tensor (``repeat_kv``, ``k.expand``)?"""
+    return any(expands(callee_tail(call)) for method in owner.methods.values()
+               for call in function_model(method).calls)
+
+
 def _family_modules(node: cst.CSTNode) -> Iterator[str]:
     """The model modules a body reads through (``modeling_llama`` of
     ``transformers.models.llama.modeling_llama.apply_rotary_pos_emb``)."""
@@ -1300,6 +1306,19 @@ class MHAttention(nn.Module):
     def forward(self, k):
         return self.k_norm(k.contiguous())
 """),
+        # A cache of K/V the class expands to the query's heads before it stores them.
+        Example("""\
+class Gemma2Attention(nn.Module):
+    def setup_cache(self, batch_size, max_seq_len):
+        self.kv_cache = KVCache(batch_size, max_seq_len, num_kv_heads=self.num_heads, head_dim=self.head_dim)
+
+    def forward(self, x, b, s):
+        k = self.k_proj(x).view(b, s, self.num_kv_heads, 1, self.head_dim)
+        v = self.v_proj(x).view(b, s, self.num_kv_heads, 1, self.head_dim)
+        k = k.expand(b, s, self.num_kv_heads, self.q_per_kv, self.head_dim).reshape(b, s, -1, self.head_dim)
+        v = v.expand(b, s, self.num_kv_heads, self.q_per_kv, self.head_dim).reshape(b, s, -1, self.head_dim)
+        return self.kv_cache.update(k, v)
+"""),
         # A vision tower of a family passes its one head count to both slots.
         Example("""\
 class Qwen2VisionBlock(nn.Module):
@@ -1775,7 +1794,11 @@ class GatedAttention(nn.Module):
         # KV head count where the file spells none.
         family = family_kv_heads([node.name.value, *((owner.name, *owner.bases) if owner is not None else ()),
                                   *_family_modules(node.body)])
-        self._check_statements(model, kv_lengths, family)
+        # A KV head count keyword in a class that expands K/V to the query's heads in some
+        # method (``k.expand(...)`` before its cache update, ``repeat_kv`` before a sequence-
+        # parallel call): the layer or cache it builds may take the expanded K/V on purpose.
+        self._check_statements(model, kv_lengths,
+                               None if owner is not None and family is not None and _class_expands(owner) else family)
         sites = [each for site in self._sites(model) for each in _with_shape_names(site, model)]
         if not sites:
             return
