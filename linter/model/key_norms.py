@@ -9,6 +9,12 @@ the class applies to K (not to an input before its projection), in a class that 
 head count (``num_kv_heads``, ``config.n_kv_heads``): where there is none, the
 model is multi-head attention and the widths agree.
 
+A configuration module the file imports (``from .configuration_esmc import EsmcConfig``) that
+rejects a KV head count other than the query's (``if num_key_value_heads != num_attention_heads:
+raise``) makes the model multi-head attention by construction: the rule asks
+``imported_config_forbids_gqa`` (the screen, which has no path, does not: it may say yes for
+more).
+
 Read on stdlib ``ast`` trees, so the rule and its screen ask one code.
 """
 
@@ -19,6 +25,7 @@ import re
 from dataclasses import dataclass
 
 from linter.model.ast_reading import tail
+from linter.model.module_files import module_file, read_once
 from linter.model.ast_walk import walk
 from linter.model.names import Role, is_kv_tensor_name, kv_side, name_role
 
@@ -133,3 +140,32 @@ def key_norm_widths(tree: ast.AST) -> list[KeyNormFault]:
             if divided or _query_width(size):
                 found.append(KeyNormFault(size, norm, kv_heads[0], divided))
     return sorted(found, key=lambda f: (f.node.lineno, f.node.col_offset))
+
+
+def _forbids_gqa(text: str) -> bool:
+    """Does this module raise where a KV head count differs from the query's?"""
+    if "raise" not in text:
+        return False
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    for node in walk(tree):
+        if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1
+                and isinstance(node.test.ops[0], ast.NotEq)):
+            continue
+        roles = {_role(node.test.left), _role(node.test.comparators[0])}
+        if roles == {Role.KV_HEADS, Role.Q_HEADS} and any(isinstance(n, ast.Raise) for n in node.body):
+            return True
+    return False
+
+
+def imported_config_forbids_gqa(tree: ast.AST, path: str) -> bool:
+    """Does a configuration module imported relatively (``from .configuration_x import ...``)
+    reject a KV head count other than the query's?"""
+    for node in walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level and node.module and "config" in node.module.lower():
+            target = module_file(path, node.level, node.module.split("."))
+            if target is not None and read_once(target, _forbids_gqa, False):
+                return True
+    return False

@@ -15,7 +15,7 @@ from linter.model.call_slots import query_heads_in_kv_fields
 from linter.model.families import family_kv_heads
 from linter.model.functions import FunctionModel, function_model
 from linter.model.head_lookups import lookup_faults
-from linter.model.key_norms import key_norm_widths
+from linter.model.key_norms import imported_config_forbids_gqa, key_norm_widths
 from linter.model.input_widths import query_input_widths
 from linter.model.output_norms import output_norm_widths
 from linter.model.tile_offsets import untiled_offsets
@@ -647,7 +647,8 @@ class KVSizeRole(OwnerTracking, Rule):
         "(`num_kv_heads=config.num_attention_heads`). "
         "It reports a norm the class applies to K (`self.k_norm(k)`) sized with the query's or "
         "the model's width (`RMSNorm(hidden_size)`) or with the model's width divided by the KV "
-        "head count, where the class holds a KV head count. "
+        "head count, where the class holds a KV head count (not where a configuration module the "
+        "file imports rejects a KV head count other than the query's). "
         "It reads a class's factory methods (`cls(...)`, `ModelConfig(...)` in a per-family "
         "builder): a field that two or more constructions give a KV head count and another gives "
         "the query's bare head count. "
@@ -1776,7 +1777,7 @@ class GatedAttention(nn.Module):
                               "width" if f.divided else "the query's width")
                            + f", while `{f.kv_heads}` counts K's heads: K's width is the KV head count times the head dim",
                    "size it with the head dim (one head) or the KV head count times the head dim (all of K)")
-                  for f in key_norm_widths(tree)]
+                  for f in key_norm_widths(tree) if not imported_config_forbids_gqa(tree, self.context.path)]
         for at, message, suggestion in found:
             span = self.ast_span(at, lines)
             self.findings.append(Finding(code=self.code, message=message, path=self.context.path, span=span,
