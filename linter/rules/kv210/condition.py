@@ -153,12 +153,20 @@ _NORM_INTO_LAYER = re.compile(r"self\s*\.\s*\w+\s*\(\s*self\s*\.\s*\w*[Nn][Oo][R
 _CLASS_NAME = re.compile(r"^[ \t]*class[ \t]+(\w+)", re.MULTILINE)
 
 
+_CONSTRUCTION = re.compile(r"\b([A-Z]\w*|cls)[ \t]*\(")
+
+
 def _self_constructions(text: str) -> bool:
     """Does a class of ``text`` (or ``cls``) look built three times (``ModelConfig(``), as a
-    field's role needs two constructions that witness it and one that breaks it?"""
-    for name in ("cls", *_CLASS_NAME.findall(text)):
-        if len(re.findall(rf"\b{name}[ \t]*\(", text)) >= 3:
-            return True
+    field's role needs two constructions that witness it and one that breaks it? (One scan
+    for every capitalized call.)"""
+    classes = {"cls", *_CLASS_NAME.findall(text)}
+    counts: dict[str, int] = {}
+    for name in _CONSTRUCTION.findall(text):
+        if name in classes:
+            counts[name] = counts.get(name, 0) + 1
+            if counts[name] >= 3:
+                return True
     return False
 
 
@@ -206,11 +214,14 @@ def _kv210(f: _File) -> bool:
         return False
     extra = f.settings.extra_pairs
     text, raw = f.text, not f.reduced
+    sequences: frozenset[str] | None = None
     for at, _, inside, close in bracket_groups(text, _SHAPE_WORDS | helpers | allocators, raw):
         if close is None:
             return True
         sizes = identifier_set(text[inside:close])
-        asked = (kv_counts and (any(query_heads(n) for n in sizes) or any(_bound_to_sequence(text, n) for n in sizes))) or (
+        if kv_counts and sequences is None and not any(query_heads(n) for n in sizes):
+            sequences = _sequence_names(text)
+        asked = (kv_counts and (any(query_heads(n) for n in sizes) or not sequences.isdisjoint(sizes))) or (
             lengths and any(length_name(n) and not kv_length_name(n) for n in sizes)) or (value_dims and (
             any(map(_key_size, sizes)) or (("shape" in sizes or "size" in sizes) and any(kv_side(n, extra) == "k" for n in sizes))))
         if not asked:
@@ -237,20 +248,14 @@ def _kv210(f: _File) -> bool:
     return False
 
 
-def _bound_to_sequence(text: str, name: str) -> bool:
-    """``cache_shape = (b, heads, s, d)``: is ``name`` bound to a bracketed sequence anywhere
-    in ``text``? (Its sizes join a shape the name gives: ``rule._with_shape_names``.)"""
-    at = text.find(name)
-    while at != -1:
-        end = at + len(name)
-        before = text[at - 1] if at else "\n"
-        if not (before.isalnum() or before in "_.") and _BINDS_SEQUENCE.match(text, end):
-            return True
-        at = text.find(name, end)
-    return False
+# ``cache_shape = (b, heads, s, d)``: a name bound to a bracketed sequence (its sizes join a
+# shape the name gives: ``rule._with_shape_names``), with or without brackets
+# (``shape = b, h, s, d``): a binding whose line goes on with a comma.
+_BINDS_SEQUENCE = re.compile(r"(?<![\w.])([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)[ \t]*(?:[(\[\\]|[^\n#]*,)")
 
 
-_BINDS_SEQUENCE = re.compile(r"[ \t]*(?::[^=\n]*)?=[ \t]*[(\[]")
+def _sequence_names(text: str) -> frozenset[str]:
+    return frozenset(_BINDS_SEQUENCE.findall(text))
 
 
 # Asked of the same names file after file.

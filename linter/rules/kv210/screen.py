@@ -341,6 +341,16 @@ def _norm_into_layer(call: ast.Call) -> bool:
             and "norm" in inner.attr.lower())
 
 
+def _builds_itself(facts: Facts) -> bool:
+    """Three calls of ``cls`` or of a class of the unit (``model.call_slots`` needs two
+    witnesses and one fault)."""
+    classes = {n.name for n in walk(facts.tree) if type(n) is ast.ClassDef}
+    if not classes:
+        return False
+    classes.add("cls")
+    return sum(_tail(c.func) in classes for c in facts.calls) >= 3
+
+
 def _models(facts: Facts, extra) -> bool:
     """The rule's own models of head count lookups, value tiles, input widths and output
     norms (exact), each asked where the unit holds what it needs."""
@@ -352,7 +362,7 @@ def _models(facts: Facts, extra) -> bool:
         return True
     if any(map(_norm_into_layer, facts.calls)) and output_norm_widths(facts.tree, extra):
         return True
-    if any(type(n) is ast.ClassDef for n in walk(facts.tree)) and query_heads_in_kv_fields(facts.tree):
+    if _builds_itself(facts) and query_heads_in_kv_fields(facts.tree):
         return True
     if any(key_norm_name(a) for a in facts.attrs) and key_norm_widths(facts.tree):
         return True
@@ -389,11 +399,16 @@ def kv210(facts: Facts, settings: Settings) -> bool:
     counts = any(name_role(n) is Role.KV_HEADS for n in known)
     # A definition named for a model family whose config has a KV head count (the rule asks
     # the function's, its class's and the bases' names; any definition of the unit may be one).
-    family = any(family_named(n) for n in _definition_names(facts.tree))
     # ``num_kv_heads=config.num_attention_heads`` in code for such a family.
-    if family and any(k.arg is not None and name_role(k.arg) is Role.KV_HEADS and query_heads(_tail(k.value) or "")
-                      for c in facts.calls for k in c.keywords):
+    keyword = any(k.arg is not None and name_role(k.arg) is Role.KV_HEADS and query_heads(_tail(k.value) or "")
+                  for c in facts.calls for k in c.keywords)
+    # (Asked only where a K/V shape or such a keyword may need it.)
+    family = (keyword or any(query_heads(n) for n in known)) and any(
+        family_named(n) for n in _definition_names(facts.tree))
+    if family and keyword:
         return True
+    self_kv = family and any(type(t) is ast.Attribute and type(t.value) is ast.Name and t.value.id == "self"
+                             and name_role(t.attr) is Role.KV_HEADS for targets, _ in facts.assignments for t in targets)
     kernel_dims = {k for k, v in KERNEL_TWINS.items() if k in facts.params and v in facts.params}
     value_dims = any(value_dim(n) for n in known)
     # Lengths read off a query's shape, where the unit holds the keys' own length.
@@ -411,7 +426,10 @@ def kv210(facts: Facts, settings: Settings) -> bool:
         # in the shape makes it a latent scope, where head counts follow the path.
         if side in ("k", "v") and (counts or family) and any(query_heads(n) for n in shape) and not any(
                 name_role(n) is Role.KV_HEADS for n in surely) and not is_latent_scope(surely):
-            if family:
+            # The rule's family evidence counts only where the object holds no KV head count:
+            # ``self``'s never does in a class that assigns one (``self.num_kv_heads = ...``).
+            if family and any(b == "config" or (b == "" and not self_kv) for n in shape if query_heads(n)
+                              for b in shape[n]):
                 return True
             # A query head count and no KV head count in a K or V shape, where the object it is
             # read on holds a KV count.
