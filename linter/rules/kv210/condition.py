@@ -180,9 +180,11 @@ def _kv210(f: _File) -> bool:
         return True  # a width read off a tensor, and a view (``model.input_widths``)
     if _NORM_INTO_LAYER.search(f.text):
         return True  # a layer applied to a norm's result (``model.output_norms``)
-    if "class" in ids and any(map(key_norm_name, f.names_containing("k", ignore_case=True))):
+    if "class" in ids and any(map(key_norm_name, f.names_containing("norm", ignore_case=True)
+                                  | f.names_containing("ln", ignore_case=True))):
         return True  # a norm of the key, sized in its class (``model.key_norms``)
-    if "class" in ids and _self_constructions(f.text) and any(map(query_heads, f.names_containing("head", ignore_case=True))):
+    if "class" in ids and any(map(query_heads, f.names_containing("head", ignore_case=True))) and \
+            _self_constructions(f.text):
         return True  # a class built by its own factory methods (``model.call_slots``)
     wild = "getattr" in ids
     read = _read_by_getattr(f) if wild else frozenset()
