@@ -214,6 +214,16 @@ def makes_buffers(callee: str | None) -> bool:
     return bool(parts & _MAKE_VERBS) and bool(parts & _BUFFER_NOUNS)
 
 
+# Methods of a K/V buffer object that give it a shape from their arguments
+# (``self.k_cache.allocate(seq_len, dtype, device, shape)``).
+_ALLOCATE_VERBS = frozenset({"allocate", "alloc", "reallocate", "realloc"})
+
+
+def allocates(method: str | None) -> bool:
+    """``allocate``, ``alloc_buffer``: a method that gives its object a shape."""
+    return method is not None and bool(_ALLOCATE_VERBS & set(method.lower().split("_")))
+
+
 _LENGTH_PARTS = frozenset({"len", "lens", "length", "lengths", "seqlen", "seqlens"})
 _KV_LENGTH_SIDES = frozenset({"k", "kv", "key", "keys", "v", "value", "src"})
 

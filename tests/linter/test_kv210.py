@@ -404,3 +404,34 @@ def test_a_unit_the_running_python_cannot_parse_leaves_the_ast_models_silent():
     # The lookup, tile, input-width and output-norm models read the ``ast`` tree; where it
     # cannot be built they say nothing rather than fail, and the libcst reading still runs.
     assert lint_source(_NEWER_SYNTAX, codes=["KV210"]) == []
+
+
+_KEY_NORM_MODEL = """\
+from .configuration_tiny import TinyConfig
+
+
+class TinyAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.k_proj = nn.Linear(config.hidden_size, config.num_key_value_heads * config.head_dim)
+        self.k_norm = RMSNorm(config.hidden_size)
+
+    def forward(self, x):
+        return self.k_norm(self.k_proj(x))
+"""
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+def test_a_key_norm_of_the_query_width_is_right_where_the_imported_config_rejects_grouped_kv(tmp_path, guarded):
+    # The config module, beside the model, decides whether K may have fewer heads than Q.
+    check = ("        if self.num_key_value_heads != self.num_attention_heads:\n"
+             "            raise ValueError('no grouped-query attention')\n") if guarded else ""
+    (tmp_path / "configuration_tiny.py").write_text(
+        "class TinyConfig:\n"
+        "    def __init__(self, num_attention_heads=8, num_key_value_heads=None):\n"
+        "        self.num_attention_heads = num_attention_heads\n"
+        "        self.num_key_value_heads = num_key_value_heads or num_attention_heads\n" + check)
+    model = tmp_path / "modeling_tiny.py"
+    model.write_text(_KEY_NORM_MODEL)
+    findings = lint_source(_KEY_NORM_MODEL, path=str(model), codes=["KV210"])
+    assert [f.span.row for f in findings] == ([] if guarded else [8])

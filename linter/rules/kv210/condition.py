@@ -13,14 +13,20 @@ import re
 from functools import lru_cache
 
 from linter.model.size_roles import (
-    KERNEL_TWINS, KEYWORD_TWINS, attention_output, gradient_side, key_dim, kv_length_name, length_name, makes_buffers,
+    KERNEL_TWINS, KEYWORD_TWINS, allocates, attention_output, gradient_side, key_dim, kv_length_name, length_name, makes_buffers,
     query_heads, value_dim, value_dim_twins,
 )
+from linter.model.families import FAMILY_PARTS
+from linter.model.key_norms import key_norm_name
 from linter.model.names import Role, is_query_name, kv_side, name_role
 from linter.model.tile_offsets import VALUE_TILES
 from linter.plan.chains import bracket_groups
 from linter.plan.file import _File
 from linter.plan.words import identifier_set
+
+# A model family's name (``model.families``) in any identifier: the evidence of a KV head
+# count that code named for the family need not spell.
+_FAMILY = re.compile("|".join(sorted(FAMILY_PARTS)), re.IGNORECASE)
 
 # Identifiers (whole words) of the calls the rule reads.
 _SHAPE_WORDS = frozenset({
@@ -144,6 +150,26 @@ _LAST_AXIS = re.compile(r"^[ \t]*\w+[ \t]*=[ \t]*\w+(?:\.shape\s*\[\s*-\s*1\s*\]
 _NORM_INTO_LAYER = re.compile(r"self\s*\.\s*\w+\s*\(\s*self\s*\.\s*\w*[Nn][Oo][Rr][Mm]\w*\s*\(")
 
 
+_CLASS_NAME = re.compile(r"^[ \t]*class[ \t]+(\w+)", re.MULTILINE)
+
+
+_CONSTRUCTION = re.compile(r"\b([A-Z]\w*|cls)[ \t]*\(")
+
+
+def _self_constructions(text: str) -> bool:
+    """Does a class of ``text`` (or ``cls``) look built three times (``ModelConfig(``), as a
+    field's role needs two constructions that witness it and one that breaks it? (One scan
+    for every capitalized call.)"""
+    classes = {"cls", *_CLASS_NAME.findall(text)}
+    counts: dict[str, int] = {}
+    for name in _CONSTRUCTION.findall(text):
+        if name in classes:
+            counts[name] = counts.get(name, 0) + 1
+            if counts[name] >= 3:
+                return True
+    return False
+
+
 def _kv210(f: _File) -> bool:
     ids = f.identifiers  # one set for the many single-word questions below
     if not {"hasattr", "getattr", "get", "in"}.isdisjoint(ids) and _kv_count_string(f):
@@ -154,18 +180,29 @@ def _kv210(f: _File) -> bool:
         return True  # a width read off a tensor, and a view (``model.input_widths``)
     if _NORM_INTO_LAYER.search(f.text):
         return True  # a layer applied to a norm's result (``model.output_norms``)
+    if "class" in ids and any(map(key_norm_name, f.names_containing("norm", ignore_case=True)
+                                  | f.names_containing("ln", ignore_case=True))):
+        return True  # a norm of the key, sized in its class (``model.key_norms``)
+    if "class" in ids and any(map(query_heads, f.names_containing("head", ignore_case=True))) and \
+            _self_constructions(f.text):
+        return True  # a class built by its own factory methods (``model.call_slots``)
     wild = "getattr" in ids
     read = _read_by_getattr(f) if wild else frozenset()
     unit_wild = read is None
     counts = f.names_containing("head", ignore_case=True) | f.names_containing("group", ignore_case=True)
     kv_names = tuple(sorted(n for n in counts if name_role(n) is Role.KV_HEADS))
-    kv_counts = unit_wild or bool(kv_names) or any(name_role(n) is Role.KV_HEADS for n in read or ())
+    kv_counts = unit_wild or bool(kv_names) or any(name_role(n) is Role.KV_HEADS for n in read or ()) or bool(
+        _FAMILY.search(f.text))
     if _statements(f, ids, kv_counts, kv_names):
         return True
+    if kv_names and _FAMILY.search(f.text) and any(re.search(rf"\b{n}\s*=(?!=)", f.text) for n in kv_names):
+        return True  # a KV head count given by keyword in code for a family (``num_kv_heads=...``)
     # K/V buffer helpers (``create_kv_cache``): read as allocations where a KV count exists.
     helpers = frozenset(filter(makes_buffers, f.names_containing("cache", ignore_case=True)
                                | f.names_containing("kv", ignore_case=True))) if kv_counts else frozenset()
-    if ids.isdisjoint(_SHAPE_WORDS) and not helpers:
+    # Methods that give a K/V buffer object its shape (``self.k_cache.allocate(...)``).
+    allocators = frozenset(filter(allocates, f.names_containing("alloc", ignore_case=True)))
+    if ids.isdisjoint(_SHAPE_WORDS) and not helpers and not allocators:
         return False
     kernel = any(key in ids and value in ids for key, value in KERNEL_TWINS.items())
     text = f.text
@@ -179,11 +216,14 @@ def _kv210(f: _File) -> bool:
         return False
     extra = f.settings.extra_pairs
     text, raw = f.text, not f.reduced
-    for at, _, inside, close in bracket_groups(text, _SHAPE_WORDS | helpers, raw):
+    sequences: frozenset[str] | None = None
+    for at, _, inside, close in bracket_groups(text, _SHAPE_WORDS | helpers | allocators, raw):
         if close is None:
             return True
         sizes = identifier_set(text[inside:close])
-        asked = (kv_counts and any(query_heads(n) for n in sizes)) or (
+        if kv_counts and sequences is None and not any(query_heads(n) for n in sizes):
+            sequences = _sequence_names(text)
+        asked = (kv_counts and (any(query_heads(n) for n in sizes) or not sequences.isdisjoint(sizes))) or (
             lengths and any(length_name(n) and not kv_length_name(n) for n in sizes)) or (value_dims and (
             any(map(_key_size, sizes)) or (("shape" in sizes or "size" in sizes) and any(kv_side(n, extra) == "k" for n in sizes))))
         if not asked:
@@ -208,6 +248,16 @@ def _kv210(f: _File) -> bool:
                                                    for n in prefix | sizes)):
             return True
     return False
+
+
+# ``cache_shape = (b, heads, s, d)``: a name bound to a bracketed sequence (its sizes join a
+# shape the name gives: ``rule._with_shape_names``), with or without brackets
+# (``shape = b, h, s, d``): a binding whose line goes on with a comma.
+_BINDS_SEQUENCE = re.compile(r"(?<![\w.])([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)[ \t]*(?:[(\[\\]|[^\n#]*,)")
+
+
+def _sequence_names(text: str) -> frozenset[str]:
+    return frozenset(_BINDS_SEQUENCE.findall(text))
 
 
 # Asked of the same names file after file.

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import libcst as cst
 
 from linter.model.classes import OwnerTracking
 from linter.model.flows import projected
 from linter.finding import Finding
+from linter.model.call_slots import query_heads_in_kv_fields
+from linter.model.families import family_kv_heads
 from linter.model.functions import FunctionModel, function_model
 from linter.model.head_lookups import lookup_faults
+from linter.model.key_norms import imported_config_forbids_gqa, key_norm_widths
 from linter.model.input_widths import query_input_widths
 from linter.model.output_norms import output_norm_widths
 from linter.model.tile_offsets import untiled_offsets
@@ -19,6 +23,7 @@ from linter.model.mqa_branches import heads_shared_off_calls
 from linter.model.size_roles import (
     KEYWORD_TWINS,
     Assigned,
+    allocates,
     attention_output,
     equal_by_construction,
     equal_to_query,
@@ -468,6 +473,59 @@ def _allocations(value: cst.BaseExpression) -> Iterator[cst.Call]:
         yield from _allocations(node.orelse)
 
 
+def _class_expands(owner) -> bool:
+    """Does a method of the class repeat or expand a tensor (``repeat_kv``, ``k.expand``)?"""
+    return any(expands(callee_tail(call)) for method in owner.methods.values()
+               for call in function_model(method).calls)
+
+
+def _family_modules(node: cst.CSTNode) -> Iterator[str]:
+    """The model modules a body reads through (``modeling_llama`` of
+    ``transformers.models.llama.modeling_llama.apply_rotary_pos_emb``)."""
+    if isinstance(node, cst.Name) and node.value.startswith("modeling_"):
+        yield node.value  # a module's name, or an attribute's (``llama.modeling_llama``)
+    for child in children(node):
+        if not isinstance(child, (cst.FunctionDef, cst.ClassDef)):
+            yield from _family_modules(child)
+
+
+def _divided(shape: tuple[cst.BaseExpression, ...], at: cst.CSTNode) -> bool:
+    """Is ``at`` divided in its shape (``num_heads // factor``, ``n_heads // groups``)? A
+    query head count divided by a ratio counts the groups that share K/V."""
+    def walk(node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.FloorDivide, cst.Divide)) \
+                and _contains(node.left, at):
+            return True
+        return any(walk(child) for child in children(node))
+    return any(walk(element) for element in shape)
+
+
+def _read_off_tensor(model: FunctionModel, name: str) -> bool:
+    """Is ``name`` bound here from a tensor's shape (``b, num_heads, s, d = keys.shape``)? Then
+    it counts that tensor's heads, whatever its name says."""
+    def reads_shape(node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Attribute) and node.attr.value == "shape":
+            return True
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size":
+            return True
+        return any(reads_shape(child) for child in children(node))
+    return any(a.name == name and reads_shape(a.value) for a in model.assignments)
+
+
+def _with_shape_names(site: _Site, model: FunctionModel) -> Iterator[_Site]:
+    """A shape given by a name bound to a tuple (``cache_shape = (b, self.num_heads, s, d)``;
+    ``self.k_cache.allocate(..., cache_shape)``): the site once per binding before it (one per
+    branch), with that tuple's sizes joined to its own."""
+    names = {arg.value for arg in site.shape if isinstance(arg, cst.Name)}
+    bindings = [a.value for a in model.assignments
+                if a.name in names and a.position is None and a.order < site.order
+                and isinstance(a.value, (cst.Tuple, cst.List))]
+    if not bindings:
+        yield site
+    for value in bindings:
+        yield replace(site, shape=site.shape + tuple(element.value for element in value.elements))
+
+
 # Methods that give a tensor another tensor's whole shape.
 _AS_QUERY = frozenset({"expand_as", "view_as", "reshape_as"})
 # einops calls whose first argument is the tensor they reshape.
@@ -555,9 +613,18 @@ class KVSizeRole(OwnerTracking, Rule):
         "names of its own object (`layer.head_dim` with `layer.v_head_dim`, never another "
         "object's). It reports a K or V shape that carries the query head count and no KV head "
         "count where that object has a KV head count that is not the query's by construction, "
+        "or, where it holds none, in code named for a model family whose config gives K/V a head "
+        "count of their own (`LlamaAttention`, a subclass of `FalconAttention`, `mistral_forward`, "
+        "a function that calls into `modeling_llama`: "
+        "Llama, Mistral, Mixtral, Qwen2/3, Gemma, Falcon, Starcoder2, Phi-3, InternLM2, ChatGLM, Aquila; "
+        "not their vision or audio towers, not a query head count divided by a group ratio, not "
+        "a count read off a tensor's shape), "
         "and a V shape (or an attention output cut to the value's head dim) that carries the "
         "key's or the shared head dim where the value has one of its own. The same roles are read "
-        "off more places: K/V caches made by a helper (`k, v = create_kv_cache(b, heads, ...)`); "
+        "off more places: a shape given by a name bound to a tuple (`shape = (b, heads, s, d)`), "
+        "each binding on its own; K/V buffer objects given their shape by a method "
+        "(`self.k_cache.allocate(..., shape)`); "
+        "K/V caches made by a helper (`k, v = create_kv_cache(b, heads, ...)`); "
         "a buffer made where states are made (`init_state`) whose shape holds the key's own head "
         "dim (a key-slot state); the attention output (`o`, `out`, `attn_output`) flattened with "
         "the key's head dim where its own branch reads the value's; a length read off the "
@@ -576,6 +643,15 @@ class KVSizeRole(OwnerTracking, Rule):
         "self.multi_query_attention:`), in MLA code "
         "(latent K/V heads follow the path), on rope/nope parts of a latent head dim, on V "
         "padded to the key's dim on purpose and on an output cut to the value's dim after. "
+        "In such family code it also reports a KV head count keyword given the query's "
+        "(`num_kv_heads=config.num_attention_heads`). "
+        "It reports a norm the class applies to K (`self.k_norm(k)`) sized with the query's or "
+        "the model's width (`RMSNorm(hidden_size)`) or with the model's width divided by the KV "
+        "head count, where the class holds a KV head count (not where a configuration module the "
+        "file imports rejects a KV head count other than the query's). "
+        "It reads a class's factory methods (`cls(...)`, `ModelConfig(...)` in a per-family "
+        "builder): a field that two or more constructions give a KV head count and another gives "
+        "the query's bare head count. "
         "It also reads where a KV head count is looked up by name (`hasattr`, `getattr`, `in`, "
         "a loop over candidate names): a lookup that asks for the query head count before the KV "
         "head count (the KV branch is never reached), a loop over KV head count names that reads "
@@ -1131,9 +1207,223 @@ class PlainAttention(nn.Module):
     def forward(self, o):
         return self.o_proj(self.g_norm(o))
 """),
+        # Code for a family with grouped K/V: a query head count divided by the group ratio is
+        # the KV head count.
+        Example("""\
+def llama_value_states(module, hidden_states):
+    b, s, _ = hidden_states.size()
+    heads = module.config.num_attention_heads
+    ratio = module.k_proj.in_features // module.k_proj.out_features
+    return module.v_proj(hidden_states).view(b, s, heads // ratio, module.head_dim)
+"""),
+        # A head count read off a cached key's shape is the KV head count, whatever its name.
+        Example("""\
+class MistralBlockAttention(nn.Module):
+    def grow(self, cached_keys, cached_values, key_states, value_states):
+        batch, num_heads, length, dim = cached_keys.shape
+        keys = key_states.new_zeros(batch, num_heads, length + key_states.shape[-2], dim)
+        values = value_states.new_zeros(batch, num_heads, length + value_states.shape[-2], dim)
+        return keys, values
+
+    def page(self, key_cache, blocks):
+        slots, block, num_heads, dim = key_cache.size()
+        return key_cache[blocks].view(-1, num_heads, dim)
+"""),
+        # The vision tower of a multimodal family shares one head count among Q, K and V.
+        Example("""\
+class Qwen2VisionAttention(nn.Module):
+    def forward(self, x):
+        s = x.shape[0]
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        k = k.view(s, self.num_heads, self.head_dim)
+        v = v.view(s, self.num_heads, self.head_dim)
+        return self.attend(q.view(s, self.num_heads, self.head_dim), k, v)
+"""),
+        # A port of a family that holds a KV head count equal to the query's by construction
+        # (a multi-head checkpoint only).
+        Example("""\
+class FalconRWAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.num_kv_heads = self.num_heads
+        self.head_dim = config.hidden_size // self.num_heads
+
+    def forward(self, key_states, b, s):
+        return key_states.view(b, s, self.num_heads, self.head_dim)
+"""),
+        # A factory whose constructions give the head count field the query's count where the
+        # model has no other, and a KV count once: one witness is no role.
+        Example("""\
+@dataclass
+class CacheSpec:
+    kv_width: int
+    n_layers: int
+    n_heads: int
+
+    @classmethod
+    def from_config(cls, cfg):
+        if getattr(cfg, "multi_query", False):
+            return cls(cfg.hidden_size // cfg.num_attention_heads, cfg.num_layers, 1)
+        if cfg.model_type == "chatglm":
+            return cls(cfg.kv_channels * cfg.multi_query_group_num, cfg.num_layers, cfg.multi_query_group_num)
+        return cls(cfg.hidden_size, cfg.num_layers, cfg.num_attention_heads)
+"""),
+        # Layers built in one method for each side take each side's own count: a gate per
+        # query head beside projections sized with the KV heads.
+        Example("""\
+class GatedAttention(nn.Module):
+    def __init__(self, config, head_dim):
+        super().__init__()
+        self.k_proj = nn.Linear(config.hidden_size, config.num_key_value_heads * head_dim)
+        self.v_proj = nn.Linear(config.hidden_size, config.num_key_value_heads * head_dim)
+        self.gate = nn.Linear(config.hidden_size, config.num_attention_heads)
+        self.beta = nn.Linear(config.hidden_size, config.num_key_value_heads)
+        self.alpha = nn.Linear(config.hidden_size, config.num_key_value_heads)
+"""),
+        # A key norm applied to the cross-attention input before its projection has the
+        # input's width.
+        Example("""\
+class CrossAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_key_value_heads = config.num_key_value_heads
+        self.k_norm = RMSNorm(config.hidden_size)
+        self.k_proj = nn.Linear(config.hidden_size, self.num_key_value_heads * config.head_dim)
+
+    def forward(self, hidden_states, cross_states):
+        cross_states = self.k_norm(cross_states)
+        return self.k_proj(cross_states)
+"""),
+        # A key norm over K in a class whose KV head count is the query's by construction.
+        Example("""\
+class MHAttention(nn.Module):
+    def __init__(self, hidden_size, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.num_kv_heads = num_heads
+        self.k_norm = RMSNorm(hidden_size)
+
+    def forward(self, k):
+        return self.k_norm(k.contiguous())
+"""),
+        # A cache of K/V the class expands to the query's heads before it stores them.
+        Example("""\
+class Gemma2Attention(nn.Module):
+    def setup_cache(self, batch_size, max_seq_len):
+        self.kv_cache = KVCache(batch_size, max_seq_len, num_kv_heads=self.num_heads, head_dim=self.head_dim)
+
+    def forward(self, x, b, s):
+        k = self.k_proj(x).view(b, s, self.num_kv_heads, 1, self.head_dim)
+        v = self.v_proj(x).view(b, s, self.num_kv_heads, 1, self.head_dim)
+        k = k.expand(b, s, self.num_kv_heads, self.q_per_kv, self.head_dim).reshape(b, s, -1, self.head_dim)
+        v = v.expand(b, s, self.num_kv_heads, self.q_per_kv, self.head_dim).reshape(b, s, -1, self.head_dim)
+        return self.kv_cache.update(k, v)
+"""),
+        # A vision tower of a family passes its one head count to both slots.
+        Example("""\
+class Qwen2VisionBlock(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.attn = Attention(config.embed_dim, num_heads=config.num_heads, num_kv_heads=config.num_heads)
+"""),
     )
     INVALID = (
         Example(bad, line=7),
+        # A decoder layer of a family with grouped K/V builds its attention as multi-head.
+        Example("""\
+class MistralDecoderLayer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.self_attn = MistralAttention(
+            hidden_size=config.hidden_size,
+            num_heads=config.num_attention_heads,
+            num_kv_heads=config.num_attention_heads,
+        )
+""", line=7),
+        # A norm over all of K sized with the model's width, in a layer with its own KV heads.
+        Example("""\
+class MoEAttention(nn.Module):
+    def __init__(self, hidden_size, num_heads, num_kv_heads):
+        super().__init__()
+        self.head_dim = hidden_size // num_heads
+        self.num_kv_heads = num_kv_heads
+        self.qkv_proj = QKVLinear(hidden_size, self.head_dim, num_heads, num_kv_heads)
+        self.q_norm = RMSNorm(hidden_size)
+        self.k_norm = RMSNorm(hidden_size)
+
+    def forward(self, x):
+        q, k, v = self.qkv_proj(x)
+        q, k = self.q_norm(q.contiguous()), self.k_norm(k.contiguous())
+        return q, k, v
+""", line=8),
+        # The model's width divided by the KV head count: neither a head dim nor K's width.
+        Example("""\
+class Block(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.k_norm = LayerNorm.build(config, size=config.d_model // config.n_kv_heads)
+        self.att_proj = nn.Linear(config.d_model, config.d_model + 2 * config.n_kv_heads * config.head_dim)
+
+    def attention(self, q, k, v):
+        k = self.k_norm(k).to(dtype=q.dtype)
+        return sdpa(q, k, v)
+""", line=4),
+        # A config record built per model family: two builders give its head count field the KV
+        # heads, the default one the query's.
+        Example("""\
+@dataclass
+class EngineModelConfig:
+    kv_width: int
+    n_layers: int
+    n_heads: int
+
+    @classmethod
+    def from_hf(cls, hf):
+        def for_glm():
+            return EngineModelConfig(hf.kv_channels * hf.multi_query_group_num, hf.num_layers,
+                                     hf.multi_query_group_num)
+
+        def for_falcon():
+            kv_heads = hf.num_kv_heads if hf.new_decoder_architecture else 1
+            return EngineModelConfig(hf.hidden_size // hf.num_attention_heads * kv_heads, hf.num_hidden_layers,
+                                     kv_heads)
+
+        def default():
+            return EngineModelConfig(hf.hidden_size, hf.num_hidden_layers, hf.num_attention_heads)
+
+        return {"chatglm": for_glm, "falcon": for_falcon}.get(hf.model_type, default)()
+""", line=19),
+        # A forward patched onto a family's attention whose config has grouped K/V heads: no
+        # KV head count in the file, the family's config has one.
+        Example("""\
+def mistral_sdpa_forward(self, hidden_states):
+    bsz, q_len, _ = hidden_states.size()
+    query = self.q_proj(hidden_states).view(bsz, q_len, self.num_heads, self.head_dim)
+    key = self.k_proj(hidden_states).view(bsz, q_len, self.num_heads, self.head_dim)
+    value = self.v_proj(hidden_states).view(bsz, q_len, -1, self.head_dim)
+    return sdpa(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2))
+""", line=4),
+        # A patched forward that names no family but calls into the family's module.
+        Example("""\
+def xformers_patched_forward(self, hidden_states, position_ids=None):
+    bsz, q_len, _ = hidden_states.size()
+    query = self.q_proj(hidden_states).view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+    key = self.k_proj(hidden_states).view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+    cos, sin = self.rotary_emb(query, seq_len=q_len)
+    return transformers.models.llama.modeling_llama.apply_rotary_pos_emb(query, key, cos, sin, position_ids)
+""", line=4),
+        # A static cache allocated through a shape tuple, in a subclass of a family's attention.
+        Example("""\
+class HPUQwen2Attention(Qwen2Attention):
+    def allocate_kv_cache(self, batch_size, max_seq_len):
+        if self.static_cache:
+            shape = (batch_size, self.num_heads, max_seq_len, self.head_dim)
+        else:
+            shape = (batch_size, self.num_key_value_heads, 0, self.head_dim)
+        self.k_cache.allocate(max_seq_len, shape)
+        self.v_cache.allocate(max_seq_len, shape)
+""", line=4),
         # The query's heads where multi-query attention is on.
         Example("""\
 class GLMSelfAttention(nn.Module):
@@ -1476,6 +1766,18 @@ class GatedAttention(nn.Module):
         found += [(f.node, f"`{f.norm}` is sized with `{f.size}`, but it normalizes the attention output just "
                            f"before `{f.projection}`, which takes `{f.width}`, the value's width",
                    f"size `{f.norm}` with `{f.width}`") for f in output_norm_widths(tree, self.extra_pairs)]
+        found += [(f.node, f"`{ast.unparse(f.node)}` is the query head count, given as {f.slot} of `{f.callee}`, "
+                           f"where the class's other constructions give a KV head count "
+                           f"({', '.join(f'`{w}`' for w in f.witnesses)}): the K/V sizes it describes get the "
+                           f"query's heads",
+                   "give the KV head count (`num_key_value_heads`, or the query's count where the model has "
+                   "no other)") for f in query_heads_in_kv_fields(tree)]
+        found += [(f.node, f"`{f.norm}` normalizes K but is sized with `{ast.unparse(f.node)}`, "
+                           + ("the model's width divided by the KV head count, which is neither the head dim nor K's "
+                              "width" if f.divided else "the query's width")
+                           + f", while `{f.kv_heads}` counts K's heads: K's width is the KV head count times the head dim",
+                   "size it with the head dim (one head) or the KV head count times the head dim (all of K)")
+                  for f in key_norm_widths(tree) if not imported_config_forbids_gqa(tree, self.context.path)]
         for at, message, suggestion in found:
             span = self.ast_span(at, lines)
             self.findings.append(Finding(code=self.code, message=message, path=self.context.path, span=span,
@@ -1487,8 +1789,18 @@ class GatedAttention(nn.Module):
         self.enter_function()
         model = function_model(node)
         kv_lengths = self._kv_lengths(model)
-        self._check_statements(model, kv_lengths)
-        sites = list(self._sites(model))
+        # Code named for a model family whose config has a KV head count (``LlamaAttention``,
+        # ``llama_forward``), or that calls into the family's own module
+        # (``transformers.models.llama.modeling_llama.apply_rotary_pos_emb``): the evidence of a
+        # KV head count where the file spells none.
+        family = family_kv_heads([node.name.value, *((owner.name, *owner.bases) if owner is not None else ()),
+                                  *_family_modules(node.body)])
+        # A KV head count keyword in a class that expands K/V to the query's heads in some
+        # method (``k.expand(...)`` before its cache update, ``repeat_kv`` before a sequence-
+        # parallel call): the layer or cache it builds may take the expanded K/V on purpose.
+        self._check_statements(model, kv_lengths,
+                               None if owner is not None and family is not None and _class_expands(owner) else family)
+        sites = [each for site in self._sites(model) for each in _with_shape_names(site, model)]
         if not sites:
             return
         assigned: dict[str, list[Assigned]] = {}
@@ -1570,6 +1882,20 @@ class GatedAttention(nn.Module):
                 at = next(at for n, at in found if n == queries[0])
                 base = _base_of(at)
                 counts = kv_counts.get((base, site.side), ())
+                if not counts and family is not None and base in ("", "config") and not any(
+                        name_role(n) is Role.KV_HEADS for n in held.get(base, ())) and not _divided(site.shape, at) \
+                        and not _read_off_tensor(model, queries[0]):
+                    if id(at) not in reported:
+                        reported.add(id(at))
+                        self.report(
+                            at,
+                            f"{site.what} is a {'key' if site.side == 'k' else 'value'} tensor shaped with "
+                            f"`{source_of(at)}`, the query head count, in code for {family[0].capitalize()}, whose "
+                            f"config gives K/V their own head count (`{family[1]}`): checkpoints with grouped "
+                            f"K/V heads get the wrong shape",
+                            suggestion=f"use the KV head count (`config.{family[1]}`) or -1 for the head axis",
+                        )
+                    continue
                 if counts:
                     if id(at) not in reported:
                         reported.add(id(at))
@@ -1616,7 +1942,7 @@ class GatedAttention(nn.Module):
                 other.add(tail)
         return {n: o for n, o in found.items() if n not in other}
 
-    def _check_statements(self, model: FunctionModel, kv_lengths: dict[str, int]) -> None:
+    def _check_statements(self, model: FunctionModel, kv_lengths: dict[str, int], family) -> None:
         """The size roles read off statements rather than shapes: a value tile computed from
         the key's, twin keywords given sizes of different kinds, a literal KV head count, K/V
         shaped as the query."""
@@ -1649,6 +1975,16 @@ class GatedAttention(nn.Module):
                 )
         for order, call in model.calls_in_order():
             keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
+            for key, value in keywords.items() if family is not None else ():
+                # ``num_kv_heads=config.num_attention_heads`` in code for a family with grouped K/V.
+                tail = _tail_of(value)
+                if name_role(key) is Role.KV_HEADS and tail is not None and query_heads(tail):
+                    self.report(
+                        value,
+                        f"`{key}={source_of(value)}` gives the KV head count the query's, in code for "
+                        f"{family[0].capitalize()}, whose config gives K/V their own head count (`{family[1]}`)",
+                        suggestion=f"pass the KV head count (`config.{family[1]}`)",
+                    )
             for key, value in KEYWORD_TWINS.items() if len(keywords) > 1 else ():
                 if key in keywords and value in keywords and \
                         size_kind(n for n, _ in _names(keywords[key])) == "head" and \
@@ -1802,6 +2138,12 @@ class GatedAttention(nn.Module):
                 elif func.attr.value.startswith("new_") and id(call) not in made and (
                         site := self._state_site(model, order, call)) is not None:
                     yield site
+            elif isinstance(func, cst.Attribute) and allocates(func.attr.value):
+                # A K/V buffer object given its shape by a method (``self.k_cache.allocate(...)``).
+                side, what, name = _receiver_side(func.value, pairs)
+                if side is not None:
+                    yield _Site(order, side, f"the buffer {what} (made by `{func.attr.value}`)", _shape_args(call),
+                                call, name)
             elif callee_tail(call) == "rearrange" and call.args and call.args[0].keyword is None:
                 # einops: the sizes are the keyword arguments (``h=self.num_kv_heads``).
                 side, what, name = _receiver_side(call.args[0].value, pairs)

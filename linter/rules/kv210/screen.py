@@ -16,11 +16,14 @@ from collections.abc import Iterator
 
 from linter.model.names import Role, is_kv_tensor_name, is_query_name, is_scale_name, kv_side, name_role
 from linter.model.size_roles import (
-    KERNEL_TWINS, KEYWORD_TWINS, attention_output, gradient_side, is_latent_scope, key_dim, kv_length_name,
+    KERNEL_TWINS, KEYWORD_TWINS, allocates, attention_output, gradient_side, is_latent_scope, key_dim, kv_length_name,
     key_state, length_name, makes_buffers, query_heads, size_kind, value_dim, value_dim_twins, value_kernel_sizes,
     value_tile_from_key,
 )
+from linter.model.call_slots import query_heads_in_kv_fields
+from linter.model.families import family_named
 from linter.model.head_lookups import lookup_faults
+from linter.model.key_norms import key_norm_name, key_norm_widths
 from linter.model.input_widths import last_axis_of, query_input_widths
 from linter.model.output_norms import output_norm_widths
 from linter.model.tile_offsets import untiled_offsets
@@ -130,18 +133,18 @@ def _value_dim_slice(node: ast.expr) -> bool:
     return name is not None and value_dim(name.rsplit(".", 1)[-1])
 
 
-def _shape(values: list[ast.expr], extra) -> tuple[dict[str, set[str]], set[str], bool]:
-    """The names the rule reads in the shape ``values``: (every one it may, with the objects
-    it is read on; those it surely reads; whether it reads the key's head dim off the key:
-    ``key.shape[-1]``)."""
+def _shape(values: list[ast.expr], bound: list[ast.expr], extra) -> tuple[dict[str, set[str]], set[str], bool]:
+    """The names the rule reads in the shape ``values`` and the tuples its names are bound to
+    (``bound``): (every one it may, with the objects it is read on; those it surely reads;
+    whether it reads the key's head dim off the key: ``key.shape[-1]``)."""
     bases: dict[str, set[str]] = {}
-    for v in values:
+    for v in (*values, *bound):
         for n, at in _names(v, False):
             bases.setdefault(n, set()).add(_base_of(at))
     return (
         bases,
         {n for v in values for n, _ in _names(v, True)},
-        any(_key_dim_read(node, extra) for v in values for node in walk(v)),
+        any(_key_dim_read(node, extra) for v in (*values, *bound) for node in walk(v)),
     )
 
 
@@ -156,7 +159,7 @@ def _key_dim_read(node: ast.AST, extra) -> bool:
     return base is not None and kv_side(base.rsplit(".", 1)[-1], extra) == "k"
 
 
-def _shape_args(call: ast.Call) -> list[ast.expr]:
+def _call_shape_args(call: ast.Call) -> list[ast.expr]:
     """``rule._shape_args``: the arguments but those no part of a shape."""
     return [*call.args, *(k.value for k in call.keywords if k.arg not in _NOT_SHAPE)]
 
@@ -166,8 +169,30 @@ def _unstarred(node: ast.expr) -> ast.expr:
     return node.value if type(node) is ast.Starred else node
 
 
+def _tuples(facts: Facts) -> dict[str, list[ast.expr]]:
+    """``rule._with_shape_names``: the sizes of the tuples each name is bound to, anywhere in
+    the unit (the rule takes the bindings before the shape, in the shape's own function)."""
+    found: dict[str, list[ast.expr]] = {}
+    for targets, value in facts.assignments:
+        if type(value) is ast.Tuple or type(value) is ast.List:
+            for target in targets:
+                if type(target) is ast.Name:
+                    found.setdefault(target.id, []).extend(map(_unstarred, value.elts))
+    return found
+
+
 def _sites(facts: Facts, extra) -> Iterator[tuple[str, tuple[dict[str, set[str]], set[str], bool]]]:
     """(side, shape names) of every place the rule reads a shape (``rule._sites``), and more."""
+    tuples = _tuples(facts)
+
+    def _bound(args: list[ast.expr]) -> list[ast.expr]:
+        # The rule reads each binding's tuple apart: its sizes may be read, none surely.
+        return [e for a in args if type(a) is ast.Name for e in tuples.get(a.id, ())]
+
+    def _shape_args(call: ast.Call) -> tuple[list[ast.expr], list[ast.expr]]:
+        args = _call_shape_args(call)
+        return args, _bound(args)
+
     for call in facts.calls:
         func = call.func
         tail = _tail(func)
@@ -182,11 +207,16 @@ def _sites(facts: Facts, extra) -> Iterator[tuple[str, tuple[dict[str, set[str]]
             if side is None and tail.startswith("new_"):
                 side = _state_side(call)
             if side is not None:
-                yield side, _shape(_shape_args(call), extra)
+                yield side, _shape(*_shape_args(call), extra)
+        elif type(func) is ast.Attribute and allocates(tail):
+            side = _receiver_side(func.value, extra)
+            if side is not None:
+                yield side, _shape(*_shape_args(call), extra)
         elif tail == "rearrange" and call.args:
             side = _receiver_side(_unstarred(call.args[0]), extra)
             if side is not None:
-                yield side, _shape([k.value for k in call.keywords if k.arg is not None], extra)
+                sizes = [k.value for k in call.keywords if k.arg is not None]
+                yield side, _shape(sizes, _bound(sizes), extra)
         elif tail == "make_block_ptr" and (call.args or call.keywords):
             # libcst's first argument may be a keyword one.
             base = _unstarred(call.args[0]) if call.args else call.keywords[0].value
@@ -195,9 +225,9 @@ def _sites(facts: Facts, extra) -> Iterator[tuple[str, tuple[dict[str, set[str]]
                 side = gradient_side(root)
             if side is not None:
                 rest = [*call.args[1:], *(k.value for k in call.keywords)] if call.args else [k.value for k in call.keywords[1:]]
-                yield side, _shape(rest, extra)
+                yield side, _shape(rest, _bound(rest), extra)
         elif tail in _ALLOCATORS and (side := _state_side(call)) is not None:
-            yield side, _shape(_shape_args(call), extra)
+            yield side, _shape(*_shape_args(call), extra)
     for targets, value in facts.assignments:
         for target in targets:
             name = _tail(target)
@@ -209,7 +239,7 @@ def _sites(facts: Facts, extra) -> Iterator[tuple[str, tuple[dict[str, set[str]]
             for node in walk(value):
                 if type(node) is ast.Call and ((_tail(node.func) or "") in _ALLOCATORS or (_tail(node.func) or "").startswith("new_")
                                                or makes_buffers(_tail(node.func))):
-                    yield side, _shape(_shape_args(node), extra)
+                    yield side, _shape(*_shape_args(node), extra)
 
 
 def _strip_chain(node: ast.expr) -> ast.expr:
@@ -220,7 +250,7 @@ def _strip_chain(node: ast.expr) -> ast.expr:
 
 def _state_side(call: ast.Call) -> str | None:
     """``rule._state_site``: a key-side state by its shape (the rule also asks where it is made)."""
-    return "k" if key_state(n for v in _shape_args(call) for n, _ in _names(v, False)) else None
+    return "k" if key_state(n for v in _call_shape_args(call) for n, _ in _names(v, False)) else None
 
 
 _AS_QUERY = frozenset({"expand_as", "view_as", "reshape_as"})
@@ -311,6 +341,16 @@ def _norm_into_layer(call: ast.Call) -> bool:
             and "norm" in inner.attr.lower())
 
 
+def _builds_itself(facts: Facts) -> bool:
+    """Three calls of ``cls`` or of a class of the unit (``model.call_slots`` needs two
+    witnesses and one fault)."""
+    classes = {n.name for n in walk(facts.tree) if type(n) is ast.ClassDef}
+    if not classes:
+        return False
+    classes.add("cls")
+    return sum(_tail(c.func) in classes for c in facts.calls) >= 3
+
+
 def _models(facts: Facts, extra) -> bool:
     """The rule's own models of head count lookups, value tiles, input widths and output
     norms (exact), each asked where the unit holds what it needs."""
@@ -322,7 +362,26 @@ def _models(facts: Facts, extra) -> bool:
         return True
     if any(map(_norm_into_layer, facts.calls)) and output_norm_widths(facts.tree, extra):
         return True
+    if _builds_itself(facts) and query_heads_in_kv_fields(facts.tree):
+        return True
+    if any(key_norm_name(a) for a in facts.attrs) and key_norm_widths(facts.tree):
+        return True
     return _kv_count_string(facts) and bool(lookup_faults(facts.tree))
+
+
+def _definition_names(tree: ast.AST) -> Iterator[str]:
+    """The names of the unit's classes and functions, of the classes' bases, and of the model
+    modules it reads through."""
+    for node in walk(tree):
+        if type(node) is ast.ClassDef:
+            yield node.name
+            yield from (b for b in map(_dotted, node.bases) if b is not None)
+        elif type(node) is ast.FunctionDef or type(node) is ast.AsyncFunctionDef:
+            yield node.name
+        elif type(node) is ast.Attribute and node.attr.startswith("modeling_"):
+            yield node.attr  # ``rule._family_modules``: a model module read through
+        elif type(node) is ast.Name and node.id.startswith("modeling_"):
+            yield node.id
 
 
 def kv210(facts: Facts, settings: Settings) -> bool:
@@ -338,6 +397,18 @@ def kv210(facts: Facts, settings: Settings) -> bool:
     if _statements(facts, known):
         return True
     counts = any(name_role(n) is Role.KV_HEADS for n in known)
+    # A definition named for a model family whose config has a KV head count (the rule asks
+    # the function's, its class's and the bases' names; any definition of the unit may be one).
+    # ``num_kv_heads=config.num_attention_heads`` in code for such a family.
+    keyword = any(k.arg is not None and name_role(k.arg) is Role.KV_HEADS and query_heads(_tail(k.value) or "")
+                  for c in facts.calls for k in c.keywords)
+    # (Asked only where a K/V shape or such a keyword may need it.)
+    family = (keyword or any(query_heads(n) for n in known)) and any(
+        family_named(n) for n in _definition_names(facts.tree))
+    if family and keyword:
+        return True
+    self_kv = family and any(type(t) is ast.Attribute and type(t.value) is ast.Name and t.value.id == "self"
+                             and name_role(t.attr) is Role.KV_HEADS for targets, _ in facts.assignments for t in targets)
     kernel_dims = {k for k, v in KERNEL_TWINS.items() if k in facts.params and v in facts.params}
     value_dims = any(value_dim(n) for n in known)
     # Lengths read off a query's shape, where the unit holds the keys' own length.
@@ -345,7 +416,7 @@ def kv210(facts: Facts, settings: Settings) -> bool:
         _tail(t) for targets, value in facts.assignments for t in targets
         if _tail(t) is not None and length_name(_tail(t)) and _reads_query_shape(value)
     } if any(map(kv_length_name, known)) else set()
-    if not counts and not value_dims and not kernel_dims and not query_lengths:
+    if not counts and not family and not value_dims and not kernel_dims and not query_lengths:
         return False
     held: dict[str, set[str]] | None = None
     for side, (shape, surely, key_read) in _sites(facts, extra):
@@ -353,8 +424,13 @@ def kv210(facts: Facts, settings: Settings) -> bool:
             return True
         # The rule's scope holds every name its function reads: one of MLA (``qk_nope_head_dim``)
         # in the shape makes it a latent scope, where head counts follow the path.
-        if side in ("k", "v") and counts and any(query_heads(n) for n in shape) and not any(
+        if side in ("k", "v") and (counts or family) and any(query_heads(n) for n in shape) and not any(
                 name_role(n) is Role.KV_HEADS for n in surely) and not is_latent_scope(surely):
+            # The rule's family evidence counts only where the object holds no KV head count:
+            # ``self``'s never does in a class that assigns one (``self.num_kv_heads = ...``).
+            if family and any(b == "config" or (b == "" and not self_kv) for n in shape if query_heads(n)
+                              for b in shape[n]):
+                return True
             # A query head count and no KV head count in a K or V shape, where the object it is
             # read on holds a KV count.
             held = _held(facts, known) if held is None else held
