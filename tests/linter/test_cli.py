@@ -195,7 +195,7 @@ def test_rules_lists_every_rule_with_fixability(tree):
     assert lines[0].split()[:3] == ["code", "name", "fixable"]
     assert [line.split()[0] for line in lines[1:]] == [
         "KV101", "KV102", "KV103", "KV104", "KV105", "KV106", "KV107", "KV201", "KV202", "KV203", "KV204", "KV205",
-        "KV206", "KV207", "KV208", "KV209", "KV210", "KV301",
+        "KV206", "KV207", "KV208", "KV209", "KV210", "KV211", "KV212", "KV301",
         "KV401", "KV402", "KV403", "KV404", "KV405", "KV406", "KV407", "KV408",  # checkpoint rules
     ]
 

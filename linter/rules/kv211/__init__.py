@@ -2,7 +2,7 @@
 stdlib-``ast`` screen) and ``condition`` (its text condition). ``UNIT`` says where all the facts of
 one finding lie (``linter.rules.UNITS``)."""
 
-UNIT = "method"
+UNIT = "class"
 # A preview rule: it runs with --preview (or preview = true), or when its code is selected by
 # name, until its precision on held-out code meets the other rules'.
 PREVIEW = True

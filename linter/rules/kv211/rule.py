@@ -76,6 +76,15 @@ def _own_nodes(function: cst.FunctionDef) -> Iterator[tuple[cst.CSTNode, tuple[c
                      if not isinstance(child, (cst.FunctionDef, cst.ClassDef)))
 
 
+def _class_nodes(node: cst.ClassDef) -> Iterator[tuple[cst.CSTNode, None]]:
+    """Every node of a class body, its methods' bodies included, nested classes left out."""
+    stack: list[cst.CSTNode] = [node.body]
+    while stack:
+        current = stack.pop()
+        yield current, None
+        stack.extend(child for child in children(current) if not isinstance(child, cst.ClassDef))
+
+
 def _relates(node: cst.CSTNode) -> bool:
     """A test or check of the KV head count against the shard count: ``kv % tp == 0``,
     ``tp <= kv``, ``kv // tp >= 1``, ``divide(kv, tp)``. Code that holds one knows the
@@ -88,12 +97,10 @@ def _relates(node: cst.CSTNode) -> bool:
 
 
 def _kept_positive(above: tuple[cst.CSTNode, ...], division: cst.CSTNode) -> bool:
-    """Does an enclosing expression or branch keep the quotient >= 1: ``max(1, ...)``, a
-    conditional expression (``kv // tp if kv >= tp else 1``), a comparison, or an ``if`` whose
-    test reads either count?"""
+    """Does an enclosing expression or branch keep the quotient >= 1: a conditional expression
+    (``kv // tp if kv >= tp else 1``), a comparison, or an ``if`` whose test reads either count?
+    (``max(1, ...)`` is a call around the quotient, which the rule leaves to the callee.)"""
     for node in above:
-        if isinstance(node, cst.Call) and callee_tail(node) == "max":
-            return True
         if isinstance(node, (cst.IfExp, cst.Comparison)):
             return True
         if isinstance(node, (cst.If, cst.While)) and any(_reads(node.test)):
@@ -168,8 +175,9 @@ class KVHeadsShardedToZero(Rule):
         "`self.tp_k_head_num_ = cfg[\"num_key_value_heads\"] // self.tp_world_size_`, "
         "`... // self.process_group.size()`) where nothing in the function keeps the quotient at "
         "least 1: no `max(1, ...)`, no conditional or `if` on either count around it, and no "
-        "check anywhere in the function that relates the two (`kv % tp == 0`, `tp <= kv`, "
-        "`divide(kv, tp)`). A KV head count the function takes as a parameter and never rebinds is "
+        "check anywhere in the function or its class that relates the two (`kv % tp == 0` in a "
+        "`_verify_params` method, `tp <= kv`, `divide(kv, tp)`). A quotient passed to a call "
+        "(`MemoryManager(head_num=kv // tp)`) is the callee's to check. A KV head count the function takes as a parameter and never rebinds is "
         "the caller's to check and is not reported, nor is one bound to the query head count "
         "(full multi-head attention). A KV head count is a name such as `num_key_value_heads`, "
         "`total_num_kv_heads`, `num_query_groups`; a shard count is `tp_size`, `world_size`, "
@@ -290,6 +298,27 @@ class Attention(nn.Module):
         self.total_num_kv_heads = config.num_attention_heads  # no GQA
         self.num_kv_heads = self.total_num_kv_heads // tp_size
 """),
+        # Divisibility asserted by another method of the class, run before the layers are built.
+        Example("""\
+class LlamaTpPartModel(TpPartBaseModel):
+    def _verify_params(self):
+        assert self.config["num_key_value_heads"] % self.world_size_ == 0
+
+    def _init_some_value(self):
+        self.tp_k_head_num_ = self.config["num_key_value_heads"] // self.world_size_
+"""),
+        # The quotient is an argument of a constructor: the attribute bound is the manager.
+        Example("""\
+class Model:
+    def _init_mem_manager(self, config, world_size):
+        self.mem_manager = MemoryManager(self.max_tokens, head_num=config["num_key_value_heads"] // world_size)
+"""),
+        # A patched __init__ outside any class that checks divisibility itself.
+        Example("""\
+def patched_attention_init(self, config, tp_size):
+    assert config.num_key_value_heads % tp_size == 0
+    self.num_kv_heads = config.num_key_value_heads // tp_size
+"""),
         # The query head count: no MQA/GQA makes it smaller than the group.
         Example("""\
 class Attention(nn.Module):
@@ -325,6 +354,13 @@ class MixtralAttention(nn.Module):
         self.total_num_kv_heads = config.num_key_value_heads
         self.num_kv_heads = self.total_num_kv_heads // tp_size
 """, line=5),
+        # Wrapped in int(): still the attribute's own count.
+        Example("""\
+class Attention(nn.Module):
+    def __init__(self, config, tp_size):
+        super().__init__()
+        self.num_kv_heads = int(config.num_key_value_heads // tp_size)
+""", line=4),
         # A parameter rebound from the config before the division: no longer the caller's.
         Example("""\
 class FlashCausalLM:
@@ -335,7 +371,21 @@ class FlashCausalLM:
 """, line=5),
     )
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # Per enclosing class: does any of its methods relate the two counts (a
+        # ``_verify_params`` that asserts ``kv % tp == 0`` before the layers are built)?
+        self._class_checks: list[bool] = []
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._class_checks.append(any(_relates(current) for current, _ in _class_nodes(node)))
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._class_checks.pop()
+
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self._class_checks and self._class_checks[-1]:
+            return
         divisions: list[tuple[cst.BinaryOperation, tuple[cst.CSTNode, ...]]] = []
         query_counts: set[str] = set()
         rebound: set[str] = set()
@@ -355,6 +405,10 @@ class FlashCausalLM:
             statement = next((n for n in reversed(above) if isinstance(n, (cst.Assign, cst.AnnAssign))), None)
             target = _self_target(statement) if statement is not None else None
             if target is None or _kept_positive(above, division) or dotted_name(division.left) in query_counts:
+                continue
+            # An argument of a call (``MemManager(head_num=kv // tp)``): the callee's parameter,
+            # not the attribute the statement binds, carries the count.
+            if any(isinstance(n, cst.Call) and callee_tail(n) != "int" for n in above[above.index(statement):]):
                 continue
             # A count the caller passes in: the caller chose it for this TP size and may have
             # checked it there (no evidence here either way).
