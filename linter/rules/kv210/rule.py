@@ -1327,6 +1327,36 @@ class Qwen2VisionBlock(nn.Module):
         super().__init__()
         self.attn = Attention(config.embed_dim, num_heads=config.num_heads, num_kv_heads=config.num_heads)
 """),
+        # A test that builds a small multi-head config of a grouped family on purpose.
+        Example("""\
+NUM_HEADS = 4
+
+
+def check_mixtral_tp(tp_size):
+    config = MixtralConfig(hidden_size=32 * NUM_HEADS, num_attention_heads=NUM_HEADS, num_key_value_heads=NUM_HEADS)
+    return MixtralForCausalLM(config)
+"""),
+        # A connector attention named for the family it serves, with its own K/V projections of
+        # the query's width: its K has the query's heads.
+        Example("""\
+class GemmaConnectorAttention(nn.Module):
+    def __init__(self, query_dim, heads, dim_head):
+        super().__init__()
+        inner = heads * dim_head
+        self.heads, self.dim_head = heads, dim_head
+        self.k_norm = nn.RMSNorm(inner)
+        self.to_q = nn.Linear(query_dim, inner)
+        self.to_k = nn.Linear(query_dim, inner)
+        self.to_v = nn.Linear(query_dim, inner)
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        k = self.k_norm(self.to_k(x))
+        v = self.to_v(x)
+        k = k.view(b, s, self.heads, self.dim_head)
+        v = v.view(b, s, self.heads, self.dim_head)
+        return k, v
+"""),
     )
     INVALID = (
         Example(bad, line=7),
@@ -1795,6 +1825,11 @@ class GatedAttention(nn.Module):
         # KV head count where the file spells none.
         family = family_kv_heads([node.name.value, *((owner.name, *owner.bases) if owner is not None else ()),
                                   *_family_modules(node.body)])
+        # A class that declares its own K projection says how many heads K has: the family's
+        # config (read elsewhere) is no evidence against it (an encoder or connector attention
+        # named for the family it serves).
+        if owner is not None and any(kv_side(attr, self.extra_pairs) == "k" for attr in owner.projections):
+            family = None
         # A KV head count keyword in a class that expands K/V to the query's heads in some
         # method (``k.expand(...)`` before its cache update, ``repeat_kv`` before a sequence-
         # parallel call): the layer or cache it builds may take the expanded K/V on purpose.
@@ -1977,7 +2012,10 @@ class GatedAttention(nn.Module):
             keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
             for key, value in keywords.items() if family is not None else ():
                 # ``num_kv_heads=config.num_attention_heads`` in code for a family with grouped K/V.
-                tail = _tail_of(value)
+                # Only a count read off an existing object (``config.num_attention_heads``): a
+                # plain name (``num_key_value_heads=NUM_HEADS`` in a test's config) defines the
+                # model rather than reading it.
+                tail = _tail_of(value) if isinstance(value, (cst.Attribute, cst.Subscript)) else None
                 if name_role(key) is Role.KV_HEADS and tail is not None and query_heads(tail):
                     self.report(
                         value,
