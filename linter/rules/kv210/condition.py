@@ -26,7 +26,10 @@ from linter.plan.words import identifier_set
 
 # A model family's name (``model.families``) in any identifier: the evidence of a KV head
 # count that code named for the family need not spell.
-_FAMILY = re.compile("|".join(sorted(FAMILY_PARTS)), re.IGNORECASE)
+# Searched in the lower-cased identifiers, not the text: the rule takes a family only from names
+# (a class, its bases, a function, a ``modeling_<family>`` module), and the identifiers are a
+# fraction of the text.
+_FAMILY = re.compile("|".join(sorted(FAMILY_PARTS)))
 
 # Identifiers (whole words) of the calls the rule reads.
 _SHAPE_WORDS = frozenset({
@@ -191,11 +194,11 @@ def _kv210(f: _File) -> bool:
     unit_wild = read is None
     counts = f.names_containing("head", ignore_case=True) | f.names_containing("group", ignore_case=True)
     kv_names = tuple(sorted(n for n in counts if name_role(n) is Role.KV_HEADS))
-    kv_counts = unit_wild or bool(kv_names) or any(name_role(n) is Role.KV_HEADS for n in read or ()) or bool(
-        _FAMILY.search(f.text))
+    family = _FAMILY.search(f.lower_names) is not None
+    kv_counts = unit_wild or bool(kv_names) or any(name_role(n) is Role.KV_HEADS for n in read or ()) or family
     if _statements(f, ids, kv_counts, kv_names):
         return True
-    if kv_names and _FAMILY.search(f.text) and any(re.search(rf"\b{n}\s*=(?!=)", f.text) for n in kv_names):
+    if kv_names and family and any(re.search(rf"\b{n}\s*=(?!=)", f.text) for n in kv_names):
         return True  # a KV head count given by keyword in code for a family (``num_kv_heads=...``)
     # K/V buffer helpers (``create_kv_cache``): read as allocations where a KV count exists.
     helpers = frozenset(filter(makes_buffers, f.names_containing("cache", ignore_case=True)
