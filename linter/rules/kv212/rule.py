@@ -48,19 +48,7 @@ def attention_forward(self, hidden_states, past_key_value=None):
     V = V[:, :, None, :, :].expand(bsz, self.n_kv_heads, self.n_groups, kv_seq_len, self.head_dim)
     return sdpa(Q, K, V)
 """
-    good = """\
-def attention_forward(self, hidden_states, past_key_value=None):
-    bsz, q_len, _ = hidden_states.size()
-    Q, K, V = self.project(hidden_states)
-    kv_seq_len = K.shape[-2]
-    if past_key_value is not None:
-        K = torch.cat([past_key_value[0], K], dim=2)
-        V = torch.cat([past_key_value[1], V], dim=2)
-        kv_seq_len += past_key_value[0].shape[-2]
-    K = K[:, :, None, :, :].expand(bsz, self.n_kv_heads, self.n_groups, kv_seq_len, self.head_dim)
-    V = V[:, :, None, :, :].expand(bsz, self.n_kv_heads, self.n_groups, kv_seq_len, self.head_dim)
-    return sdpa(Q, K, V)
-"""
+    good = bad.replace("self.n_groups, q_len,", "self.n_groups, kv_seq_len,")
     fix_text = "No automatic fix: shape K and V with their own length (the KV length, or `-1`)."
 
     VALID = (
